@@ -1,0 +1,122 @@
+"""The contracts between the runtime and connectors.
+
+A `Source` is built by the user, split on the driver (`create_splits`, where a
+missing input fails fast) and read in the tasks by a `SourceReader` whose
+position is a small msgpack-able value per split, stored in every checkpoint
+so the source can rewind. A `Sink` writes through a `SinkWriter` that follows
+two-phase commit: records written between two barriers form one transaction,
+which is pre-committed at the barrier and committed only once the checkpoint
+is complete.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceSplit:
+    """One independently readable, replayable part of a source's input."""
+
+    split_id: str
+    """Stable across runs: positions in checkpoints are keyed by it."""
+    payload: Any = None
+    """What the reader needs to open the split (for example a file path)."""
+
+
+class SourceReader(ABC):
+    """Reads the splits given to one subtask. Mailbox thread only; must never block long."""
+
+    @abstractmethod
+    def restore(self, positions: dict[str, Any]) -> None:
+        """Resume each split from a checkpointed position; splits not listed start at the beginning.
+
+        Positions of splits this reader was not given are ignored.
+        """
+
+    @abstractmethod
+    def poll_batch(self, max_records: int) -> list[Any] | None:
+        """Up to `max_records` records; `[]` when nothing is ready now; `None` once all input ended."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, Any]:
+        """The position of every split (msgpack-able), taken at a checkpoint barrier."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files or connections."""
+
+
+class Source(ABC):
+    """A user-facing source: picklable, shipped from the driver to the tasks."""
+
+    bounded: bool = True
+
+    @abstractmethod
+    def create_splits(self) -> list[SourceSplit]:
+        """Enumerate the input on the driver; raise `SourceError` when it cannot be read."""
+
+    @abstractmethod
+    def create_reader(self, splits: Sequence[SourceSplit]) -> SourceReader:
+        """A reader for the splits assigned to one subtask (runs in the task)."""
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """Where a sink writer runs: enough to name its files uniquely and fence zombies."""
+
+    operator_uid: str
+    subtask_index: int
+    parallelism: int
+    attempt: int
+    """The deployment attempt; a newer attempt's writer discards older attempts' leftovers."""
+
+
+class SinkWriter(ABC):
+    """One subtask's two-phase-commit writer. Mailbox thread only."""
+
+    @abstractmethod
+    def write_batch(self, records: list[Any]) -> None:
+        """Add records to the open transaction."""
+
+    @abstractmethod
+    def pre_commit(self, checkpoint_id: int) -> None:
+        """At the barrier: close the open transaction as pending for `checkpoint_id`."""
+
+    @abstractmethod
+    def snapshot_state(self) -> Any:
+        """The pending transactions (msgpack-able), stored in the checkpoint for recovery."""
+
+    @abstractmethod
+    def commit(self, checkpoint_id: int) -> None:
+        """Checkpoint `checkpoint_id` is complete: commit every pending transaction up to it.
+
+        Must be idempotent: after a restore the same transaction may be committed again.
+        """
+
+    @abstractmethod
+    def restore(self, states: list[Any]) -> None:
+        """Recover from snapshots of earlier writers (possibly several, after rescaling).
+
+        Their pending transactions belong to a completed checkpoint and are committed;
+        open (not pre-committed) transactions of older attempts are discarded.
+        """
+
+    def abort(self) -> None:  # noqa: B027 - optional hook
+        """Discard the open transaction (the task is failing or cancelled)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """The job has ended normally; release resources."""
+
+
+class Sink(ABC):
+    """A user-facing sink: picklable, shipped to the tasks."""
+
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """On the driver before deployment: fail fast on bad configuration (e.g. unwritable folder)."""
+
+    @abstractmethod
+    def create_writer(self, context: SinkContext) -> SinkWriter:
+        """The writer for one subtask."""

@@ -1,0 +1,55 @@
+"""Errors barrierflow raises, as one tree so callers can catch at the right level.
+
+    BarrierflowError
+      ConfigurationError          a setting or job definition is invalid
+      JobDefinitionError          the pipeline cannot be turned into a job graph
+      SourceError                 a source cannot read its input
+      SinkError                   a sink cannot write or commit its output
+      CheckpointStorageError      checkpoint storage cannot be read or written
+      StateRestoreError           a checkpoint or savepoint cannot be restored into this job
+      StreamCorruptionError       a channel delivered events in an impossible order
+      JobExecutionError           the job failed and the restart strategy gave up
+      InsufficientResourcesError  the cluster has fewer task slots than the job needs
+"""
+
+from __future__ import annotations
+
+
+class BarrierflowError(Exception):
+    """Base of every error barrierflow raises on purpose."""
+
+
+class ConfigurationError(BarrierflowError, ValueError):
+    """A setting or job definition is invalid."""
+
+
+class JobDefinitionError(ConfigurationError):
+    """The pipeline cannot be turned into a job graph."""
+
+
+class SourceError(BarrierflowError):
+    """A source cannot read its input."""
+
+
+class SinkError(BarrierflowError):
+    """A sink cannot write or commit its output."""
+
+
+class CheckpointStorageError(BarrierflowError):
+    """Checkpoint storage cannot be read or written."""
+
+
+class StateRestoreError(BarrierflowError):
+    """A checkpoint or savepoint cannot be restored into this job."""
+
+
+class StreamCorruptionError(BarrierflowError):
+    """A channel delivered events in an order that cannot happen in a healthy job."""
+
+
+class JobExecutionError(BarrierflowError):
+    """The job failed and the restart strategy gave up; the cause is chained."""
+
+
+class InsufficientResourcesError(BarrierflowError):
+    """The Spark cluster has fewer task slots than the job has subtasks."""

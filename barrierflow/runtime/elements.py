@@ -1,0 +1,53 @@
+"""The elements that travel through a channel besides records.
+
+Records travel in batches (plain Python lists); these events travel between
+batches, in order, on the same channel.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+MAX_WATERMARK = 2**63 - 1
+"""The watermark a source emits when its input has ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointBarrier:
+    """Marks the point in a channel that separates checkpoint n's records from later ones."""
+
+    checkpoint_id: int
+    timestamp: int
+    """Trigger time on the coordinator, in epoch milliseconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCheckpointMarker:
+    """Tells downstream tasks to stop aligning for a checkpoint an upstream task declined."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfPartition:
+    """The sender will send nothing more on this channel."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    """Event time has reached `timestamp` (milliseconds): no older record should follow."""
+
+    timestamp: int
+
+
+class StreamStatus(enum.Enum):
+    """Whether a channel currently produces data (and so may hold back the watermark)."""
+
+    ACTIVE = "active"
+    """The channel carries records and watermarks."""
+    IDLE = "idle"
+    """The channel is quiet and does not hold back the downstream watermark."""
+
+
+END_OF_PARTITION = EndOfPartition()
