@@ -71,7 +71,10 @@ class SinkContext:
     subtask_index: int
     parallelism: int
     attempt: int
-    """The deployment attempt; a newer attempt's writer discards older attempts' leftovers."""
+    """The deployment attempt within this run (0 for the first deployment)."""
+    deployment_id: str
+    """Unique per deployment, across restarts and reruns (safe in file names): files of other
+    deployments that no checkpoint lists are leftovers of failed or zombie tasks."""
 
 
 class SinkWriter(ABC):
