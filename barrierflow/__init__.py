@@ -1,0 +1,23 @@
+"""barrierflow: Apache Flink's exactly-once stream processing for Python, on Apache Spark."""
+
+from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
+from barrierflow.api.datastream import DataStream, DataStreamSink, KeyedStream
+from barrierflow.api.environment import JobClient, JobExecutionResult, StreamExecutionEnvironment
+from barrierflow.api.restart_strategies import RestartStrategies
+from barrierflow.api.time import Duration
+from barrierflow.api.watermark_strategy import TimestampAssigner, WatermarkStrategy
+
+__all__ = [
+    "CheckpointConfig",
+    "CheckpointingMode",
+    "DataStream",
+    "DataStreamSink",
+    "Duration",
+    "JobClient",
+    "JobExecutionResult",
+    "KeyedStream",
+    "RestartStrategies",
+    "StreamExecutionEnvironment",
+    "TimestampAssigner",
+    "WatermarkStrategy",
+]

@@ -1,0 +1,119 @@
+"""Checkpointing settings, with PyFlink's names.
+
+Preparation: `env.enable_checkpointing(1000)` turns checkpoints on (exactly-once)
+and `set_checkpoint_storage("file:///data/checkpoints")` says where they go.
+Running: every interval the sources inject a barrier; each completed checkpoint
+commits the two-phase-commit sinks. Recovering: a failed task restarts the job
+from the latest completed checkpoint, and running the same job (same name, same
+storage) again resumes from it. Caveats: only aligned EXACTLY_ONCE checkpoints
+exist so far.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+
+from barrierflow.errors import ConfigurationError
+
+
+class CheckpointingMode(enum.Enum):
+    """The guarantee checkpoints give for operator state."""
+
+    EXACTLY_ONCE = "exactly_once"
+    """Barriers are aligned: every record is reflected in state exactly once."""
+    AT_LEAST_ONCE = "at_least_once"
+    """Barriers are not aligned: after recovery some records may be counted twice."""
+
+
+DEFAULT_CHECKPOINT_DIR = "checkpoints"
+
+
+class CheckpointConfig:
+    """Mutable settings, read once when the job is submitted."""
+
+    def __init__(self) -> None:
+        self.interval_ms: int = -1
+        self.mode: CheckpointingMode = CheckpointingMode.EXACTLY_ONCE
+        self.storage: str = os.environ.get("BARRIERFLOW_CHECKPOINT_DIR", DEFAULT_CHECKPOINT_DIR)
+        self.min_pause_ms: int = 0
+        self.timeout_ms: int = 600_000
+        self.max_concurrent: int = 1
+        self.tolerable_failures: int = 0
+        self.retained: int = 1
+
+    def is_checkpointing_enabled(self) -> bool:
+        return self.interval_ms > 0
+
+    def set_checkpoint_interval(self, interval_ms: int) -> CheckpointConfig:
+        self.interval_ms = _at_least(interval_ms, 10, "checkpoint interval (ms)")
+        return self
+
+    def get_checkpoint_interval(self) -> int:
+        return self.interval_ms
+
+    def set_checkpointing_mode(self, mode: CheckpointingMode) -> CheckpointConfig:
+        if mode is not CheckpointingMode.EXACTLY_ONCE:
+            raise ConfigurationError(
+                f"checkpointing mode {mode.name} is not supported yet; use EXACTLY_ONCE"
+            )
+        self.mode = mode
+        return self
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        return self.mode
+
+    def set_checkpoint_storage(self, storage: str | os.PathLike[str]) -> CheckpointConfig:
+        """Where checkpoints go: a folder path or URI (`file:///data/checkpoints`)."""
+        text = os.fspath(storage)
+        if not text:
+            raise ConfigurationError("checkpoint storage must be a non-empty path or URI")
+        self.storage = text
+        return self
+
+    set_checkpoint_storage_dir = set_checkpoint_storage
+
+    def get_checkpoint_storage(self) -> str:
+        return self.storage
+
+    def set_min_pause_between_checkpoints(self, min_pause_ms: int) -> CheckpointConfig:
+        self.min_pause_ms = _at_least(min_pause_ms, 0, "min pause between checkpoints (ms)")
+        return self
+
+    def get_min_pause_between_checkpoints(self) -> int:
+        return self.min_pause_ms
+
+    def set_checkpoint_timeout(self, timeout_ms: int) -> CheckpointConfig:
+        self.timeout_ms = _at_least(timeout_ms, 1, "checkpoint timeout (ms)")
+        return self
+
+    def get_checkpoint_timeout(self) -> int:
+        return self.timeout_ms
+
+    def set_max_concurrent_checkpoints(self, count: int) -> CheckpointConfig:
+        self.max_concurrent = _at_least(count, 1, "max concurrent checkpoints")
+        return self
+
+    def get_max_concurrent_checkpoints(self) -> int:
+        return self.max_concurrent
+
+    def set_tolerable_checkpoint_failure_number(self, count: int) -> CheckpointConfig:
+        self.tolerable_failures = _at_least(count, 0, "tolerable checkpoint failures")
+        return self
+
+    def get_tolerable_checkpoint_failure_number(self) -> int:
+        return self.tolerable_failures
+
+    def set_max_retained_checkpoints(self, count: int) -> CheckpointConfig:
+        """How many completed checkpoints to keep (Flink's `state.checkpoints.num-retained`)."""
+        self.retained = _at_least(count, 1, "retained checkpoints")
+        return self
+
+    def get_max_retained_checkpoints(self) -> int:
+        return self.retained
+
+
+def _at_least(value: int, minimum: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{what} must be an integer >= {minimum}, got {value!r}")
+    return value

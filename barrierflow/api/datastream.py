@@ -1,0 +1,170 @@
+"""DataStream, KeyedStream and DataStreamSink: the PyFlink-style pipeline API."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from barrierflow.connectors.base import Sink
+from barrierflow.errors import JobDefinitionError
+from barrierflow.graph.partitioners import (
+    BroadcastPartitioner,
+    ForwardPartitioner,
+    KeyGroupStreamPartitioner,
+    Partitioner,
+    RebalancePartitioner,
+)
+from barrierflow.graph.transformation import Transformation
+from barrierflow.runtime.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
+from barrierflow.runtime.operators.source_sink import SinkOperator
+from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOperator, MapOperator
+
+if TYPE_CHECKING:
+    from barrierflow.api.environment import StreamExecutionEnvironment
+
+
+class DataStream:
+    """A stream of records; each method adds an operator and returns the new stream."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
+        self._env = env
+        self._transformation = transformation
+
+    # -- operators ---------------------------------------------------------------------------
+
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        return self._add_operator("Map", MapOperator, func)
+
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        return self._add_operator("FlatMap", FlatMapOperator, func)
+
+    def filter(self, func: Any) -> DataStream:
+        return self._add_operator("Filter", FilterOperator, func)
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        if not callable(key_selector) and not hasattr(key_selector, "get_key"):
+            raise JobDefinitionError(f"key_by needs a callable or KeySelector, got {key_selector!r}")
+        partitioner = KeyGroupStreamPartitioner(key_selector, self._env.get_max_parallelism())
+        return KeyedStream(self._env, self._partition(partitioner), key_selector)
+
+    # -- partitioning --------------------------------------------------------------------------
+
+    def rebalance(self) -> DataStream:
+        return DataStream(self._env, self._partition(RebalancePartitioner()))
+
+    def broadcast(self) -> DataStream:
+        return DataStream(self._env, self._partition(BroadcastPartitioner()))
+
+    def forward(self) -> DataStream:
+        return DataStream(self._env, self._partition(ForwardPartitioner()))
+
+    # -- properties of the last operator ---------------------------------------------------------
+
+    def uid(self, uid: str) -> DataStream:
+        """A stable id for this operator's state in checkpoints and savepoints."""
+        if not isinstance(uid, str) or not uid:
+            raise JobDefinitionError(f"uid must be a non-empty string, got {uid!r}")
+        self._physical("uid").uid = uid
+        return self
+
+    def name(self, name: str) -> DataStream:
+        self._physical("name").name = name
+        return self
+
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise JobDefinitionError(f"parallelism must be an integer >= 1, got {parallelism!r}")
+        self._physical("set_parallelism").parallelism = parallelism
+        return self
+
+    # -- sinks ---------------------------------------------------------------------------------
+
+    def sink_to(self, sink: Sink) -> DataStreamSink:
+        if not isinstance(sink, Sink):
+            raise JobDefinitionError(f"sink_to needs a Sink, got {sink!r}")
+        transformation = Transformation(
+            "sink",
+            "Sink",
+            [self._transformation],
+            operator_class=SinkOperator,
+            operator_args=(sink,),
+            sink=sink,
+        )
+        self._env._add(transformation)
+        return DataStreamSink(transformation)
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        from barrierflow.connectors.print_sink import PrintSink
+
+        sink = self.sink_to(PrintSink(sink_identifier))
+        sink.name("Print")
+        return sink
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _add_operator(self, name: str, operator_class: type, *args: Any) -> DataStream:
+        transformation = Transformation(
+            "operator",
+            name,
+            [self._transformation],
+            operator_class=operator_class,
+            operator_args=args,
+        )
+        self._env._add(transformation)
+        return DataStream(self._env, transformation)
+
+    def _partition(self, partitioner: Partitioner) -> Transformation:
+        transformation = Transformation(
+            "partition", partitioner.name, [self._transformation], partitioner=partitioner
+        )
+        self._env._add(transformation)
+        return transformation
+
+    def _physical(self, method: str) -> Transformation:
+        if self._transformation.kind == "partition":
+            raise JobDefinitionError(
+                f"{method}() applies to an operator; after key_by/rebalance/broadcast there is "
+                "none yet - call it on the operator that follows"
+            )
+        return self._transformation
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key: keyed state and keyed operators become available."""
+
+    def __init__(
+        self, env: StreamExecutionEnvironment, transformation: Transformation, key_selector: Any
+    ) -> None:
+        super().__init__(env, transformation)
+        self._key_selector = key_selector
+
+    def reduce(self, func: Any) -> DataStream:
+        return self._add_operator("Reduce", KeyedReduceOperator, self._key_selector, func)
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        return self._add_operator("KeyedProcess", KeyedProcessOperator, self._key_selector, func)
+
+
+class DataStreamSink:
+    """The end of a pipeline; carries the sink operator's uid, name and parallelism."""
+
+    def __init__(self, transformation: Transformation) -> None:
+        self._transformation = transformation
+
+    def uid(self, uid: str) -> DataStreamSink:
+        if not isinstance(uid, str) or not uid:
+            raise JobDefinitionError(f"uid must be a non-empty string, got {uid!r}")
+        self._transformation.uid = uid
+        return self
+
+    def name(self, name: str) -> DataStreamSink:
+        self._transformation.name = name
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStreamSink:
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise JobDefinitionError(f"parallelism must be an integer >= 1, got {parallelism!r}")
+        self._transformation.parallelism = parallelism
+        return self

@@ -1,0 +1,311 @@
+"""StreamExecutionEnvironment: where a job is defined, configured and executed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
+from barrierflow.api.datastream import DataStream
+from barrierflow.api.restart_strategies import (
+    DEFAULT_WITH_CHECKPOINTING,
+    RestartStrategies,
+    RestartStrategyConfiguration,
+)
+from barrierflow.api.watermark_strategy import WatermarkStrategy
+from barrierflow.connectors.base import Source
+from barrierflow.errors import ConfigurationError, JobDefinitionError
+from barrierflow.graph.builder import build_job_graph
+from barrierflow.graph.job_graph import JobGraph, SubtaskId
+from barrierflow.graph.transformation import Transformation
+from barrierflow.runtime.operators.source_sink import SourceOperator
+from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM
+
+NO_CHECKPOINTS_INTERVAL_MS = 2**40
+"""With checkpointing off, only the final checkpoint (at the end of bounded input) runs."""
+
+
+@dataclass
+class _CommandLineDefaults:
+    """Set by `barrierflow run`; applied to every environment the job file creates."""
+
+    parallelism: int | None = None
+    master: str | None = None
+    checkpoint_dir: str | None = None
+
+
+command_line_defaults = _CommandLineDefaults()
+
+
+class StreamExecutionEnvironment:
+    """Defines a job and runs it on Spark (the embedded `local[*]` unless told otherwise).
+
+    >>> env = StreamExecutionEnvironment.get_execution_environment()
+    >>> env.set_parallelism(2).get_parallelism()
+    2
+    """
+
+    def __init__(self) -> None:
+        self._parallelism = command_line_defaults.parallelism or (os.cpu_count() or 1)
+        self._max_parallelism = DEFAULT_MAX_PARALLELISM
+        self._checkpoint_config = CheckpointConfig()
+        if command_line_defaults.checkpoint_dir:
+            self._checkpoint_config.set_checkpoint_storage(command_line_defaults.checkpoint_dir)
+        self._restart_strategy: RestartStrategyConfiguration | None = None
+        self._master = command_line_defaults.master or os.environ.get("BARRIERFLOW_MASTER")
+        self._buffer_timeout_ms = 50
+        self._transformations: list[Transformation] = []
+
+    @staticmethod
+    def get_execution_environment() -> StreamExecutionEnvironment:
+        return StreamExecutionEnvironment()
+
+    # ---- settings ----------------------------------------------------------------------------
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        if command_line_defaults.parallelism is not None:
+            return self  # `barrierflow run --parallelism` wins, as `flink run -p` does
+        self._parallelism = _positive(parallelism, "parallelism")
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._parallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        value = _positive(max_parallelism, "max parallelism")
+        if value > 32768:
+            raise ConfigurationError(f"max parallelism must be <= 32768, got {value}")
+        self._max_parallelism = value
+        return self
+
+    def get_max_parallelism(self) -> int:
+        return self._max_parallelism
+
+    def enable_checkpointing(
+        self, interval: int, mode: CheckpointingMode | None = None
+    ) -> StreamExecutionEnvironment:
+        self._checkpoint_config.set_checkpoint_interval(interval)
+        if mode is not None:
+            self._checkpoint_config.set_checkpointing_mode(mode)
+        return self
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        return self._checkpoint_config
+
+    def set_restart_strategy(
+        self, strategy: RestartStrategyConfiguration
+    ) -> StreamExecutionEnvironment:
+        if not isinstance(strategy, RestartStrategyConfiguration):
+            raise ConfigurationError(
+                f"set_restart_strategy needs a RestartStrategies.* value, got {strategy!r}"
+            )
+        self._restart_strategy = strategy
+        return self
+
+    def get_restart_strategy(self) -> RestartStrategyConfiguration:
+        if self._restart_strategy is not None:
+            return self._restart_strategy
+        if self._checkpoint_config.is_checkpointing_enabled():
+            return DEFAULT_WITH_CHECKPOINTING
+        return RestartStrategies.no_restart()
+
+    def set_buffer_timeout(self, timeout_ms: int) -> StreamExecutionEnvironment:
+        """How long records may wait in a half-full network buffer (latency vs throughput)."""
+        self._buffer_timeout_ms = _positive(timeout_ms, "buffer timeout (ms)")
+        return self
+
+    def set_spark_master(self, master: str) -> StreamExecutionEnvironment:
+        """Run on this Spark master (`local[4]`, `spark://host:7077`, `yarn`, `k8s://...`)."""
+        if command_line_defaults.master is None:
+            self._master = master
+        return self
+
+    # ---- sources -----------------------------------------------------------------------------
+
+    def from_source(
+        self,
+        source: Source,
+        watermark_strategy: WatermarkStrategy,
+        source_name: str,
+        type_info: Any = None,
+    ) -> DataStream:
+        if not isinstance(source, Source):
+            raise JobDefinitionError(f"from_source needs a Source, got {source!r}")
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise JobDefinitionError(
+                "from_source needs a WatermarkStrategy, e.g. WatermarkStrategy.no_watermarks()"
+            )
+        if watermark_strategy.kind != "none":
+            raise ConfigurationError(
+                "event-time watermarks are not supported yet; use WatermarkStrategy.no_watermarks()"
+            )
+        transformation = Transformation(
+            "source",
+            source_name,
+            [],
+            operator_class=SourceOperator,
+            operator_args=(source,),
+            source=source,
+        )
+        self._add(transformation)
+        return DataStream(self, transformation)
+
+    def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
+        from barrierflow.connectors.collection import CollectionSource
+
+        return self.from_source(
+            CollectionSource(list(collection)), WatermarkStrategy.no_watermarks(), "Collection"
+        )
+
+    # ---- execution ---------------------------------------------------------------------------
+
+    def get_job_graph(self, job_name: str = "barrierflow job") -> JobGraph:
+        return build_job_graph(
+            job_name, self._transformations, self._parallelism, self._max_parallelism
+        )
+
+    def execute(self, job_name: str = "barrierflow job") -> JobExecutionResult:
+        """Run the job until its input ends (bounded) or it is cancelled; raise if it fails."""
+        return self.execute_async(job_name).wait()
+
+    def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
+        from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
+        from barrierflow.cluster.job_master import JobMaster, JobSettings
+
+        graph = self.get_job_graph(job_name)
+        config = self._checkpoint_config
+        enabled = config.is_checkpointing_enabled()
+        storage = config.get_checkpoint_storage()
+        scratch = None
+        if not enabled:
+            scratch = tempfile.mkdtemp(prefix="barrierflow-final-checkpoint-")
+            storage = scratch
+        settings = JobSettings(
+            checkpoint_interval_ms=config.interval_ms,
+            coordinator=CheckpointCoordinatorConfig(
+                interval_ms=config.interval_ms if enabled else NO_CHECKPOINTS_INTERVAL_MS,
+                min_pause_ms=config.min_pause_ms,
+                timeout_ms=config.timeout_ms,
+                max_concurrent=config.max_concurrent,
+                tolerable_failures=config.tolerable_failures,
+            ),
+            retained_checkpoints=config.retained,
+            restart_strategy=self.get_restart_strategy(),
+            checkpoint_storage=storage,
+            master=self._master,
+            buffer_timeout_ms=self._buffer_timeout_ms,
+        )
+        return JobClient(JobMaster(graph, settings), scratch)
+
+
+@dataclass(frozen=True)
+class JobExecutionResult:
+    job_name: str
+    net_runtime_ms: int
+    checkpoints: list[Any]
+    """CheckpointStats of every completed checkpoint, in order."""
+    restarts: int
+
+    def get_net_runtime(self) -> int:
+        return self.net_runtime_ms
+
+
+class JobClient:
+    """A running job: wait for it, watch it, cancel it, or (for tests and demos) kill a task."""
+
+    def __init__(self, master: Any, scratch_dir: str | None) -> None:
+        import time
+
+        self._master = master
+        self._scratch = scratch_dir
+        self._started = time.monotonic()
+        self._result: JobExecutionResult | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="jobmaster", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import time
+
+        try:
+            stats = self._master.run()
+            self._result = JobExecutionResult(
+                self._master.graph.job_name,
+                int((time.monotonic() - self._started) * 1000),
+                stats,
+                self._master.status.attempt,
+            )
+        except BaseException as error:
+            self._error = error
+        finally:
+            if self._scratch:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+            with self._master._status_changed:
+                self._master._status_changed.notify_all()
+
+    def wait(self, timeout: float | None = None) -> JobExecutionResult:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"job still running after {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def get_job_status(self) -> str:
+        return self._master.status.state
+
+    @property
+    def job_graph(self) -> JobGraph:
+        return self._master.graph
+
+    def cancel(self) -> None:
+        self._master.request_cancel()
+
+    def wait_for_completed_checkpoints(self, count: int, timeout: float = 60.0) -> bool:
+        """True once `count` checkpoints completed in this run (of any attempt)."""
+        return self._master.wait_for(
+            lambda s: len(s.completed_checkpoints) >= count or s.state in _ENDED, timeout
+        ) and len(self._master.status.completed_checkpoints) >= count
+
+    def wait_until_running(self, attempt: int = 0, timeout: float = 120.0) -> bool:
+        return self._master.wait_for(
+            lambda s: (s.state == "RUNNING" and s.attempt >= attempt) or s.state in _ENDED, timeout
+        ) and self._master.status.state == "RUNNING"
+
+    def task_process(self, vertex_id: int, subtask_index: int) -> tuple[str, int]:
+        """(host, pid) of a running subtask's process."""
+        return self._master.status.processes[SubtaskId(vertex_id, subtask_index)]
+
+    def kill_task_process(self, vertex_id: int, subtask_index: int = 0) -> int:
+        """Kill a subtask's Python process with SIGKILL (local masters only). Returns the pid."""
+        import signal
+        import socket
+
+        host, pid = self.task_process(vertex_id, subtask_index)
+        if host != socket.gethostname():
+            raise ConfigurationError(f"task runs on {host}; only local task processes can be killed")
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
+    @property
+    def completed_checkpoints(self) -> tuple[int, ...]:
+        return self._master.status.completed_checkpoints
+
+    @property
+    def attempt(self) -> int:
+        return self._master.status.attempt
+
+
+_ENDED = ("FINISHED", "FAILED", "CANCELED")
+
+
+def _positive(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{what} must be an integer >= 1, got {value!r}")
+    return value

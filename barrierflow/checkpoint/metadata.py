@@ -1,0 +1,96 @@
+"""Checkpoint metadata: built from the tasks' acknowledgements, and turned back into
+what each subtask of a (possibly changed) job restores.
+
+Metadata is keyed by operator uid, and file names are relative to the checkpoint
+folder, so a checkpoint can be moved and restored into a job with other
+parallelism.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from barrierflow import _fs
+from barrierflow.errors import StateRestoreError
+from barrierflow.graph.job_graph import JobGraph, SubtaskId
+from barrierflow.runtime.task_messages import OperatorRestore
+from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
+
+METADATA_SCHEMA = 1
+
+
+def build_metadata(
+    graph: JobGraph,
+    checkpoint_id: int,
+    timestamp: int,
+    is_final: bool,
+    handles: dict[SubtaskId, dict[str, Any] | None],
+) -> dict[str, Any]:
+    operators: dict[str, dict[str, Any]] = {}
+    for vertex in graph.vertices:
+        for op in vertex.operators:
+            operators[op.uid] = {"name": op.name, "parallelism": vertex.parallelism, "subtasks": []}
+    for subtask, handle in sorted(handles.items()):
+        if handle is None:
+            continue
+        for uid, entry in handle["operators"].items():
+            operators[uid]["subtasks"].append(
+                {
+                    "subtask": handle["subtask"],
+                    "file": handle["file"],
+                    "key_group_range": handle["key_group_range"],
+                    "keyed": entry["keyed"],
+                    "operator": entry["operator"],
+                }
+            )
+    return {
+        "schema": METADATA_SCHEMA,
+        "checkpoint_id": checkpoint_id,
+        "timestamp": timestamp,
+        "job_name": graph.job_name,
+        "is_final": is_final,
+        "max_parallelism": graph.max_parallelism,
+        "operators": {uid: o for uid, o in operators.items() if o["subtasks"]},
+    }
+
+
+def check_compatible(graph: JobGraph, metadata: dict[str, Any], where: str) -> None:
+    """Refuse to restore state the job cannot take (unknown operators, other key groups)."""
+    uids = set(graph.operator_uids())
+    unknown = sorted(set(metadata["operators"]) - uids)
+    if unknown:
+        names = ", ".join(f"{u} ({metadata['operators'][u]['name']})" for u in unknown)
+        raise StateRestoreError(
+            f"{where} holds state of operators that are not in this job: {names}. "
+            "Give operators stable uid()s, or start from an empty checkpoint folder"
+        )
+    if metadata["max_parallelism"] != graph.max_parallelism:
+        raise StateRestoreError(
+            f"{where} was taken with max parallelism {metadata['max_parallelism']}, this job "
+            f"has {graph.max_parallelism}; keyed state cannot be redistributed across them"
+        )
+
+
+def restore_assignment(
+    graph: JobGraph, metadata: dict[str, Any], checkpoint_dir: _fs.Location, subtask: SubtaskId
+) -> dict[str, OperatorRestore]:
+    """What each operator of `subtask` restores: overlapping keyed state, all operator state."""
+    vertex = graph.vertex(subtask.vertex_id)
+    own = key_group_range_for_subtask(
+        graph.max_parallelism, vertex.parallelism, subtask.subtask_index
+    )
+    result: dict[str, OperatorRestore] = {}
+    for op in vertex.operators:
+        stored = metadata["operators"].get(op.uid)
+        if stored is None:
+            continue
+        keyed, operator = [], []
+        for entry in stored["subtasks"]:
+            uri = checkpoint_dir.child(entry["file"]).uri
+            start, end = entry["key_group_range"]
+            if entry["keyed"] is not None and len(KeyGroupRange(start, end).intersection(own)):
+                keyed.append((uri, *entry["keyed"]))
+            if entry["operator"] is not None:
+                operator.append((entry["subtask"], uri, *entry["operator"]))
+        result[op.uid] = OperatorRestore(keyed=keyed, operator=operator)
+    return result

@@ -1,0 +1,97 @@
+"""Filesystem checkpoint storage: one folder per checkpoint, `_metadata` written last.
+
+Layout: `<storage>/<job name>/chk-<n>/` holds the subtasks' state files and,
+once the checkpoint is complete, `_metadata`, written atomically. A folder
+without `_metadata` is an incomplete checkpoint and is never restored.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from barrierflow import _fs
+from barrierflow.checkpoint import format as state_format
+from barrierflow.errors import CheckpointStorageError
+
+METADATA = "_metadata"
+METADATA_KIND = "checkpoint-metadata"
+_CHK = re.compile(r"^chk-(\d+)$")
+
+
+def job_folder_name(job_name: str) -> str:
+    """A file-system-safe folder name for a job (the same job name finds its checkpoints)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", job_name).strip("._") or "job"
+
+
+class FileSystemCheckpointStorage:
+    """Checkpoint folders of one job on a pyarrow filesystem. JobMaster and tasks share it."""
+
+    def __init__(self, storage: str, job_name: str) -> None:
+        self.root = _fs.location(storage)
+        self.job_dir = self.root.child(job_folder_name(job_name))
+
+    def prepare(self) -> None:
+        """Create the folder and prove it is writable, before any task starts."""
+        probe = self.job_dir.child(f".probe-{uuid.uuid4().hex}")
+        try:
+            _fs.make_dirs(self.job_dir)
+            _fs.write_bytes(probe, b"")
+            _fs.delete_file(probe)
+        except OSError as error:
+            raise CheckpointStorageError(
+                f"checkpoint folder {self.job_dir} is not writable: {error}"
+            ) from error
+
+    def checkpoint_dir(self, checkpoint_id: int) -> _fs.Location:
+        return self.job_dir.child(f"chk-{checkpoint_id}")
+
+    def _checkpoint_ids(self) -> list[int]:
+        try:
+            names = _fs.list_dir(self.job_dir)
+        except OSError as error:
+            raise CheckpointStorageError(f"cannot list {self.job_dir}: {error}") from error
+        return sorted(int(m.group(1)) for name in names if (m := _CHK.match(name)))
+
+    def completed_checkpoint_ids(self) -> list[int]:
+        return [
+            n
+            for n in self._checkpoint_ids()
+            if _fs.exists(self.checkpoint_dir(n).child(METADATA))
+        ]
+
+    def next_checkpoint_id(self) -> int:
+        """Above every folder ever created, so a zombie's late files never mix with new ones."""
+        ids = self._checkpoint_ids()
+        return ids[-1] + 1 if ids else 1
+
+    def write_metadata(self, checkpoint_id: int, metadata: dict[str, Any]) -> None:
+        target = self.checkpoint_dir(checkpoint_id).child(METADATA)
+        try:
+            _fs.make_dirs(self.checkpoint_dir(checkpoint_id))
+            _fs.write_atomic(target, state_format.encode(METADATA_KIND, metadata))
+        except OSError as error:
+            raise CheckpointStorageError(f"cannot write {target}: {error}") from error
+
+    def load_metadata(self, checkpoint_id: int) -> dict[str, Any]:
+        target = self.checkpoint_dir(checkpoint_id).child(METADATA)
+        header, _ = state_format.decode(_fs.read_bytes(target), METADATA_KIND)
+        return header
+
+    def latest_completed(self) -> tuple[int, dict[str, Any]] | None:
+        ids = self.completed_checkpoint_ids()
+        return (ids[-1], self.load_metadata(ids[-1])) if ids else None
+
+    def discard(self, checkpoint_id: int) -> None:
+        _fs.delete_dir(self.checkpoint_dir(checkpoint_id))
+
+    def retain(self, count: int) -> list[int]:
+        """Keep the newest `count` completed checkpoints; delete older and abandoned folders."""
+        completed = self.completed_checkpoint_ids()
+        keep = set(completed[-count:])
+        newest = completed[-1] if completed else 0
+        removed = [n for n in self._checkpoint_ids() if n < newest and n not in keep]
+        for n in removed:
+            self.discard(n)
+        return removed

@@ -1,0 +1,482 @@
+"""The JobMaster: lives in the Spark driver, deploys attempts, runs the checkpoint
+coordinator, and fails over.
+
+One thread (`run`) owns all state and takes mails from one queue: messages of
+tasks (posted by RPC reader threads), the end of the Spark job of an attempt
+(posted by the submitting thread), and requests of the JobClient. Messages of
+any attempt but the current one are dropped, so zombies cannot touch a newer
+attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import secrets
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from pyspark import cloudpickle
+
+from barrierflow.api.restart_strategies import RestartStrategyConfiguration
+from barrierflow.checkpoint import coordinator as cc
+from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.checkpoint.metadata import build_metadata, check_compatible, restore_assignment
+from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
+from barrierflow.cluster import spark_runner
+from barrierflow.cluster.rpc import RpcServer
+from barrierflow.connectors.base import SourceSplit
+from barrierflow.errors import BarrierflowError, CheckpointStorageError, JobExecutionError
+from barrierflow.graph.job_graph import JobGraph, SubtaskId
+from barrierflow.runtime import task_messages as msg
+from barrierflow.runtime.task import TaskSettings
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.02
+"""How often the coordinator is asked whether a checkpoint is due."""
+REGISTRATION_TIMEOUT_S = 120.0
+
+
+@dataclass
+class CheckpointStats:
+    """What the JobMaster learned about one completed checkpoint."""
+
+    checkpoint_id: int
+    trigger_ms: int
+    duration_ms: int
+    state_bytes: int
+    max_sync_ms: float
+    max_async_ms: float
+    is_final: bool
+
+
+@dataclass
+class JobStatus:
+    """Read by the JobClient from other threads; replaced, never mutated in place."""
+
+    state: str = "CREATED"
+    attempt: int = 0
+    processes: dict[SubtaskId, tuple[str, int]] = field(default_factory=dict)
+    completed_checkpoints: tuple[int, ...] = ()
+    restored_from: int | None = None
+
+
+@dataclass
+class JobSettings:
+    checkpoint_interval_ms: int
+    coordinator: cc.CheckpointCoordinatorConfig
+    """With checkpointing off, an interval so long only the final checkpoint runs."""
+    retained_checkpoints: int
+    restart_strategy: RestartStrategyConfiguration
+    checkpoint_storage: str
+    master: str | None
+    buffer_size: int = 1000
+    buffer_timeout_ms: int = 50
+
+
+class _AttemptFailed(Exception):
+    pass
+
+
+class JobMaster:
+    def __init__(self, graph: JobGraph, settings: JobSettings) -> None:
+        self.graph = graph
+        self.settings = settings
+        self.job_id = uuid.uuid4().hex
+        self.run_id = uuid.uuid4().hex[:8]
+        self.secret = secrets.token_bytes(32)
+        self.storage = FileSystemCheckpointStorage(settings.checkpoint_storage, graph.job_name)
+        self.partitions = tuple(graph.all_subtasks())
+        self.sources = [s for s in graph.source_subtasks()]
+        self.mailbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.status = JobStatus()
+        self.checkpoint_stats: list[CheckpointStats] = []
+        self._status_changed = threading.Condition()
+        self._cancel_requested: str | None = None
+
+    # ---- called from other threads -----------------------------------------------------------
+
+    def request_cancel(self, reason: str = "cancelled by the user") -> None:
+        self.mailbox.put(("cancel", reason))
+
+    def wait_for(self, predicate, timeout: float) -> bool:
+        with self._status_changed:
+            return self._status_changed.wait_for(lambda: predicate(self.status), timeout)
+
+    def _publish(self, **changes: Any) -> None:
+        with self._status_changed:
+            self.status = JobStatus(**{**self.status.__dict__, **changes})
+            self._status_changed.notify_all()
+
+    # ---- the JobMaster thread ------------------------------------------------------------------
+
+    def run(self) -> list[CheckpointStats]:
+        graph = self.graph
+        splits = self._create_splits()
+        for vertex in graph.vertices:
+            for op in vertex.operators:
+                if op.transformation.sink is not None:
+                    op.transformation.sink.prepare()
+        self.storage.prepare()
+        payload_graph = _pickle_graph(graph)
+        spark = spark_runner.obtain_spark(self.settings.master, len(self.partitions))
+        spark_runner.check_slots(spark, len(self.partitions))
+        host = "127.0.0.1" if spark_runner.is_local_master(spark.sparkContext.master) else (
+            spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
+        )
+        self._bind_host = host
+        server = RpcServer(host, self.secret, self.mailbox.put)
+        tracker = self.settings.restart_strategy.new_tracker()
+        attempt = 0
+        try:
+            while True:
+                try:
+                    self._run_attempt(spark, server, payload_graph, splits, attempt)
+                    self._publish(state="FINISHED")
+                    return self.checkpoint_stats
+                except _AttemptFailed as failure:
+                    cause = str(failure)
+                    if self._cancel_requested is not None:
+                        self._publish(state="CANCELED")
+                        raise JobExecutionError(
+                            f"job '{graph.job_name}' was cancelled: {self._cancel_requested}"
+                        ) from None
+                    decision = tracker.decide(int(time.time() * 1000))
+                    if not decision.restart:
+                        self._publish(state="FAILED")
+                        raise JobExecutionError(
+                            f"job '{graph.job_name}' failed and will not restart "
+                            f"({decision.explanation}). Cause: {cause}"
+                        ) from None
+                    log.warning("job '%s' attempt %d failed: %s; %s, in %d ms",
+                                graph.job_name, attempt, cause.splitlines()[0],
+                                decision.explanation, decision.delay_ms)
+                    self._publish(state="RESTARTING")
+                    time.sleep(decision.delay_ms / 1000)
+                    attempt += 1
+        finally:
+            server.close()
+
+    def _create_splits(self) -> dict[SubtaskId, list[SourceSplit]]:
+        assigned: dict[SubtaskId, list[SourceSplit]] = {}
+        for vertex in self.graph.vertices:
+            if not vertex.is_source:
+                continue
+            source = vertex.operators[0].transformation.source
+            splits = source.create_splits()
+            for subtask in vertex.subtasks():
+                assigned[subtask] = splits[subtask.subtask_index :: vertex.parallelism]
+        return assigned
+
+    def _run_attempt(self, spark, server, payload_graph, splits, attempt: int) -> None:
+        latest = self.storage.latest_completed()
+        if latest is not None:
+            check_compatible(self.graph, latest[1], f"checkpoint {self.storage.checkpoint_dir(latest[0])}")
+        settings = TaskSettings(
+            job_id=self.job_id,
+            attempt=attempt,
+            deployment_id=f"{self.run_id}-{attempt}",
+            secret=self.secret,
+            jobmaster_address=server.address,
+            bind_host=self._bind_host,
+            checkpoint_dir=self.storage.job_dir.uri,
+            partitions=self.partitions,
+            buffer_size=self.settings.buffer_size,
+            buffer_timeout_ms=self.settings.buffer_timeout_ms,
+        )
+        payload = cloudpickle.dumps((payload_graph, settings))
+        group = f"barrierflow-{self.job_id}-{attempt}"
+        self._publish(
+            state="DEPLOYING", attempt=attempt, processes={},
+            restored_from=latest[0] if latest else None,
+        )
+        thread = threading.Thread(
+            target=self._submit, args=(spark, payload, group, attempt), daemon=True,
+            name=f"spark-attempt-{attempt}",
+        )
+        attempt_run = _Attempt(self, attempt, settings, splits, latest)
+        thread.start()
+        try:
+            attempt_run.run()
+        except _AttemptFailed:
+            attempt_run.cancel_tasks()
+            spark_runner.cancel_attempt(spark, group)
+            thread.join(30)
+            raise
+        thread.join(60)
+
+    def _submit(self, spark, payload: bytes, group: str, attempt: int) -> None:
+        try:
+            spark_runner.run_attempt(
+                spark, payload, len(self.partitions), group, self.graph.job_name
+            )
+            self.mailbox.put(("spark_done", attempt, None))
+        except BaseException as error:
+            self.mailbox.put(("spark_done", attempt, spark_runner.spark_error_summary(error)))
+
+
+class _Attempt:
+    """One deployment: registration, deployment, checkpoints, end. Raises _AttemptFailed."""
+
+    def __init__(self, master: JobMaster, attempt: int, settings: TaskSettings, splits, latest):
+        self.master = master
+        self.graph = master.graph
+        self.attempt = attempt
+        self.settings = settings
+        self.splits = splits
+        self.latest = latest
+        self.connections: dict[int, Connection] = {}
+        self.partition_of: dict[Connection, int] = {}
+        self.addresses: dict[int, tuple[str, int]] = {}
+        self.running: set[int] = set()
+        self.finished: set[int] = set()
+        self.end_of_input: set[int] = set()
+        self.coordinator: cc.CheckpointCoordinator | None = None
+        self.ack_stats: dict[int, list[msg.AcknowledgeCheckpoint]] = {}
+        self.source_partitions = {master.partitions.index(s) for s in master.sources}
+
+    def run(self) -> None:
+        master = self.master
+        deadline = time.monotonic() + REGISTRATION_TIMEOUT_S
+        while True:
+            try:
+                mail = master.mailbox.get(timeout=TICK_S)
+            except queue.Empty:
+                mail = None
+            if mail is not None and self._handle(mail):
+                return
+            if self.coordinator is not None:
+                self._act(self.coordinator.on_tick(_now_ms()))
+            elif len(self.running) < len(master.partitions) and time.monotonic() > deadline:
+                self._fail(
+                    f"only {len(self.addresses)} of {len(master.partitions)} tasks registered "
+                    f"within {REGISTRATION_TIMEOUT_S:.0f} s"
+                )
+
+    # ---- mails ---------------------------------------------------------------------------------
+
+    def _handle(self, mail: tuple[Any, ...]) -> bool:
+        """True when the attempt has finished successfully."""
+        kind = mail[0]
+        if kind == "task_message":
+            return self._on_task_message(mail[1], mail[2])
+        if kind == "task_lost":
+            partition = self.partition_of.get(mail[1])
+            if partition is not None and partition not in self.finished:
+                subtask = self.master.partitions[partition]
+                host, pid = self.master.status.processes.get(subtask, ("?", "?"))
+                self._fail(
+                    f"task {self._name(partition)} (pid {pid} on {host}) lost its connection to "
+                    "the JobMaster: its process died or was killed"
+                )
+            return False
+        if kind == "spark_done":
+            _, attempt, error = mail
+            if attempt != self.attempt:
+                return False
+            if error is not None:
+                self._fail(f"the Spark job of attempt {attempt} failed: {error}")
+            if len(self.finished) < len(self.master.partitions):
+                self._fail("the Spark job ended before every task finished")
+            return True
+        if kind == "cancel":
+            self.master._cancel_requested = mail[1]
+            self._fail(mail[1])
+        return False
+
+    def _on_task_message(self, conn: Connection, message: Any) -> bool:
+        if getattr(message, "attempt", None) != self.attempt:
+            if isinstance(message, msg.RegisterTask):
+                conn.close()  # a zombie of an earlier attempt
+            return False
+        partition = message.partition
+        if isinstance(message, msg.RegisterTask):
+            self._register(conn, message)
+        elif self.partition_of.get(conn) != partition:
+            return False  # not from the connection that registered this partition
+        elif isinstance(message, msg.TaskRunning):
+            self.running.add(partition)
+            if len(self.running) == len(self.master.partitions):
+                self._start_checkpointing()
+        elif isinstance(message, msg.AcknowledgeCheckpoint):
+            self.ack_stats.setdefault(message.checkpoint_id, []).append(message)
+            if self.coordinator is not None:
+                _, actions = self.coordinator.receive_acknowledge(
+                    message.checkpoint_id, partition, message.state_handle, _now_ms()
+                )
+                self._act(actions)
+        elif isinstance(message, msg.DeclineCheckpoint):
+            if self.coordinator is not None:
+                reason = CheckpointFailureReason[message.reason]
+                self._act(self.coordinator.receive_decline(
+                    message.checkpoint_id, partition, reason, _now_ms()
+                ))
+        elif isinstance(message, msg.EndOfInput):
+            self.end_of_input.add(partition)
+            if self.end_of_input >= self.source_partitions and self.coordinator is not None:
+                self._act(self.coordinator.request_final_checkpoint(_now_ms()))
+        elif isinstance(message, msg.TaskFinished):
+            self.finished.add(partition)
+        elif isinstance(message, msg.TaskFailed):
+            self._fail(f"task {self._name(partition)} failed {message.error}")
+        return False
+
+    def _register(self, conn: Connection, message: msg.RegisterTask) -> None:
+        partition = message.partition
+        if partition in self.addresses:
+            conn.close()
+            return
+        self.connections[partition] = conn
+        self.partition_of[conn] = partition
+        self.addresses[partition] = message.data_address
+        processes = dict(self.master.status.processes)
+        processes[self.master.partitions[partition]] = (message.host, message.pid)
+        self.master._publish(processes=processes)
+        if len(self.addresses) == len(self.master.partitions):
+            self._deploy()
+
+    def _deploy(self) -> None:
+        master, graph = self.master, self.graph
+        latest = self.latest
+        for partition, conn in self.connections.items():
+            subtask = master.partitions[partition]
+            restore = {}
+            if latest is not None:
+                restore = restore_assignment(
+                    graph, latest[1], master.storage.checkpoint_dir(latest[0]), subtask
+                )
+            conn.send(
+                msg.DeployTask(
+                    peers=self.addresses,
+                    splits=self.splits.get(subtask, []),
+                    restore_checkpoint_id=latest[0] if latest else None,
+                    restore=restore,
+                )
+            )
+
+    def _start_checkpointing(self) -> None:
+        master = self.master
+        config = master.settings.coordinator
+        self.coordinator = cc.CheckpointCoordinator(
+            config,
+            tasks_to_trigger=frozenset(self.source_partitions),
+            tasks_to_ack=frozenset(range(len(master.partitions))),
+            next_checkpoint_id=master.storage.next_checkpoint_id(),
+        )
+        self.coordinator.start(_now_ms())
+        master._publish(state="RUNNING")
+        if self.end_of_input >= self.source_partitions:
+            self._act(self.coordinator.request_final_checkpoint(_now_ms()))
+
+    # ---- coordinator actions -------------------------------------------------------------------
+
+    def _act(self, actions: list[Any]) -> None:
+        for action in actions:
+            if isinstance(action, cc.TriggerCheckpoint):
+                trigger = msg.TriggerCheckpoint(
+                    action.checkpoint_id, action.timestamp_ms, action.is_final
+                )
+                for partition in self.source_partitions:
+                    self._send(partition, trigger)
+            elif isinstance(action, cc.FinalizeCheckpoint):
+                self._finalize(action)
+            elif isinstance(action, cc.NotifyCheckpointComplete):
+                self._on_completed(action)
+            elif isinstance(action, cc.NotifyCheckpointAborted):
+                log.info("checkpoint %d aborted: %s", action.checkpoint_id, action.reason.value)
+                for partition in self.connections:
+                    self._send(partition, msg.NotifyCheckpointAborted(action.checkpoint_id))
+            elif isinstance(action, cc.DiscardState):
+                self.master.storage.discard(action.checkpoint_id)
+                self.ack_stats.pop(action.checkpoint_id, None)
+            elif isinstance(action, cc.FailJob):
+                self._fail(action.reason)
+
+    def _finalize(self, action: Any) -> None:
+        master = self.master
+        handles = {master.partitions[p]: h for p, h in action.task_states.items()}
+        metadata = build_metadata(
+            self.graph, action.checkpoint_id, action.timestamp_ms, action.is_final, handles
+        )
+        try:
+            master.storage.write_metadata(action.checkpoint_id, metadata)
+        except CheckpointStorageError:
+            log.warning("finalizing checkpoint %d failed", action.checkpoint_id, exc_info=True)
+            self._act(self.coordinator.on_finalize_failed(action.checkpoint_id, _now_ms()))
+            return
+        acks = self.ack_stats.pop(action.checkpoint_id, [])
+        master.checkpoint_stats.append(
+            CheckpointStats(
+                checkpoint_id=action.checkpoint_id,
+                trigger_ms=action.timestamp_ms,
+                duration_ms=_now_ms() - action.timestamp_ms,
+                state_bytes=sum(a.state_bytes for a in acks),
+                max_sync_ms=max((a.sync_ms for a in acks), default=0.0),
+                max_async_ms=max((a.async_ms for a in acks), default=0.0),
+                is_final=action.is_final,
+            )
+        )
+        self._act(self.coordinator.on_checkpoint_finalized(action.checkpoint_id, _now_ms()))
+
+    def _on_completed(self, action: Any) -> None:
+        master = self.master
+        for partition in self.connections:
+            self._send(
+                partition, msg.NotifyCheckpointComplete(action.checkpoint_id, action.is_final)
+            )
+        master.storage.retain(master.settings.retained_checkpoints)
+        master._publish(
+            completed_checkpoints=(*master.status.completed_checkpoints, action.checkpoint_id)
+        )
+        if action.is_final:
+            master._publish(state="FINISHING")
+
+    # ---- failure ---------------------------------------------------------------------------
+
+    def _send(self, partition: int, message: Any) -> None:
+        try:
+            self.connections[partition].send(message)
+        except OSError:
+            if partition not in self.finished:
+                self._fail(f"task {self._name(partition)} is unreachable")
+
+    def _fail(self, cause: str) -> None:
+        if self.coordinator is not None:
+            self.coordinator.abort_pending_on_failover(_now_ms())
+        raise _AttemptFailed(cause)
+
+    def cancel_tasks(self) -> None:
+        for conn in self.connections.values():
+            try:
+                conn.send(msg.CancelTask("the job is failing over or cancelled"))
+            except OSError:
+                pass
+            conn.close()
+
+    def _name(self, partition: int) -> str:
+        subtask = self.master.partitions[partition]
+        vertex = self.graph.vertex(subtask.vertex_id)
+        return f"'{vertex.name}' ({subtask.subtask_index + 1}/{vertex.parallelism})"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _pickle_graph(graph: JobGraph) -> JobGraph:
+    """Fail on the driver, with the operator's name, if user code cannot be shipped."""
+    for vertex in graph.vertices:
+        for op in vertex.operators:
+            try:
+                cloudpickle.dumps(op.transformation)
+            except Exception as error:
+                raise BarrierflowError(
+                    f"operator '{op.name}' (uid {op.uid}) cannot be sent to the tasks: {error}"
+                ) from error
+    return graph
+

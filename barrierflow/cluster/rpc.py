@@ -1,0 +1,92 @@
+"""The authenticated connection between the JobMaster and its tasks.
+
+Both ends prove they know the job's secret (HMAC challenge) before anything is
+unpickled. Reader threads only turn received messages into mails.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class RpcServer:
+    """The JobMaster's endpoint. Posts ("task_message", conn, message) and ("task_lost", conn)."""
+
+    def __init__(self, host: str, secret: bytes, post: Callable[[tuple[Any, ...]], None]) -> None:
+        self._listener = Listener((host, 0), family="AF_INET", authkey=secret)
+        self._post = post
+        self._closed = False
+        threading.Thread(target=self._accept_loop, name="rpc-accept", daemon=True).start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self._listener.address
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            self._listener.close()
+        except OSError:
+            pass
+
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                conn = self._listener.accept()
+            except OSError:
+                if self._closed:
+                    return
+                log.warning("refused an RPC connection", exc_info=True)
+                continue
+            except Exception:  # failed authentication: a stranger, not a task
+                log.warning("refused an RPC connection that failed authentication", exc_info=True)
+                continue
+            threading.Thread(
+                target=self._read, args=(conn,), name="rpc-read", daemon=True
+            ).start()
+
+    def _read(self, conn: Connection) -> None:
+        try:
+            while True:
+                self._post(("task_message", conn, conn.recv()))
+        except (EOFError, OSError):
+            self._post(("task_lost", conn))
+        except Exception as error:  # an unreadable message: treat the task as lost
+            log.warning("unreadable RPC message: %s", error)
+            self._post(("task_lost", conn))
+
+
+class RpcClient:
+    """A task's connection to the JobMaster. Posts ("rpc", message) and ("rpc_lost",)."""
+
+    def __init__(
+        self, address: tuple[str, int], secret: bytes, post: Callable[[tuple[Any, ...]], None]
+    ) -> None:
+        self._conn = Client(tuple(address), family="AF_INET", authkey=secret)
+        self._lock = threading.Lock()
+        self._post = post
+        threading.Thread(target=self._read, name="rpc-read", daemon=True).start()
+
+    def send(self, message: Any) -> None:
+        """Thread-safe: the mailbox thread and the upload thread both send."""
+        with self._lock:
+            self._conn.send(message)
+
+    def close(self) -> None:
+        try:
+            self._conn.close()
+        except OSError:
+            pass
+
+    def _read(self) -> None:
+        try:
+            while True:
+                self._post(("rpc", self._conn.recv()))
+        except (EOFError, OSError):
+            self._post(("rpc_lost",))

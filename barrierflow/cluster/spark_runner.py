@@ -1,0 +1,97 @@
+"""The Spark side: obtain a session, check slots, and run one attempt as a barrier stage.
+
+One attempt is one Spark job with a single barrier-mode stage of one task per
+subtask; Spark gang-schedules them, so every subtask runs at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from typing import Any
+
+from barrierflow.cluster.java import ensure_java_home
+from barrierflow.errors import InsufficientResourcesError
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_CONFIG = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    # A killed Python worker keeps running until this timeout: keep zombies short.
+    "spark.python.task.killTimeout": "1s",
+    "spark.sql.shuffle.partitions": "4",
+}
+
+
+def is_local_master(master: str) -> bool:
+    return master.startswith("local")
+
+
+def embedded_master(slots_needed: int) -> str:
+    """Spark `local[*]`, widened to the job's subtask count: a barrier stage needs one slot
+    per task, and local[N] gives N slots whatever the cores."""
+    return f"local[{max(os.cpu_count() or 1, slots_needed)}]"
+
+
+def obtain_spark(master: str | None, slots_needed: int) -> Any:
+    """The active SparkSession, or a new one on `master` (the embedded default if None)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    ensure_java_home()
+    builder = SparkSession.builder.appName("barrierflow")
+    builder = builder.master(master or embedded_master(slots_needed))
+    if master is None or is_local_master(master):
+        for key, value in EMBEDDED_CONFIG.items():
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("BARRIERFLOW_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def check_slots(spark: Any, slots_needed: int) -> None:
+    sc = spark.sparkContext
+    jsc = sc._jsc.sc()
+    try:
+        profile = jsc.resourceProfileManager().defaultResourceProfile()
+        slots = jsc.maxNumConcurrentTasks(profile)
+    except Exception:  # older or restricted gateways: fall back to the default parallelism
+        slots = sc.defaultParallelism
+    if slots < slots_needed:
+        raise InsufficientResourcesError(
+            f"the job has {slots_needed} subtasks but Spark master {sc.master} offers {slots} "
+            f"task slots; a barrier stage needs one slot per subtask. Lower the parallelism, "
+            f"add executors, or run on local[{slots_needed}]"
+        )
+
+
+def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
+    """Blocks until every task of the attempt has ended; raises if the Spark job failed."""
+    from barrierflow.cluster.task_entry import run_partitions
+
+    sc = spark.sparkContext
+    sc.setJobGroup(job_group, name, interruptOnCancel=True)
+    rdd = sc.parallelize(range(subtask_count), subtask_count)
+    rdd.barrier().mapPartitions(functools.partial(run_partitions, payload)).collect()
+
+
+def cancel_attempt(spark: Any, job_group: str) -> None:
+    spark.sparkContext.cancelJobGroup(job_group)
+
+
+def spark_error_summary(error: BaseException) -> str:
+    """The useful line of a py4j/Spark error (the Python traceback of the task if any)."""
+    text = str(error)
+    for marker in ("Python worker exited unexpectedly", "Traceback (most recent call last)"):
+        position = text.find(marker)
+        if position >= 0:
+            return text[position : position + 2000]
+    return text[:2000]

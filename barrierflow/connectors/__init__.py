@@ -1,0 +1,2 @@
+"""Connectors: `barrierflow.connectors.files` (FileSource, FileSink),
+`barrierflow.connectors.datagen` (DataGeneratorSource, NumberSequenceSource)."""

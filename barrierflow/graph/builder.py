@@ -1,0 +1,146 @@
+"""Turns the user's transformations into a JobGraph: resolves partitioners,
+parallelism and uids, and chains forward-connected operators of equal parallelism."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+
+from barrierflow.errors import JobDefinitionError
+from barrierflow.graph.job_graph import ChainedOperator, JobEdge, JobGraph, JobVertex
+from barrierflow.graph.partitioners import ForwardPartitioner, Partitioner, RebalancePartitioner
+from barrierflow.graph.transformation import Transformation
+
+
+def build_job_graph(
+    job_name: str,
+    transformations: list[Transformation],
+    default_parallelism: int,
+    max_parallelism: int,
+) -> JobGraph:
+    nodes = [t for t in transformations if t.kind != "partition"]
+    if not any(t.kind == "sink" for t in nodes):
+        raise JobDefinitionError("the job has no sink: add sink_to(...) or print() to a stream")
+    inputs = {t.id: [_physical_input(i) for i in t.inputs] for t in nodes}
+    reachable = _reachable_from_sinks(nodes, inputs)
+    nodes = [t for t in nodes if t.id in reachable]
+
+    parallelism = {t.id: t.parallelism or default_parallelism for t in nodes}
+    for t in nodes:
+        if parallelism[t.id] > max_parallelism:
+            raise JobDefinitionError(
+                f"operator '{t.name}' has parallelism {parallelism[t.id]}, above the max "
+                f"parallelism {max_parallelism}; raise it with env.set_max_parallelism()"
+            )
+    uids = _assign_uids(nodes, inputs)
+    consumers: dict[int, list[int]] = defaultdict(list)
+    edge_partitioner: dict[tuple[int, int], Partitioner] = {}
+    for t in nodes:
+        for upstream, partitioner in inputs[t.id]:
+            consumers[upstream.id].append(t.id)
+            edge_partitioner[(upstream.id, t.id)] = _resolve_partitioner(
+                upstream, t, partitioner, parallelism
+            )
+
+    # Chain: t joins its single upstream's vertex when nothing redistributes in between.
+    vertex_of: dict[int, int] = {}
+    chains: list[list[Transformation]] = []
+    for t in nodes:  # creation order is a topological order
+        ups = inputs[t.id]
+        if len(ups) == 1:
+            upstream, partitioner = ups[0]
+            explicit = partitioner is not None
+            chainable = (
+                not explicit
+                and upstream.kind != "sink"
+                and len(consumers[upstream.id]) == 1
+                and parallelism[upstream.id] == parallelism[t.id]
+                and chains[vertex_of[upstream.id]][-1] is upstream
+            )
+            if chainable:
+                vertex_of[t.id] = vertex_of[upstream.id]
+                chains[vertex_of[t.id]].append(t)
+                continue
+        vertex_of[t.id] = len(chains)
+        chains.append([t])
+
+    vertices = [
+        JobVertex(
+            vertex_id=i,
+            parallelism=parallelism[chain[0].id],
+            operators=[ChainedOperator(uids[t.id], t.name, t) for t in chain],
+        )
+        for i, chain in enumerate(chains)
+    ]
+    edges: list[JobEdge] = []
+    for t in nodes:
+        for upstream, _ in inputs[t.id]:
+            if vertex_of[upstream.id] == vertex_of[t.id]:
+                continue
+            edge = JobEdge(
+                len(edges), vertex_of[upstream.id], vertex_of[t.id],
+                edge_partitioner[(upstream.id, t.id)],
+            )
+            edges.append(edge)
+            vertices[edge.source_vertex].outputs.append(edge)
+            vertices[edge.target_vertex].inputs.append(edge)
+    return JobGraph(job_name, max_parallelism, vertices, edges)
+
+
+def _physical_input(t: Transformation) -> tuple[Transformation, Partitioner | None]:
+    """Skip virtual partition nodes: the last one before an operator decides the edge."""
+    partitioner = None
+    while t.kind == "partition":
+        partitioner = partitioner or t.partitioner
+        t = t.inputs[0]
+    return t, partitioner
+
+
+def _reachable_from_sinks(nodes, inputs) -> set[int]:
+    by_id = {t.id: t for t in nodes}
+    seen: set[int] = set()
+    stack = [t.id for t in nodes if t.kind == "sink"]
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(up.id for up, _ in inputs[by_id[node].id])
+    return seen
+
+
+def _resolve_partitioner(upstream, downstream, partitioner, parallelism) -> Partitioner:
+    same = parallelism[upstream.id] == parallelism[downstream.id]
+    if partitioner is None:
+        return ForwardPartitioner() if same else RebalancePartitioner()
+    if isinstance(partitioner, ForwardPartitioner) and not same:
+        raise JobDefinitionError(
+            f"forward() from '{upstream.name}' (parallelism {parallelism[upstream.id]}) to "
+            f"'{downstream.name}' (parallelism {parallelism[downstream.id]}) needs equal "
+            "parallelism; use rebalance() instead"
+        )
+    return partitioner
+
+
+def _assign_uids(nodes, inputs) -> dict[int, str]:
+    """Given uids must be unique; others derive from position in the pipeline, so the same
+    job code gets the same uids in every run (set uid() to survive pipeline changes)."""
+    uids: dict[int, str] = {}
+    given: dict[str, str] = {}
+    siblings: dict[tuple, int] = defaultdict(int)
+    for t in nodes:
+        if t.uid is not None:
+            if t.uid in given:
+                raise JobDefinitionError(
+                    f"uid '{t.uid}' is used by both '{given[t.uid]}' and '{t.name}'; uids must be unique"
+                )
+            given[t.uid] = t.name
+            uids[t.id] = t.uid
+            continue
+        upstream_uids = tuple(uids[up.id] for up, _ in inputs[t.id])
+        cls = t.operator_class.__name__ if t.operator_class else t.kind
+        signature = (t.kind, cls, upstream_uids)
+        position = siblings[signature]
+        siblings[signature] += 1
+        digest = hashlib.sha256(repr((signature, position)).encode()).hexdigest()[:12]
+        uids[t.id] = f"{t.kind}-{digest}"
+    return uids

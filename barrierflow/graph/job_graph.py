@@ -1,0 +1,105 @@
+"""The job graph: chained operators (vertices), edges with partitioners, and the
+subtasks and channels they expand to at run time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from barrierflow.graph.partitioners import Partitioner
+from barrierflow.graph.transformation import Transformation
+
+
+@dataclass(frozen=True, order=True)
+class SubtaskId:
+    """One parallel instance of a vertex: one Spark task, one process."""
+
+    vertex_id: int
+    subtask_index: int
+
+    def __str__(self) -> str:
+        return f"{self.vertex_id}.{self.subtask_index}"
+
+
+@dataclass
+class ChainedOperator:
+    uid: str
+    name: str
+    transformation: Transformation
+
+    def make_operator(self) -> Any:
+        return self.transformation.make_operator(self.uid)
+
+
+@dataclass
+class JobEdge:
+    edge_id: int
+    source_vertex: int
+    target_vertex: int
+    partitioner: Partitioner
+
+
+@dataclass
+class JobVertex:
+    vertex_id: int
+    parallelism: int
+    operators: list[ChainedOperator]
+    inputs: list[JobEdge] = field(default_factory=list)
+    outputs: list[JobEdge] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return " -> ".join(op.name for op in self.operators)
+
+    @property
+    def is_source(self) -> bool:
+        return self.operators[0].transformation.kind == "source"
+
+    def subtasks(self) -> list[SubtaskId]:
+        return [SubtaskId(self.vertex_id, i) for i in range(self.parallelism)]
+
+
+@dataclass
+class JobGraph:
+    job_name: str
+    max_parallelism: int
+    vertices: list[JobVertex]
+    """In topological order: every edge goes from a lower to a higher vertex id."""
+    edges: list[JobEdge]
+
+    def vertex(self, vertex_id: int) -> JobVertex:
+        return self.vertices[vertex_id]
+
+    def all_subtasks(self) -> list[SubtaskId]:
+        return [s for v in self.vertices for s in v.subtasks()]
+
+    def source_subtasks(self) -> list[SubtaskId]:
+        return [s for v in self.vertices if v.is_source for s in v.subtasks()]
+
+    def operator_uids(self) -> list[str]:
+        return [op.uid for v in self.vertices for op in v.operators]
+
+    def input_channels(self, subtask: SubtaskId) -> list[tuple[int, SubtaskId]]:
+        """(edge id, upstream subtask) for every channel into `subtask`, in gate order."""
+        channels = []
+        for edge in self.vertex(subtask.vertex_id).inputs:
+            upstream = self.vertex(edge.source_vertex)
+            if edge.partitioner.is_pointwise:
+                channels.append((edge.edge_id, SubtaskId(upstream.vertex_id, subtask.subtask_index)))
+            else:
+                channels.extend((edge.edge_id, s) for s in upstream.subtasks())
+        return channels
+
+    def output_channels(self, subtask: SubtaskId, edge: JobEdge) -> list[SubtaskId]:
+        """The downstream subtasks of `edge` that `subtask` sends to, in channel order."""
+        downstream = self.vertex(edge.target_vertex)
+        if edge.partitioner.is_pointwise:
+            return [SubtaskId(downstream.vertex_id, subtask.subtask_index)]
+        return downstream.subtasks()
+
+    def describe(self) -> str:
+        lines = []
+        for v in self.vertices:
+            outs = ", ".join(f"{e.partitioner!r} -> {e.target_vertex}" for e in v.outputs)
+            lines.append(f"[{v.vertex_id}] {v.name} (parallelism {v.parallelism}) {outs}")
+        return "\n".join(lines)

@@ -1,0 +1,215 @@
+"""TCP channels between tasks, with credit-based flow control.
+
+Every connection first proves it knows the job's secret (the HMAC challenge of
+`multiprocessing.connection`, before anything is unpickled), then says which
+job, attempt, edge and subtasks it connects; a receiver refuses any attempt but
+its own, so a zombie of an earlier deployment can never feed a newer one.
+
+Helper threads only move bytes: they read frames and put them in the task's
+mailbox. Everything else happens on the mailbox thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+import msgpack
+
+from barrierflow.errors import StreamCorruptionError
+from barrierflow.runtime.network import codec
+
+log = logging.getLogger(__name__)
+
+INITIAL_CREDIT = 8
+"""Buffers a receiver can hold per channel; the sender queues the rest."""
+
+Post = Callable[[tuple[Any, ...]], None]
+"""Puts a mail into the task's mailbox (thread-safe)."""
+
+
+@dataclass(frozen=True)
+class ChannelHello:
+    """What a sender says right after authenticating."""
+
+    job_id: str
+    attempt: int
+    edge_id: int
+    sender: tuple[int, int]
+    receiver: tuple[int, int]
+
+    def encode(self) -> bytes:
+        return msgpack.packb(
+            [self.job_id, self.attempt, self.edge_id, list(self.sender), list(self.receiver)]
+        )
+
+    @staticmethod
+    def decode(data: bytes) -> ChannelHello:
+        job_id, attempt, edge_id, sender, receiver = msgpack.unpackb(data)
+        return ChannelHello(job_id, attempt, edge_id, tuple(sender), tuple(receiver))
+
+
+class DataServer:
+    """Accepts the input channels of one task (helper thread), refusing strangers."""
+
+    def __init__(
+        self,
+        host: str,
+        secret: bytes,
+        job_id: str,
+        attempt: int,
+        receiver: tuple[int, int],
+        channel_index: dict[tuple[int, tuple[int, int]], int],
+        post: Post,
+    ) -> None:
+        self._listener = Listener((host, 0), family="AF_INET", authkey=secret)
+        self._job_id = job_id
+        self._attempt = attempt
+        self._receiver = receiver
+        self._channel_index = channel_index
+        self._connected: set[int] = set()
+        self._post = post
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept_loop, name="channel-accept", daemon=True)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self._listener.address
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            self._listener.close()
+        except OSError:
+            pass
+
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                conn = self._listener.accept()
+            except OSError:
+                if self._closed:
+                    return
+                log.warning("refused a data connection that failed authentication", exc_info=True)
+                continue
+            except Exception:  # AuthenticationError and protocol errors of strangers
+                log.warning("refused a data connection that failed authentication", exc_info=True)
+                continue
+            try:
+                self._admit(conn)
+            except Exception as error:  # a refused peer must not stop the accept loop
+                log.warning("refused data connection: %s", error)
+                conn.close()
+
+    def _admit(self, conn: Connection) -> None:
+        hello = ChannelHello.decode(conn.recv_bytes(4096))
+        problem = None
+        channel = self._channel_index.get((hello.edge_id, hello.sender))
+        if hello.job_id != self._job_id:
+            problem = "another job"
+        elif hello.attempt != self._attempt:
+            problem = f"attempt {hello.attempt}, this task runs attempt {self._attempt}"
+        elif hello.receiver != self._receiver or channel is None:
+            problem = f"unexpected channel {hello}"
+        elif channel in self._connected:
+            problem = f"channel {channel} is already connected"
+        if problem:
+            conn.send_bytes(b"NO " + problem.encode())
+            raise StreamCorruptionError(problem)
+        self._connected.add(channel)
+        conn.send_bytes(b"OK")
+        conn.send_bytes(codec.encode_credit(INITIAL_CREDIT))
+        self._post(("channel_connected", channel, conn))
+        threading.Thread(
+            target=_read_frames,
+            args=(conn, channel, self._post),
+            name=f"channel-in-{channel}",
+            daemon=True,
+        ).start()
+
+
+def _read_frames(conn: Connection, channel: int, post: Post) -> None:
+    try:
+        while True:
+            post(("input", channel, codec.decode(conn.recv_bytes())))
+    except (EOFError, OSError):
+        post(("input_lost", channel))
+    except Exception as error:
+        post(("input_error", channel, error))
+
+
+def connect_output(
+    address: tuple[str, int], secret: bytes, hello: ChannelHello, index: int, post: Post
+) -> Connection:
+    """Open the channel to one downstream subtask; credit arrives as mails."""
+    conn = Client(tuple(address), family="AF_INET", authkey=secret)
+    conn.send_bytes(hello.encode())
+    answer = conn.recv_bytes(4096)
+    if answer != b"OK":
+        conn.close()
+        raise StreamCorruptionError(f"downstream refused the channel: {answer[3:].decode()}")
+
+    def read_credit() -> None:
+        try:
+            while True:
+                post(("credit", index, codec.decode_credit(conn.recv_bytes(64))))
+        except (EOFError, OSError):
+            post(("output_lost", index))
+
+    threading.Thread(target=read_credit, name=f"channel-out-{index}", daemon=True).start()
+    return conn
+
+
+class OutputChannel:
+    """The sending end of one channel: writes only with credit, queues the rest in order.
+
+    Mailbox thread only. Events need no credit but never overtake queued buffers.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self.credit = 0
+        self._queue: deque[tuple[bool, bytes]] = deque()
+
+    @property
+    def backlog(self) -> int:
+        return len(self._queue)
+
+    def send_buffer(self, frame: bytes) -> None:
+        if self.credit > 0 and not self._queue:
+            self.credit -= 1
+            self._conn.send_bytes(frame)
+        else:
+            self._queue.append((True, frame))
+
+    def send_event(self, frame: bytes) -> None:
+        if self._queue:
+            self._queue.append((False, frame))
+        else:
+            self._conn.send_bytes(frame)
+
+    def add_credit(self, buffers: int) -> None:
+        self.credit += buffers
+        queue = self._queue
+        while queue:
+            is_buffer, frame = queue[0]
+            if is_buffer:
+                if self.credit == 0:
+                    return
+                self.credit -= 1
+            queue.popleft()
+            self._conn.send_bytes(frame)
+
+    def close(self) -> None:
+        try:
+            self._conn.close()
+        except OSError:
+            pass

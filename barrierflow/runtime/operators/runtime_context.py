@@ -1,0 +1,35 @@
+"""The RuntimeContext user functions receive in `open`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from barrierflow.api.functions import RuntimeContext
+from barrierflow.errors import ConfigurationError
+from barrierflow.runtime.operators.base import OperatorContext
+from barrierflow.state.heap_backend import HeapKeyedStateBackend
+
+
+class TaskRuntimeContext(RuntimeContext):
+    """Subtask facts plus, on keyed streams, the keyed state backend."""
+
+    def __init__(self, context: OperatorContext | None, backend: HeapKeyedStateBackend | None):
+        assert context is not None, "operator used before setup()"
+        self._context = context
+        self._backend = backend
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._context.subtask_index
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._context.parallelism
+
+    def get_attempt_number(self) -> int:
+        return self._context.attempt
+
+    def get_state(self, descriptor: Any) -> Any:
+        if self._backend is None:
+            raise ConfigurationError(
+                "keyed state is only available on a keyed stream: call key_by() first"
+            )
+        return self._backend.get_value_state(descriptor)

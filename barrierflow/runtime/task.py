@@ -1,0 +1,468 @@
+"""StreamTask: one subtask, one process, one single-threaded mailbox loop.
+
+Everything that happens to a task arrives as a mail in one queue: records and
+events from input channels, credit from output channels, and messages from
+the JobMaster. Helper threads only read sockets and write snapshot files.
+The loop takes mails, then does one unit of work (a source batch or an input
+element), and flushes output buffers when the buffer timeout has passed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from barrierflow import _fs
+from barrierflow.checkpoint import format as state_format
+from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.errors import BarrierflowError, StreamCorruptionError
+from barrierflow.graph.job_graph import JobGraph, SubtaskId
+from barrierflow.runtime.barriers.aligner import CheckpointBarrierAligner
+from barrierflow.runtime.barriers.decisions import AbortCheckpoint, TriggerCheckpoint
+from barrierflow.runtime.elements import (
+    END_OF_PARTITION,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    EndOfPartition,
+)
+from barrierflow.runtime.network.channels import (
+    ChannelHello,
+    DataServer,
+    OutputChannel,
+    connect_output,
+)
+from barrierflow.runtime.network.input_gate import InputGate
+from barrierflow.runtime.network.record_writer import EdgeWriter, RecordWriter
+from barrierflow.runtime.operators.base import OperatorContext, RestoredState, StreamOperator
+from barrierflow.runtime.operators.source_sink import SourceOperator
+from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
+from barrierflow.runtime.task_messages import (
+    AcknowledgeCheckpoint,
+    CancelTask,
+    DeclineCheckpoint,
+    DeployTask,
+    EndOfInput,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    RegisterTask,
+    TaskFailed,
+    TaskFinished,
+    TaskRunning,
+)
+from barrierflow.runtime.task_messages import (
+    TriggerCheckpoint as TriggerMessage,
+)
+from barrierflow.state.key_groups import key_group_range_for_subtask
+from barrierflow.state.operator_state import decode_operator_state, encode_operator_state
+
+log = logging.getLogger(__name__)
+
+SUBTASK_STATE = "subtask-state"
+"""Envelope kind of the one state file a subtask writes per checkpoint."""
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """Everything a task needs besides the job graph; the same for all tasks of an attempt."""
+
+    job_id: str
+    attempt: int
+    deployment_id: str
+    secret: bytes
+    jobmaster_address: tuple[str, int]
+    bind_host: str
+    checkpoint_dir: str
+    """URI of this job's checkpoint folder (chk-<n> folders go below it)."""
+    partitions: tuple[SubtaskId, ...]
+    """Spark partition index -> subtask."""
+    buffer_size: int = 1000
+    buffer_timeout_ms: int = 50
+    connect_timeout_s: float = 60.0
+
+
+class TaskCancelled(Exception):
+    """The JobMaster cancelled this task, or is gone."""
+
+
+class StreamTask:
+    """Runs one subtask until the job finishes, is cancelled, or fails."""
+
+    def __init__(
+        self,
+        graph: JobGraph,
+        settings: TaskSettings,
+        partition: int,
+        send_rpc: Callable[[Any], None],
+        mailbox: queue.SimpleQueue,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.graph = graph
+        self.settings = settings
+        self.partition = partition
+        self.subtask = settings.partitions[partition]
+        self.vertex = graph.vertex(self.subtask.vertex_id)
+        self._send_rpc = send_rpc
+        self.mailbox = mailbox
+        self._clock = clock
+        inputs = graph.input_channels(self.subtask)
+        self._input_names = inputs
+        self.gate = InputGate(len(inputs))
+        self.aligner = CheckpointBarrierAligner(len(inputs)) if inputs else None
+        self._ended_channels: set[int] = set()
+        self.chain: list[StreamOperator] = [op.make_operator() for op in self.vertex.operators]
+        self.source = self.chain[0] if isinstance(self.chain[0], SourceOperator) else None
+        self.writer = RecordWriter([])
+        self.uploader = SnapshotUploader(self._send)
+        self._server: DataServer | None = None
+        self._finished = False
+        self._cancelled: str | None = None
+        self._source_exhausted = False
+        self._source_waiting = False
+        self._last_flush = clock()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        settings = self.settings
+        try:
+            self._server = DataServer(
+                settings.bind_host,
+                settings.secret,
+                settings.job_id,
+                settings.attempt,
+                (self.subtask.vertex_id, self.subtask.subtask_index),
+                {
+                    (edge_id, (up.vertex_id, up.subtask_index)): index
+                    for index, (edge_id, up) in enumerate(self._input_names)
+                },
+                self.mailbox.put,
+            )
+            self._server.start()
+            self._send(
+                RegisterTask(
+                    settings.attempt,
+                    self.partition,
+                    self._server.address,
+                    socket.gethostname(),
+                    os.getpid(),
+                )
+            )
+            deploy = self._wait_until(lambda: self._deploy is not None, "deployment")
+            self._deploy_and_restore(deploy)
+            self._wait_until(lambda: self.gate.all_connected, "input channels")
+            self._send(TaskRunning(settings.attempt, self.partition))
+            self._loop()
+            if self._finished:
+                self._finish()
+        except TaskCancelled:
+            self._abort()
+        except BaseException as error:
+            self._send(
+                TaskFailed(settings.attempt, self.partition, _describe(error, self.vertex.name))
+            )
+            self._abort()
+            raise
+        finally:
+            self._close_network()
+
+    _deploy: DeployTask | None = None
+
+    def _wait_until(self, condition: Callable[[], bool], what: str) -> Any:
+        deadline = self._clock() + self.settings.connect_timeout_s
+        while not condition():
+            if self._clock() > deadline:
+                raise BarrierflowError(
+                    f"task {self.vertex.name} ({self.subtask}) waited "
+                    f"{self.settings.connect_timeout_s:.0f} s for its {what}"
+                )
+            try:
+                self._handle(self.mailbox.get(timeout=0.1))
+            except queue.Empty:
+                pass
+        return self._deploy
+
+    def _deploy_and_restore(self, deploy: DeployTask) -> None:
+        settings, vertex = self.settings, self.vertex
+        context = OperatorContext(
+            subtask_index=self.subtask.subtask_index,
+            parallelism=vertex.parallelism,
+            max_parallelism=self.graph.max_parallelism,
+            key_group_range=key_group_range_for_subtask(
+                self.graph.max_parallelism, vertex.parallelism, self.subtask.subtask_index
+            ),
+            attempt=settings.attempt,
+            deployment_id=settings.deployment_id,
+        )
+        self._context = context
+        if self.source is not None:
+            self.source.assign_splits(deploy.splits)
+        files = _StateFiles()
+        for operator in self.chain:
+            operator.setup(context)
+            operator.initialize_state(files.restored(deploy.restore.get(operator.uid)))
+            operator.open()
+        edges = []
+        for edge in vertex.outputs:
+            channels = []
+            for target in self.graph.output_channels(self.subtask, edge):
+                hello = ChannelHello(
+                    settings.job_id,
+                    settings.attempt,
+                    edge.edge_id,
+                    (self.subtask.vertex_id, self.subtask.subtask_index),
+                    (target.vertex_id, target.subtask_index),
+                )
+                index = len([c for e in edges for c in e.channels]) + len(channels)
+                address = deploy.peers[settings.partitions.index(target)]
+                conn = connect_output(address, settings.secret, hello, index, self.mailbox.put)
+                channels.append(OutputChannel(conn))
+            edges.append(EdgeWriter(edge.partitioner, channels, settings.buffer_size))
+        self.writer = RecordWriter(edges)
+
+    def _finish(self) -> None:
+        self.writer.broadcast_event(END_OF_PARTITION)
+        for operator in self.chain:
+            operator.close()
+        self.uploader.close()
+        self._send(TaskFinished(self.settings.attempt, self.partition))
+
+    def _abort(self) -> None:
+        for operator in self.chain:
+            try:
+                operator.abort()
+            except Exception:
+                log.warning("aborting %s failed", operator.name, exc_info=True)
+
+    def _close_network(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        self.gate.close()
+        self.writer.close()
+
+    # ---- the mailbox loop ------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        timeout_s = self.settings.buffer_timeout_ms / 1000
+        while not self._finished:
+            busy = self._can_work()
+            try:
+                mail = self.mailbox.get_nowait() if busy else self.mailbox.get(
+                    timeout=0.002 if self._source_waiting else timeout_s
+                )
+                self._handle(mail)
+                for _ in range(256):
+                    self._handle(self.mailbox.get_nowait())
+            except queue.Empty:
+                pass
+            self._source_waiting = False  # waited a moment: ask the source again
+            if self._finished:
+                break
+            if self._can_work():
+                if self.source is not None:
+                    self._step_source()
+                else:
+                    self._step_input()
+            now = self._clock()
+            if now - self._last_flush >= timeout_s:
+                self.writer.flush()
+                self._last_flush = now
+
+    def _can_work(self) -> bool:
+        if self.writer.is_backpressured():
+            return False
+        if self.source is not None:
+            return not self._source_exhausted and not self._source_waiting
+        assert self.aligner is not None
+        return self.gate.has_available(self.aligner.is_blocked)
+
+    def _step_source(self) -> None:
+        assert self.source is not None
+        batch = self.source.poll_batch(self.settings.buffer_size)
+        if batch is None:
+            self._source_exhausted = True
+            self._send(EndOfInput(self.settings.attempt, self.partition))
+        elif not batch:
+            self._source_waiting = True
+        else:
+            self._process(batch, start=1)
+
+    def _step_input(self) -> None:
+        assert self.aligner is not None
+        polled = self.gate.poll(self.aligner.is_blocked)
+        if polled is None:
+            return
+        channel, element = polled
+        if isinstance(element, list):
+            self._process(element, start=0)
+        elif isinstance(element, CheckpointBarrier):
+            self._act(self.aligner.on_barrier(channel, element))
+        elif isinstance(element, CancelCheckpointMarker):
+            self._act(self.aligner.on_cancel_marker(channel, element))
+        elif isinstance(element, EndOfPartition):
+            self._act(self.aligner.on_end_of_partition(channel))
+
+    def _process(self, batch: list[Any], start: int) -> None:
+        for operator in self.chain[start:]:
+            batch = operator.process_batch(batch)
+            if not batch:
+                return
+        self.writer.emit(batch)
+
+    def _act(self, decisions: tuple[Any, ...]) -> None:
+        for decision in decisions:
+            if isinstance(decision, TriggerCheckpoint):
+                self._checkpoint(decision.barrier)
+            elif isinstance(decision, AbortCheckpoint):
+                self._decline(decision.checkpoint_id, decision.reason, "")
+
+    # ---- mails -------------------------------------------------------------------------------
+
+    def _handle(self, mail: tuple[Any, ...]) -> None:
+        kind = mail[0]
+        if kind == "input":
+            _, channel, element = mail
+            if isinstance(element, EndOfPartition):
+                self._ended_channels.add(channel)
+            self.gate.received(channel, element)
+        elif kind == "credit":
+            self.writer.channels[mail[1]].add_credit(mail[2])
+        elif kind == "rpc":
+            self._on_rpc(mail[1])
+        elif kind == "channel_connected":
+            self.gate.connected(mail[1], mail[2])
+        elif kind == "input_lost":
+            if mail[1] not in self._ended_channels and not self._finished:
+                _, upstream = self._input_names[mail[1]]
+                raise StreamCorruptionError(f"lost the input channel from subtask {upstream}")
+        elif kind == "output_lost":
+            if not self._finished:
+                raise StreamCorruptionError(f"lost output channel {mail[1]}")
+        elif kind == "input_error":
+            raise mail[2]
+        elif kind == "rpc_lost":
+            raise TaskCancelled("lost the connection to the JobMaster")
+        else:
+            raise AssertionError(f"unknown mail {kind!r}")
+
+    def _on_rpc(self, message: Any) -> None:
+        if isinstance(message, DeployTask):
+            self._deploy = message
+        elif isinstance(message, TriggerMessage):
+            self._source_waiting = False
+            if self.source is None:
+                raise StreamCorruptionError("a checkpoint trigger reached a task without a source")
+            self._checkpoint(CheckpointBarrier(message.checkpoint_id, message.timestamp))
+        elif isinstance(message, NotifyCheckpointComplete):
+            for operator in self.chain:
+                operator.notify_checkpoint_complete(message.checkpoint_id)
+            if message.is_final:
+                self._finished = True
+        elif isinstance(message, NotifyCheckpointAborted):
+            for operator in self.chain:
+                operator.notify_checkpoint_aborted(message.checkpoint_id)
+        elif isinstance(message, CancelTask):
+            raise TaskCancelled(message.reason)
+
+    # ---- checkpoints -------------------------------------------------------------------------
+
+    def _checkpoint(self, barrier: CheckpointBarrier) -> None:
+        """Snapshot synchronously, forward the barrier, upload in the background."""
+        started = self._clock()
+        snapshots = {}
+        for operator in self.chain:
+            snapshot = operator.snapshot_state(barrier.checkpoint_id)
+            if snapshot is not None:
+                snapshots[operator.uid] = snapshot
+        self.writer.broadcast_event(barrier)
+        self._last_flush = self._clock()
+        body = bytearray()
+        index: dict[str, dict[str, list[int] | None]] = {}
+        for uid, snapshot in snapshots.items():
+            entry: dict[str, list[int] | None] = {"keyed": None, "operator": None}
+            if snapshot.keyed is not None:
+                entry["keyed"] = [len(body), len(snapshot.keyed)]
+                body += snapshot.keyed
+            if snapshot.operator is not None:
+                encoded = encode_operator_state(snapshot.operator)
+                entry["operator"] = [len(body), len(encoded)]
+                body += encoded
+            index[uid] = entry
+        settings, subtask = self.settings, self.subtask
+        target = None
+        handle = None
+        data = b""
+        if index:
+            name = f"{subtask.vertex_id}-{subtask.subtask_index}-{settings.deployment_id}.state"
+            target = _fs.Location(settings.checkpoint_dir).child(f"chk-{barrier.checkpoint_id}", name)
+            key_range = self._context.key_group_range
+            header = {
+                "vertex": subtask.vertex_id,
+                "subtask": subtask.subtask_index,
+                "operators": index,
+            }
+            data = state_format.encode(SUBTASK_STATE, header, bytes(body))
+            handle = {
+                "file": name,
+                "subtask": subtask.subtask_index,
+                "key_group_range": [key_range.start, key_range.end],
+                "operators": index,
+            }
+        ack = AcknowledgeCheckpoint(
+            settings.attempt,
+            self.partition,
+            barrier.checkpoint_id,
+            handle,
+            sync_ms=(self._clock() - started) * 1000,
+            state_bytes=len(data),
+        )
+        self.uploader.submit(Upload(barrier.checkpoint_id, target, data, ack))
+
+    def _decline(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str) -> None:
+        self.writer.broadcast_event(CancelCheckpointMarker(checkpoint_id))
+        self._send(
+            DeclineCheckpoint(
+                self.settings.attempt, self.partition, checkpoint_id, reason.name, message
+            )
+        )
+
+    def _send(self, message: Any) -> None:
+        try:
+            self._send_rpc(message)
+        except OSError as error:
+            raise TaskCancelled(f"lost the connection to the JobMaster: {error}") from error
+
+
+class _StateFiles:
+    """Reads a checkpoint's state files once each and slices out what an operator needs."""
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, bytes] = {}
+
+    def _slice(self, uri: str, offset: int, length: int) -> bytes:
+        body = self._bodies.get(uri)
+        if body is None:
+            _, payload = state_format.decode(_fs.read_bytes(_fs.Location(uri)), SUBTASK_STATE)
+            body = self._bodies[uri] = bytes(payload)
+        return body[offset : offset + length]
+
+    def restored(self, restore: Any) -> RestoredState | None:
+        if restore is None:
+            return None
+        return RestoredState(
+            keyed=[self._slice(uri, off, length) for uri, off, length in restore.keyed],
+            operator=[
+                (old, decode_operator_state(self._slice(uri, off, length)))
+                for old, uri, off, length in restore.operator
+            ],
+        )
+
+
+def _describe(error: BaseException, where: str) -> str:
+    return f"in {where}: " + "".join(traceback.format_exception(error)).rstrip()
