@@ -7,6 +7,7 @@ place, which is atomic on local and HDFS filesystems.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from dataclasses import dataclass
@@ -96,15 +97,11 @@ def move(src: Location, dst: Location) -> None:
 
 def delete_file(loc: Location) -> None:
     """Delete a file; a missing file is not an error."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         loc.filesystem.delete_file(loc.path)
-    except FileNotFoundError:
-        pass
 
 
 def delete_dir(loc: Location) -> None:
     """Delete a folder and everything in it; a missing folder is not an error."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         loc.filesystem.delete_dir(loc.path)
-    except FileNotFoundError:
-        pass

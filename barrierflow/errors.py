@@ -1,15 +1,15 @@
 """Errors barrierflow raises, as one tree so callers can catch at the right level.
 
-    BarrierflowError
-      ConfigurationError          a setting or job definition is invalid
-      JobDefinitionError          the pipeline cannot be turned into a job graph
-      SourceError                 a source cannot read its input
-      SinkError                   a sink cannot write or commit its output
-      CheckpointStorageError      checkpoint storage cannot be read or written
-      StateRestoreError           a checkpoint or savepoint cannot be restored into this job
-      StreamCorruptionError       a channel delivered events in an impossible order
-      JobExecutionError           the job failed and the restart strategy gave up
-      InsufficientResourcesError  the cluster has fewer task slots than the job needs
+BarrierflowError
+  ConfigurationError          a setting or job definition is invalid
+  JobDefinitionError          the pipeline cannot be turned into a job graph
+  SourceError                 a source cannot read its input
+  SinkError                   a sink cannot write or commit its output
+  CheckpointStorageError      checkpoint storage cannot be read or written
+  StateRestoreError           a checkpoint or savepoint cannot be restored into this job
+  StreamCorruptionError       a channel delivered events in an impossible order
+  JobExecutionError           the job failed and the restart strategy gave up
+  InsufficientResourcesError  the cluster has fewer task slots than the job needs
 """
 
 from __future__ import annotations

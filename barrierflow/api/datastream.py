@@ -42,7 +42,9 @@ class DataStream:
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         if not callable(key_selector) and not hasattr(key_selector, "get_key"):
-            raise JobDefinitionError(f"key_by needs a callable or KeySelector, got {key_selector!r}")
+            raise JobDefinitionError(
+                f"key_by needs a callable or KeySelector, got {key_selector!r}"
+            )
         partitioner = KeyGroupStreamPartitioner(key_selector, self._env.get_max_parallelism())
         return KeyedStream(self._env, self._partition(partitioner), key_selector)
 

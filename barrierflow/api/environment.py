@@ -269,14 +269,21 @@ class JobClient:
 
     def wait_for_completed_checkpoints(self, count: int, timeout: float = 60.0) -> bool:
         """True once `count` checkpoints completed in this run (of any attempt)."""
-        return self._master.wait_for(
-            lambda s: len(s.completed_checkpoints) >= count or s.state in _ENDED, timeout
-        ) and len(self._master.status.completed_checkpoints) >= count
+        return (
+            self._master.wait_for(
+                lambda s: len(s.completed_checkpoints) >= count or s.state in _ENDED, timeout
+            )
+            and len(self._master.status.completed_checkpoints) >= count
+        )
 
     def wait_until_running(self, attempt: int = 0, timeout: float = 120.0) -> bool:
-        return self._master.wait_for(
-            lambda s: (s.state == "RUNNING" and s.attempt >= attempt) or s.state in _ENDED, timeout
-        ) and self._master.status.state == "RUNNING"
+        return (
+            self._master.wait_for(
+                lambda s: (s.state == "RUNNING" and s.attempt >= attempt) or s.state in _ENDED,
+                timeout,
+            )
+            and self._master.status.state == "RUNNING"
+        )
 
     def task_process(self, vertex_id: int, subtask_index: int) -> tuple[str, int]:
         """(host, pid) of a running subtask's process."""
@@ -289,7 +296,9 @@ class JobClient:
 
         host, pid = self.task_process(vertex_id, subtask_index)
         if host != socket.gethostname():
-            raise ConfigurationError(f"task runs on {host}; only local task processes can be killed")
+            raise ConfigurationError(
+                f"task runs on {host}; only local task processes can be killed"
+            )
         os.kill(pid, signal.SIGKILL)
         return pid
 
@@ -300,6 +309,11 @@ class JobClient:
     @property
     def attempt(self) -> int:
         return self._master.status.attempt
+
+    @property
+    def restored_from(self) -> int | None:
+        """The checkpoint id the current attempt restored from (None: started empty)."""
+        return self._master.status.restored_from
 
 
 _ENDED = ("FINISHED", "FAILED", "CANCELED")

@@ -71,8 +71,9 @@ class KeyedProcessFunction(Function, ABC):
         def get_current_key(self) -> Any: ...
 
     @abstractmethod
-    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterable[Any] | None:
-        ...
+    def process_element(
+        self, value: Any, ctx: KeyedProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
 
 
 def as_callable(function: Any, method: str, kind: str) -> Callable[..., Any]:
@@ -82,4 +83,6 @@ def as_callable(function: Any, method: str, kind: str) -> Callable[..., Any]:
         return bound
     if callable(function):
         return function
-    raise TypeError(f"{kind} must be a callable or a {kind} object with .{method}(), got {function!r}")
+    raise TypeError(
+        f"{kind} must be a callable or a {kind} object with .{method}(), got {function!r}"
+    )

@@ -30,7 +30,7 @@ def build_metadata(
     for vertex in graph.vertices:
         for op in vertex.operators:
             operators[op.uid] = {"name": op.name, "parallelism": vertex.parallelism, "subtasks": []}
-    for subtask, handle in sorted(handles.items()):
+    for _subtask, handle in sorted(handles.items()):
         if handle is None:
             continue
         for uid, entry in handle["operators"].items():

@@ -56,9 +56,7 @@ class FileSystemCheckpointStorage:
 
     def completed_checkpoint_ids(self) -> list[int]:
         return [
-            n
-            for n in self._checkpoint_ids()
-            if _fs.exists(self.checkpoint_dir(n).child(METADATA))
+            n for n in self._checkpoint_ids() if _fs.exists(self.checkpoint_dir(n).child(METADATA))
         ]
 
     def next_checkpoint_id(self) -> int:

@@ -10,6 +10,7 @@ attempt.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import secrets
@@ -126,8 +127,10 @@ class JobMaster:
         payload_graph = _pickle_graph(graph)
         spark = spark_runner.obtain_spark(self.settings.master, len(self.partitions))
         spark_runner.check_slots(spark, len(self.partitions))
-        host = "127.0.0.1" if spark_runner.is_local_master(spark.sparkContext.master) else (
-            spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
+        host = (
+            "127.0.0.1"
+            if spark_runner.is_local_master(spark.sparkContext.master)
+            else (spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1"))
         )
         self._bind_host = host
         server = RpcServer(host, self.secret, self.mailbox.put)
@@ -153,9 +156,14 @@ class JobMaster:
                             f"job '{graph.job_name}' failed and will not restart "
                             f"({decision.explanation}). Cause: {cause}"
                         ) from None
-                    log.warning("job '%s' attempt %d failed: %s; %s, in %d ms",
-                                graph.job_name, attempt, cause.splitlines()[0],
-                                decision.explanation, decision.delay_ms)
+                    log.warning(
+                        "job '%s' attempt %d failed: %s; %s, in %d ms",
+                        graph.job_name,
+                        attempt,
+                        cause.splitlines()[0],
+                        decision.explanation,
+                        decision.delay_ms,
+                    )
                     self._publish(state="RESTARTING")
                     time.sleep(decision.delay_ms / 1000)
                     attempt += 1
@@ -176,7 +184,9 @@ class JobMaster:
     def _run_attempt(self, spark, server, payload_graph, splits, attempt: int) -> None:
         latest = self.storage.latest_completed()
         if latest is not None:
-            check_compatible(self.graph, latest[1], f"checkpoint {self.storage.checkpoint_dir(latest[0])}")
+            check_compatible(
+                self.graph, latest[1], f"checkpoint {self.storage.checkpoint_dir(latest[0])}"
+            )
         settings = TaskSettings(
             job_id=self.job_id,
             attempt=attempt,
@@ -192,11 +202,15 @@ class JobMaster:
         payload = cloudpickle.dumps((payload_graph, settings))
         group = f"barrierflow-{self.job_id}-{attempt}"
         self._publish(
-            state="DEPLOYING", attempt=attempt, processes={},
+            state="DEPLOYING",
+            attempt=attempt,
+            processes={},
             restored_from=latest[0] if latest else None,
         )
         thread = threading.Thread(
-            target=self._submit, args=(spark, payload, group, attempt), daemon=True,
+            target=self._submit,
+            args=(spark, payload, group, attempt),
+            daemon=True,
             name=f"spark-attempt-{attempt}",
         )
         attempt_run = _Attempt(self, attempt, settings, splits, latest)
@@ -313,9 +327,11 @@ class _Attempt:
         elif isinstance(message, msg.DeclineCheckpoint):
             if self.coordinator is not None:
                 reason = CheckpointFailureReason[message.reason]
-                self._act(self.coordinator.receive_decline(
-                    message.checkpoint_id, partition, reason, _now_ms()
-                ))
+                self._act(
+                    self.coordinator.receive_decline(
+                        message.checkpoint_id, partition, reason, _now_ms()
+                    )
+                )
         elif isinstance(message, msg.EndOfInput):
             self.end_of_input.add(partition)
             if self.end_of_input >= self.source_partitions and self.coordinator is not None:
@@ -452,10 +468,8 @@ class _Attempt:
 
     def cancel_tasks(self) -> None:
         for conn in self.connections.values():
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(msg.CancelTask("the job is failing over or cancelled"))
-            except OSError:
-                pass
             conn.close()
 
     def _name(self, partition: int) -> str:
@@ -479,4 +493,3 @@ def _pickle_graph(graph: JobGraph) -> JobGraph:
                     f"operator '{op.name}' (uid {op.uid}) cannot be sent to the tasks: {error}"
                 ) from error
     return graph
-

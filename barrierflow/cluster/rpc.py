@@ -6,6 +6,7 @@ unpickled. Reader threads only turn received messages into mails.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -30,10 +31,8 @@ class RpcServer:
 
     def close(self) -> None:
         self._closed = True
-        try:
+        with contextlib.suppress(OSError):
             self._listener.close()
-        except OSError:
-            pass
 
     def _accept_loop(self) -> None:
         while not self._closed:
@@ -47,9 +46,7 @@ class RpcServer:
             except Exception:  # failed authentication: a stranger, not a task
                 log.warning("refused an RPC connection that failed authentication", exc_info=True)
                 continue
-            threading.Thread(
-                target=self._read, args=(conn,), name="rpc-read", daemon=True
-            ).start()
+            threading.Thread(target=self._read, args=(conn,), name="rpc-read", daemon=True).start()
 
     def _read(self, conn: Connection) -> None:
         try:
@@ -79,10 +76,8 @@ class RpcClient:
             self._conn.send(message)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._conn.close()
-        except OSError:
-            pass
 
     def _read(self) -> None:
         try:

@@ -39,7 +39,7 @@ class SourceReader(ABC):
 
     @abstractmethod
     def poll_batch(self, max_records: int) -> list[Any] | None:
-        """Up to `max_records` records; `[]` when nothing is ready now; `None` once all input ended."""
+        """Up to `max_records` records; `[]` if none is ready now; `None` once all input ended."""
 
     @abstractmethod
     def snapshot(self) -> dict[str, Any]:
@@ -118,7 +118,7 @@ class Sink(ABC):
     """A user-facing sink: picklable, shipped to the tasks."""
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
-        """On the driver before deployment: fail fast on bad configuration (e.g. unwritable folder)."""
+        """On the driver, before deployment: fail fast on bad configuration (unwritable folder)."""
 
     @abstractmethod
     def create_writer(self, context: SinkContext) -> SinkWriter:

@@ -78,7 +78,9 @@ def build_job_graph(
             if vertex_of[upstream.id] == vertex_of[t.id]:
                 continue
             edge = JobEdge(
-                len(edges), vertex_of[upstream.id], vertex_of[t.id],
+                len(edges),
+                vertex_of[upstream.id],
+                vertex_of[t.id],
                 edge_partitioner[(upstream.id, t.id)],
             )
             edges.append(edge)
@@ -131,7 +133,8 @@ def _assign_uids(nodes, inputs) -> dict[int, str]:
         if t.uid is not None:
             if t.uid in given:
                 raise JobDefinitionError(
-                    f"uid '{t.uid}' is used by both '{given[t.uid]}' and '{t.name}'; uids must be unique"
+                    f"uid '{t.uid}' is used by both '{given[t.uid]}' and '{t.name}'; "
+                    "uids must be unique"
                 )
             given[t.uid] = t.name
             uids[t.id] = t.uid

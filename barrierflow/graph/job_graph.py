@@ -85,7 +85,9 @@ class JobGraph:
         for edge in self.vertex(subtask.vertex_id).inputs:
             upstream = self.vertex(edge.source_vertex)
             if edge.partitioner.is_pointwise:
-                channels.append((edge.edge_id, SubtaskId(upstream.vertex_id, subtask.subtask_index)))
+                channels.append(
+                    (edge.edge_id, SubtaskId(upstream.vertex_id, subtask.subtask_index))
+                )
             else:
                 channels.extend((edge.edge_id, s) for s in upstream.subtasks())
         return channels

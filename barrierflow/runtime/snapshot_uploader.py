@@ -54,8 +54,9 @@ class SnapshotUploader:
                     _fs.make_dirs(_fs.Location(parent_uri))
                     _fs.write_bytes(upload.target, upload.data)
             except Exception as error:
-                log.warning("writing state of checkpoint %d failed", upload.checkpoint_id,
-                            exc_info=True)
+                log.warning(
+                    "writing state of checkpoint %d failed", upload.checkpoint_id, exc_info=True
+                )
                 self._deliver(
                     DeclineCheckpoint(
                         upload.ack.attempt,

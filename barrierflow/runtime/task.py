@@ -9,6 +9,7 @@ element), and flushes output buffers when the buffer timeout has passed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -182,10 +183,8 @@ class StreamTask:
                     f"task {self.vertex.name} ({self.subtask}) waited "
                     f"{self.settings.connect_timeout_s:.0f} s for its {what}"
                 )
-            try:
+            with contextlib.suppress(queue.Empty):
                 self._handle(self.mailbox.get(timeout=0.1))
-            except queue.Empty:
-                pass
         return self._deploy
 
     def _deploy_and_restore(self, deploy: DeployTask) -> None:
@@ -253,8 +252,10 @@ class StreamTask:
         while not self._finished:
             busy = self._can_work()
             try:
-                mail = self.mailbox.get_nowait() if busy else self.mailbox.get(
-                    timeout=0.002 if self._source_waiting else timeout_s
+                mail = (
+                    self.mailbox.get_nowait()
+                    if busy
+                    else self.mailbox.get(timeout=0.002 if self._source_waiting else timeout_s)
                 )
                 self._handle(mail)
                 for _ in range(256):
@@ -400,7 +401,9 @@ class StreamTask:
         data = b""
         if index:
             name = f"{subtask.vertex_id}-{subtask.subtask_index}-{settings.deployment_id}.state"
-            target = _fs.Location(settings.checkpoint_dir).child(f"chk-{barrier.checkpoint_id}", name)
+            target = _fs.Location(settings.checkpoint_dir).child(
+                f"chk-{barrier.checkpoint_id}", name
+            )
             key_range = self._context.key_group_range
             header = {
                 "vertex": subtask.vertex_id,

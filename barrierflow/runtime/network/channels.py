@@ -11,6 +11,7 @@ mailbox. Everything else happens on the mailbox thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -75,7 +76,9 @@ class DataServer:
         self._connected: set[int] = set()
         self._post = post
         self._closed = False
-        self._thread = threading.Thread(target=self._accept_loop, name="channel-accept", daemon=True)
+        self._thread = threading.Thread(
+            target=self._accept_loop, name="channel-accept", daemon=True
+        )
 
     @property
     def address(self) -> tuple[str, int]:
@@ -86,10 +89,8 @@ class DataServer:
 
     def close(self) -> None:
         self._closed = True
-        try:
+        with contextlib.suppress(OSError):
             self._listener.close()
-        except OSError:
-            pass
 
     def _accept_loop(self) -> None:
         while not self._closed:
@@ -209,7 +210,5 @@ class OutputChannel:
             self._conn.send_bytes(frame)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._conn.close()
-        except OSError:
-            pass

@@ -7,6 +7,8 @@ its sender, so a blocked channel backs up only its own sender.
 
 from __future__ import annotations
 
+import contextlib
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -44,10 +46,9 @@ class InputGate:
                 if isinstance(element, list):
                     conn = self._connections[channel]
                     assert conn is not None
-                    try:
+                    # A sender that is gone is the JobMaster's to handle, not ours.
+                    with contextlib.suppress(OSError):
                         conn.send_bytes(codec.encode_credit(1))
-                    except OSError:
-                        pass  # the sender is gone; the JobMaster handles its failure
                 return channel, element
         return None
 
@@ -57,7 +58,5 @@ class InputGate:
     def close(self) -> None:
         for conn in self._connections:
             if conn is not None:
-                try:
+                with contextlib.suppress(OSError):
                     conn.close()
-                except OSError:
-                    pass
