@@ -8,7 +8,6 @@ its sender, so a blocked channel backs up only its own sender.
 from __future__ import annotations
 
 import contextlib
-import contextlib
 from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection
