@@ -6,6 +6,7 @@ Uploads run one after another, in checkpoint order.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -71,7 +72,6 @@ class SnapshotUploader:
             self._deliver(replace(upload.ack, async_ms=async_ms))
 
     def _deliver(self, message: Any) -> None:
-        try:
+        # The JobMaster may be gone or on a newer attempt: then there is nothing to acknowledge.
+        with contextlib.suppress(OSError):
             self._send(message)
-        except OSError:
-            pass  # the JobMaster is gone or moved on to another attempt: nothing to acknowledge
