@@ -105,3 +105,48 @@ def delete_dir(loc: Location) -> None:
     """Delete a folder and everything in it; a missing folder is not an error."""
     with contextlib.suppress(FileNotFoundError):
         loc.filesystem.delete_dir(loc.path)
+
+
+# ---- used by the file connectors ------------------------------------------------------------
+
+
+def is_file(loc: Location) -> bool:
+    return loc.filesystem.get_file_info(loc.path).type == pafs.FileType.File
+
+
+def file_size(loc: Location) -> int:
+    """Size in bytes of a file; `FileNotFoundError` if it is missing."""
+    info = loc.filesystem.get_file_info(loc.path)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"no such file: {loc}")
+    return info.size
+
+
+def list_files_recursive(loc: Location) -> list[str]:
+    """Paths, relative to the folder `loc` and `/`-separated, of every regular file under it.
+
+    Sorted. Names starting with `.` or `_` are hidden, as Spark and Hadoop treat them:
+    such files are skipped and so is everything under such folders.
+    """
+    fs = loc.filesystem
+    root = loc.path.rstrip("/")
+    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+    relative = []
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        rel = info.path[len(root) :].lstrip("/")
+        if any(part.startswith((".", "_")) for part in rel.split("/")):
+            continue
+        relative.append(rel)
+    return sorted(relative)
+
+
+def open_input_file(loc: Location):
+    """A seekable reader (`seek`, `read`, `size`) of a file; close it when done."""
+    return loc.filesystem.open_input_file(loc.path)
+
+
+def open_output_stream(loc: Location, buffer_size: int | None = None):
+    """A new file for writing (replacing any file of that name), never compressed by its name."""
+    return loc.filesystem.open_output_stream(loc.path, compression=None, buffer_size=buffer_size)
