@@ -1,0 +1,25 @@
+"""Keyed state for user functions, with PyFlink's names.
+
+>>> from barrierflow.state import ValueStateDescriptor
+>>> ValueStateDescriptor("count").name
+'count'
+"""
+
+from barrierflow.state.descriptors import (
+    ListStateDescriptor,
+    MapStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
+from barrierflow.state.values import ListState, MapState, State, ValueState
+
+__all__ = [
+    "ListState",
+    "ListStateDescriptor",
+    "MapState",
+    "MapStateDescriptor",
+    "State",
+    "StateDescriptor",
+    "ValueState",
+    "ValueStateDescriptor",
+]
