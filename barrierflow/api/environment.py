@@ -162,6 +162,10 @@ class StreamExecutionEnvironment:
             CollectionSource(list(collection)), WatermarkStrategy.no_watermarks(), "Collection"
         )
 
+    def _add(self, transformation: Transformation) -> None:
+        """Record an API call's transformation (DataStream methods call this)."""
+        self._transformations.append(transformation)
+
     # ---- execution ---------------------------------------------------------------------------
 
     def get_job_graph(self, job_name: str = "barrierflow job") -> JobGraph:
