@@ -30,6 +30,7 @@ from barrierflow.checkpoint.metadata import build_metadata, check_compatible, re
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster import spark_runner
 from barrierflow.cluster.rpc import RpcServer
+from barrierflow.cluster.user_code import register_user_modules_by_value
 from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import BarrierflowError, CheckpointStorageError, JobExecutionError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
@@ -484,6 +485,7 @@ def _now_ms() -> int:
 
 def _pickle_graph(graph: JobGraph) -> JobGraph:
     """Fail on the driver, with the operator's name, if user code cannot be shipped."""
+    register_user_modules_by_value()
     for vertex in graph.vertices:
         for op in vertex.operators:
             try:

@@ -1,0 +1,51 @@
+"""Ships the user's own modules with the job, so Spark's Python workers need not import them.
+
+cloudpickle pickles a function or class by reference when its module is
+importable on the driver, and a Spark worker then fails with
+`ModuleNotFoundError` for modules that live next to the job file (or in a test
+folder) rather than in an installed package. Modules that are neither part of
+the Python installation nor of an installed distribution are registered to be
+pickled by value instead, the way `__main__` already is.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import ModuleType
+
+from pyspark import cloudpickle
+
+_INSTALLED_ROOTS = tuple(
+    os.path.realpath(path)
+    for path in {
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["platstdlib"],
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        sys.prefix,
+        sys.base_prefix,
+    }
+)
+_FRAMEWORK = ("barrierflow", "pyspark", "py4j", "_pytest", "pytest", "pluggy")
+
+
+def is_user_module(module: ModuleType) -> bool:
+    """A module of the user's own code: a plain file outside the installation and framework."""
+    name = getattr(module, "__name__", "")
+    path = getattr(module, "__file__", None)
+    if not path or name == "__main__" or name.split(".")[0] in _FRAMEWORK:
+        return False
+    real = os.path.realpath(path)
+    return not real.startswith(_INSTALLED_ROOTS)
+
+
+def register_user_modules_by_value() -> list[str]:
+    """Make cloudpickle carry the code of every user module; returns their names."""
+    registered = []
+    for name, module in list(sys.modules.items()):
+        if isinstance(module, ModuleType) and is_user_module(module):
+            cloudpickle.register_pickle_by_value(module)
+            registered.append(name)
+    return registered
