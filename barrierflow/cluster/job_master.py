@@ -464,7 +464,11 @@ class _Attempt:
 
     def _fail(self, cause: str) -> None:
         if self.coordinator is not None:
-            self.coordinator.abort_pending_on_failover(_now_ms())
+            # Only the files go: the tasks are being cancelled, so nobody is told.
+            for action in self.coordinator.abort_pending_on_failover(_now_ms()):
+                if isinstance(action, cc.DiscardState):
+                    with contextlib.suppress(OSError):
+                        self.master.storage.discard(action.checkpoint_id)
         raise _AttemptFailed(cause)
 
     def cancel_tasks(self) -> None:

@@ -164,12 +164,10 @@ class StreamTask:
                 self._finish()
         except TaskCancelled:
             self._abort()
-        except BaseException as error:
-            self._send(
-                TaskFailed(settings.attempt, self.partition, _describe(error, self.vertex.name))
-            )
+        except Exception as error:
             self._abort()
-            raise
+            if not self._report_failure(error):
+                raise  # the JobMaster is unreachable: let Spark carry the cause
         finally:
             self._close_network()
 
@@ -434,6 +432,23 @@ class StreamTask:
                 self.settings.attempt, self.partition, checkpoint_id, reason.name, message
             )
         )
+
+    def _report_failure(self, error: Exception) -> bool:
+        """Tell the JobMaster why this task failed; True if it heard it.
+
+        The JobMaster then fails the deployment over, so the Spark task ends quietly
+        instead of adding a second copy of the traceback to the executor log.
+        """
+        log.warning("task %s (%s) failed: %s", self.vertex.name, self.subtask, error)
+        try:
+            self._send(
+                TaskFailed(
+                    self.settings.attempt, self.partition, _describe(error, self.vertex.name)
+                )
+            )
+        except TaskCancelled:
+            return False
+        return True
 
     def _send(self, message: Any) -> None:
         try:
