@@ -17,11 +17,10 @@ import statistics
 import tempfile
 import time
 
-from barrierflow.connectors.datagen import DataGeneratorSource
-from barrierflow.connectors.files import FileSink
-
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.cluster.spark_runner import obtain_spark
+from barrierflow.connectors.datagen import DataGeneratorSource
+from barrierflow.connectors.files import FileSink
 
 
 class KeyOf:

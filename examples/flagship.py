@@ -20,10 +20,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
-
-from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "honeydew", "kiwi", "lime"]
 

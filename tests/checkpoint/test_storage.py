@@ -36,8 +36,9 @@ def test_new_checkpoint_ids_go_above_every_folder_even_incomplete_ones(tmp_path)
 
 def test_metadata_round_trips(tmp_path):
     storage = storage_with(tmp_path)
-    storage.write_metadata(5, {"checkpoint_id": 5, "operators": {"a": {"subtasks": [1, 2]}}})
-    assert storage.load_metadata(5) == {"checkpoint_id": 5, "operators": {"a": {"subtasks": [1, 2]}}}
+    metadata = {"checkpoint_id": 5, "operators": {"a": {"subtasks": [1, 2]}}}
+    storage.write_metadata(5, metadata)
+    assert storage.load_metadata(5) == metadata
     assert [p.name for p in (tmp_path / "my_job" / "chk-5").iterdir()] == ["_metadata"]
 
 

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from barrierflow.connectors.files import FileSink, FileSource
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow.connectors.files import FileSink, FileSource
 from barrierflow.errors import CheckpointStorageError, SourceError
 
 pytestmark = pytest.mark.spark

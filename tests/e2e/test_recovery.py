@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from barrierflow.connectors.datagen import DataGeneratorSource
-from barrierflow.connectors.files import FileSink
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow.connectors.datagen import DataGeneratorSource
+from barrierflow.connectors.files import FileSink
 from barrierflow.errors import JobExecutionError
 
 from .conftest import read_rows

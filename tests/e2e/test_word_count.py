@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from barrierflow.connectors.files import FileSink, FileSource
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow.connectors.files import FileSink, FileSource
 
 from .conftest import read_rows
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from barrierflow.connectors.collection import CollectionSource
-from barrierflow.connectors.print_sink import PrintSink
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow.connectors.collection import CollectionSource
+from barrierflow.connectors.print_sink import PrintSink
 from barrierflow.errors import JobDefinitionError
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from barrierflow.state.key_groups import assign_to_key_group, subtask_for_key_group
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +11,7 @@ from barrierflow.graph.partitioners import (
     KeyGroupStreamPartitioner,
     RebalancePartitioner,
 )
+from barrierflow.state.key_groups import assign_to_key_group, subtask_for_key_group
 
 
 def test_rebalance_continues_round_robin_across_batches():
