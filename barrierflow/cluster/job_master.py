@@ -35,6 +35,7 @@ from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import BarrierflowError, CheckpointStorageError, JobExecutionError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg
+from barrierflow.runtime.network.connections import close_connection
 from barrierflow.runtime.task import TaskSettings
 
 log = logging.getLogger(__name__)
@@ -475,7 +476,7 @@ class _Attempt:
         for conn in self.connections.values():
             with contextlib.suppress(OSError):
                 conn.send(msg.CancelTask("the job is failing over or cancelled"))
-            conn.close()
+            close_connection(conn)
 
     def _name(self, partition: int) -> str:
         subtask = self.master.partitions[partition]

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
+from barrierflow.runtime.network.connections import close_connection
+
 log = logging.getLogger(__name__)
 
 
@@ -52,7 +54,7 @@ class RpcServer:
         try:
             while True:
                 self._post(("task_message", conn, conn.recv()))
-        except (EOFError, OSError):
+        except (EOFError, OSError, TypeError):  # TypeError: closed by the JobMaster meanwhile
             self._post(("task_lost", conn))
         except Exception as error:  # an unreadable message: treat the task as lost
             log.warning("unreadable RPC message: %s", error)
@@ -76,12 +78,11 @@ class RpcClient:
             self._conn.send(message)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._conn.close()
+        close_connection(self._conn)
 
     def _read(self) -> None:
         try:
             while True:
                 self._post(("rpc", self._conn.recv()))
-        except (EOFError, OSError):
+        except (EOFError, OSError, TypeError):  # TypeError: closed by this task meanwhile
             self._post(("rpc_lost",))

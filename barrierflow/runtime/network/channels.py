@@ -24,6 +24,7 @@ import msgpack
 
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.network import codec
+from barrierflow.runtime.network.connections import close_connection
 
 log = logging.getLogger(__name__)
 
@@ -210,5 +211,4 @@ class OutputChannel:
             self._conn.send_bytes(frame)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._conn.close()
+        close_connection(self._conn)

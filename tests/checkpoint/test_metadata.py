@@ -1,0 +1,84 @@
+"""Checkpoint metadata: built from acks, keyed by uid, restorable at another parallelism."""
+
+from __future__ import annotations
+
+import pytest
+
+from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow._fs import location
+from barrierflow.checkpoint.metadata import build_metadata, check_compatible, restore_assignment
+from barrierflow.connectors.collection import CollectionSource
+from barrierflow.connectors.print_sink import PrintSink
+from barrierflow.errors import StateRestoreError
+from barrierflow.state.key_groups import key_group_range_for_subtask
+
+
+def keyed_job(parallelism: int, max_parallelism: int = 128, count_uid: str = "count"):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(parallelism).set_max_parallelism(max_parallelism)
+    (
+        env.from_source(CollectionSource([1, 2]), WatermarkStrategy.no_watermarks(), "src")
+        .uid("src")
+        .key_by(lambda x: x)
+        .reduce(lambda a, b: a + b)
+        .uid(count_uid)
+        .sink_to(PrintSink())
+        .uid("sink")
+    )
+    return env.get_job_graph("job")
+
+
+def acknowledged(graph, vertex_id: int):
+    """What every subtask of `vertex_id` acknowledges: one file with keyed state of its range."""
+    vertex = graph.vertex(vertex_id)
+    handles = {}
+    for subtask in vertex.subtasks():
+        key_range = key_group_range_for_subtask(128, vertex.parallelism, subtask.subtask_index)
+        handles[subtask] = {
+            "file": f"state-{subtask.subtask_index}",
+            "subtask": subtask.subtask_index,
+            "key_group_range": [key_range.start, key_range.end],
+            "operators": {op.uid: {"keyed": [0, 10], "operator": None} for op in vertex.operators},
+        }
+    return handles
+
+
+def test_metadata_lists_each_operators_subtask_files_by_uid():
+    graph = keyed_job(2)
+    metadata = build_metadata(graph, 7, 1234, False, acknowledged(graph, 1))
+    assert metadata["checkpoint_id"] == 7 and metadata["max_parallelism"] == 128
+    assert sorted(metadata["operators"]) == ["count", "sink"]
+    assert [e["file"] for e in metadata["operators"]["count"]["subtasks"]] == [
+        "state-0",
+        "state-1",
+    ]
+
+
+def test_rescaling_from_two_to_three_gives_each_subtask_the_files_overlapping_its_key_groups():
+    old = keyed_job(2)
+    metadata = build_metadata(old, 7, 1234, False, acknowledged(old, 1))
+    new = keyed_job(3)
+    folder = location("/checkpoints/chk-7")
+    files = [
+        [
+            uri.rsplit("/", 1)[1]
+            for uri, *_ in restore_assignment(new, metadata, folder, s)["count"].keyed
+        ]
+        for s in new.vertex(1).subtasks()
+    ]
+    # old ranges: 0-63, 64-127; new ranges: 0-42, 43-85, 86-127
+    assert files == [["state-0"], ["state-0", "state-1"], ["state-1"]]
+
+
+def test_state_of_an_operator_missing_from_the_job_is_refused_with_its_uid():
+    old = keyed_job(2)
+    metadata = build_metadata(old, 7, 1234, False, acknowledged(old, 1))
+    with pytest.raises(StateRestoreError, match="count"):
+        check_compatible(keyed_job(2, count_uid="renamed"), metadata, "checkpoint 7")
+
+
+def test_another_max_parallelism_is_refused():
+    old = keyed_job(2)
+    metadata = build_metadata(old, 7, 1234, False, acknowledged(old, 1))
+    with pytest.raises(StateRestoreError, match="max parallelism 128"):
+        check_compatible(keyed_job(2, max_parallelism=64), metadata, "checkpoint 7")
