@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from barrierflow.api.output_tag import OutputTag
 from barrierflow.connectors.base import Sink
 from barrierflow.errors import JobDefinitionError
 from barrierflow.graph.partitioners import (
@@ -15,8 +16,12 @@ from barrierflow.graph.partitioners import (
 )
 from barrierflow.graph.transformation import Transformation
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
+from barrierflow.runtime.operators.process import ProcessOperator
 from barrierflow.runtime.operators.source_sink import SinkOperator
 from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOperator, MapOperator
+from barrierflow.runtime.operators.timestamps_and_watermarks import (
+    TimestampsAndWatermarksOperator,
+)
 
 if TYPE_CHECKING:
     from barrierflow.api.environment import StreamExecutionEnvironment
@@ -39,6 +44,57 @@ class DataStream:
 
     def filter(self, func: Any) -> DataStream:
         return self._add_operator("Filter", FilterOperator, func)
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """Run a `ProcessFunction` on every record (timestamps, side outputs, clocks)."""
+        return self._add_operator("Process", ProcessOperator, func)
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
+        """Re-assign timestamps and generate watermarks here, per subtask.
+
+        Upstream watermarks are dropped (only the end-of-input maximum passes).
+        """
+        from barrierflow.api.watermark_strategy import WatermarkStrategy
+
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise JobDefinitionError(
+                f"assign_timestamps_and_watermarks needs a WatermarkStrategy, "
+                f"got {watermark_strategy!r}"
+            )
+        return self._add_operator(
+            "Timestamps/Watermarks", TimestampsAndWatermarksOperator, watermark_strategy
+        )
+
+    def union(self, *streams: DataStream) -> DataStream:
+        """One stream of this stream's records and those of `streams` (any order between them).
+
+        The operator that follows has one input; its watermark is the minimum over the
+        channels of all the streams.
+        """
+        for stream in streams:
+            if not isinstance(stream, DataStream):
+                raise JobDefinitionError(f"union needs DataStreams, got {stream!r}")
+            if stream._env is not self._env:
+                raise JobDefinitionError("union needs streams of the same environment")
+        transformation = Transformation(
+            "union", "Union", [self._transformation, *(s._transformation for s in streams)]
+        )
+        self._env._add(transformation)
+        return DataStream(self._env, transformation)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        """The records this operator emitted to `output_tag` (`ctx.output(tag, value)`)."""
+        if not isinstance(output_tag, OutputTag):
+            raise JobDefinitionError(f"get_side_output needs an OutputTag, got {output_tag!r}")
+        producer = self._physical("get_side_output")
+        transformation = Transformation(
+            "side_output",
+            f"SideOutput({output_tag.tag_id})",
+            [producer],
+            side_output=output_tag.tag_id,
+        )
+        self._env._add(transformation)
+        return DataStream(self._env, transformation)
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         if not callable(key_selector) and not hasattr(key_selector, "get_key"):
@@ -125,10 +181,10 @@ class DataStream:
         return transformation
 
     def _physical(self, method: str) -> Transformation:
-        if self._transformation.kind == "partition":
+        if self._transformation.is_virtual:
             raise JobDefinitionError(
-                f"{method}() applies to an operator; after key_by/rebalance/broadcast there is "
-                "none yet - call it on the operator that follows"
+                f"{method}() applies to an operator; after key_by/rebalance/broadcast/union/"
+                "get_side_output there is none yet - call it on the operator that follows"
             )
         return self._transformation
 

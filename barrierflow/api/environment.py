@@ -12,6 +12,7 @@ from typing import Any
 
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream
+from barrierflow.api.execution_config import ExecutionConfig
 from barrierflow.api.restart_strategies import (
     DEFAULT_WITH_CHECKPOINTING,
     RestartStrategies,
@@ -60,6 +61,7 @@ class StreamExecutionEnvironment:
         self._master = command_line_defaults.master or os.environ.get("BARRIERFLOW_MASTER")
         self._buffer_timeout_ms = 50
         self._transformations: list[Transformation] = []
+        self._config = ExecutionConfig()
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -96,6 +98,15 @@ class StreamExecutionEnvironment:
 
     def get_checkpoint_config(self) -> CheckpointConfig:
         return self._checkpoint_config
+
+    def get_config(self) -> ExecutionConfig:
+        """Execution settings (PyFlink's `env.get_config()`): the auto-watermark interval.
+
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> env.get_config().set_auto_watermark_interval(50).get_auto_watermark_interval()
+        50
+        """
+        return self._config
 
     def set_restart_strategy(
         self, strategy: RestartStrategyConfiguration
@@ -140,16 +151,12 @@ class StreamExecutionEnvironment:
             raise JobDefinitionError(
                 "from_source needs a WatermarkStrategy, e.g. WatermarkStrategy.no_watermarks()"
             )
-        if watermark_strategy.kind != "none":
-            raise ConfigurationError(
-                "event-time watermarks are not supported yet; use WatermarkStrategy.no_watermarks()"
-            )
         transformation = Transformation(
             "source",
             source_name,
             [],
             operator_class=SourceOperator,
-            operator_args=(source,),
+            operator_args=(source, watermark_strategy),
             source=source,
         )
         self._add(transformation)
@@ -170,7 +177,11 @@ class StreamExecutionEnvironment:
 
     def get_job_graph(self, job_name: str = "barrierflow job") -> JobGraph:
         return build_job_graph(
-            job_name, self._transformations, self._parallelism, self._max_parallelism
+            job_name,
+            self._transformations,
+            self._parallelism,
+            self._max_parallelism,
+            self._config.get_auto_watermark_interval(),
         )
 
     def execute(self, job_name: str = "barrierflow job") -> JobExecutionResult:

@@ -41,6 +41,7 @@ def build_metadata(
                     "key_group_range": handle["key_group_range"],
                     "keyed": entry["keyed"],
                     "operator": entry["operator"],
+                    "timers": entry.get("timers"),
                 }
             )
     return {
@@ -84,13 +85,17 @@ def restore_assignment(
         stored = metadata["operators"].get(op.uid)
         if stored is None:
             continue
-        keyed, operator = [], []
+        keyed, operator, timers = [], [], []
         for entry in stored["subtasks"]:
             uri = checkpoint_dir.child(entry["file"]).uri
             start, end = entry["key_group_range"]
-            if entry["keyed"] is not None and len(KeyGroupRange(start, end).intersection(own)):
+            overlaps = len(KeyGroupRange(start, end).intersection(own)) > 0
+            if entry["keyed"] is not None and overlaps:
                 keyed.append((uri, *entry["keyed"]))
             if entry["operator"] is not None:
                 operator.append((entry["subtask"], uri, *entry["operator"]))
-        result[op.uid] = OperatorRestore(keyed=keyed, operator=operator)
+            # Metadata written before timers were checkpointed has no "timers".
+            if entry.get("timers") is not None and overlaps:
+                timers.append((uri, *entry["timers"]))
+        result[op.uid] = OperatorRestore(keyed=keyed, operator=operator, timers=timers)
     return result

@@ -27,6 +27,24 @@ class SourceSplit:
     """What the reader needs to open the split (for example a file path)."""
 
 
+WHOLE_READER_SPLIT = "*"
+"""The split id `SourceReader.poll_split_batch` reports for a reader that does not say
+which split a record came from: the whole reader counts as one split."""
+
+
+@dataclass(frozen=True)
+class SplitBatch:
+    """Records of one split, as `SourceReader.poll_split_batch` returns them."""
+
+    split_id: str
+    records: list[Any]
+    """May be empty: nothing is ready now (or, with `finished`, the split just ended)."""
+    timestamps: list[int] | None = None
+    """The records' own event timestamps (ms), one per record, if the split has them."""
+    finished: bool = False
+    """The split has ended: nothing more comes from it."""
+
+
 class SourceReader(ABC):
     """Reads the splits given to one subtask. Mailbox thread only; must never block long."""
 
@@ -44,6 +62,26 @@ class SourceReader(ABC):
     @abstractmethod
     def snapshot(self) -> dict[str, Any]:
         """The position of every split (msgpack-able), taken at a checkpoint barrier."""
+
+    def split_ids(self) -> list[str]:
+        """The ids `poll_split_batch` reports records under (event time tracks each one).
+
+        The default, for readers that only implement `poll_batch`, is one pseudo-split.
+        """
+        return [WHOLE_READER_SPLIT]
+
+    def poll_split_batch(self, max_records: int) -> SplitBatch | None:
+        """Up to `max_records` records of one split; None once all input ended.
+
+        Readers override this (and `split_ids`) to say which split each record came
+        from, so watermarks are generated per split, and to pass on timestamps their
+        input carries. The default wraps `poll_batch` as the pseudo-split
+        `WHOLE_READER_SPLIT`, which finishes when the reader does.
+        """
+        records = self.poll_batch(max_records)
+        if records is None:
+            return None
+        return SplitBatch(WHOLE_READER_SPLIT, records)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files or connections."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from barrierflow.connectors.base import Source, SourceReader, SourceSplit
+from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
 
 SPLIT_ID = "collection"
 """The id of the single split."""
@@ -58,3 +58,14 @@ class CollectionReader(SourceReader):
 
     def snapshot(self) -> dict[str, Any]:
         return {SPLIT_ID: self._position} if self._has_split else {}
+
+    def split_ids(self) -> list[str]:
+        return [SPLIT_ID] if self._has_split else []
+
+    def poll_split_batch(self, max_records: int) -> SplitBatch | None:
+        if not self._has_split:
+            return None
+        batch = self.poll_batch(max_records)
+        if batch is None:
+            return None
+        return SplitBatch(SPLIT_ID, batch, finished=self._position >= len(self._values))

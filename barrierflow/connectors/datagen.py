@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from barrierflow.connectors.base import Source, SourceReader, SourceSplit
+from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
 from barrierflow.errors import ConfigurationError
 
 Clock = Callable[[], float]
@@ -160,6 +160,33 @@ class DataGeneratorReader(SourceReader):
 
     def snapshot(self) -> dict[str, Any]:
         return dict(self._positions)
+
+    def split_ids(self) -> list[str]:
+        return list(self._positions)
+
+    def poll_split_batch(self, max_records: int) -> SplitBatch | None:
+        """The next records of the split furthest behind (one split per batch)."""
+        count = self._count
+        active = [
+            (position, split_id)
+            for split_id, position in self._positions.items()
+            if count is None or position < count
+        ]
+        if not active:
+            return None
+        position, split_id = min(active)
+        wanted = self._allowed(max_records)
+        if wanted <= 0:
+            return SplitBatch(split_id, [])
+        stride = self._stride
+        if count is not None:
+            wanted = min(wanted, -((position - count) // stride))
+        end = position + wanted * stride
+        self._positions[split_id] = end
+        self._emitted += wanted
+        finished = count is not None and end >= count
+        records = list(map(self._generator, range(position, end, stride)))
+        return SplitBatch(split_id, records, finished=finished)
 
     def _allowed(self, max_records: int) -> int:
         """How many records may go out now: `max_records`, or fewer to keep to the rate."""

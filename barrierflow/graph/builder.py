@@ -7,7 +7,13 @@ import hashlib
 from collections import defaultdict
 
 from barrierflow.errors import JobDefinitionError
-from barrierflow.graph.job_graph import ChainedOperator, JobEdge, JobGraph, JobVertex
+from barrierflow.graph.job_graph import (
+    DEFAULT_AUTO_WATERMARK_INTERVAL_MS,
+    ChainedOperator,
+    JobEdge,
+    JobGraph,
+    JobVertex,
+)
 from barrierflow.graph.partitioners import ForwardPartitioner, Partitioner, RebalancePartitioner
 from barrierflow.graph.transformation import Transformation
 
@@ -17,11 +23,12 @@ def build_job_graph(
     transformations: list[Transformation],
     default_parallelism: int,
     max_parallelism: int,
+    auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS,
 ) -> JobGraph:
-    nodes = [t for t in transformations if t.kind != "partition"]
+    nodes = [t for t in transformations if not t.is_virtual]
     if not any(t.kind == "sink" for t in nodes):
         raise JobDefinitionError("the job has no sink: add sink_to(...) or print() to a stream")
-    inputs = {t.id: [_physical_input(i) for i in t.inputs] for t in nodes}
+    inputs = {t.id: [p for i in t.inputs for p in _physical_inputs(i)] for t in nodes}
     reachable = _reachable_from_sinks(nodes, inputs)
     nodes = [t for t in nodes if t.id in reachable]
 
@@ -34,24 +41,27 @@ def build_job_graph(
             )
     uids = _assign_uids(nodes, inputs)
     consumers: dict[int, list[int]] = defaultdict(list)
-    edge_partitioner: dict[tuple[int, int], Partitioner] = {}
+    edge_partitioner: dict[tuple[int, int, str | None], Partitioner] = {}
     for t in nodes:
-        for upstream, partitioner in inputs[t.id]:
-            consumers[upstream.id].append(t.id)
-            edge_partitioner[(upstream.id, t.id)] = _resolve_partitioner(
+        for upstream, partitioner, side_output in inputs[t.id]:
+            if side_output is None:
+                consumers[upstream.id].append(t.id)
+            edge_partitioner[(upstream.id, t.id, side_output)] = _resolve_partitioner(
                 upstream, t, partitioner, parallelism
             )
 
     # Chain: t joins its single upstream's vertex when nothing redistributes in between.
+    # Side outputs and unions always cross an edge: a chain is a line of main outputs.
     vertex_of: dict[int, int] = {}
     chains: list[list[Transformation]] = []
     for t in nodes:  # creation order is a topological order
         ups = inputs[t.id]
         if len(ups) == 1:
-            upstream, partitioner = ups[0]
+            upstream, partitioner, side_output = ups[0]
             explicit = partitioner is not None
             chainable = (
                 not explicit
+                and side_output is None
                 and upstream.kind != "sink"
                 and len(consumers[upstream.id]) == 1
                 and parallelism[upstream.id] == parallelism[t.id]
@@ -74,28 +84,42 @@ def build_job_graph(
     ]
     edges: list[JobEdge] = []
     for t in nodes:
-        for upstream, _ in inputs[t.id]:
-            if vertex_of[upstream.id] == vertex_of[t.id]:
+        for upstream, _, side_output in inputs[t.id]:
+            if vertex_of[upstream.id] == vertex_of[t.id] and side_output is None:
                 continue
             edge = JobEdge(
                 len(edges),
                 vertex_of[upstream.id],
                 vertex_of[t.id],
-                edge_partitioner[(upstream.id, t.id)],
+                edge_partitioner[(upstream.id, t.id, side_output)],
+                source_operator=chains[vertex_of[upstream.id]].index(upstream),
+                side_output=side_output,
             )
             edges.append(edge)
             vertices[edge.source_vertex].outputs.append(edge)
             vertices[edge.target_vertex].inputs.append(edge)
-    return JobGraph(job_name, max_parallelism, vertices, edges)
+    return JobGraph(job_name, max_parallelism, vertices, edges, auto_watermark_interval_ms)
 
 
-def _physical_input(t: Transformation) -> tuple[Transformation, Partitioner | None]:
-    """Skip virtual partition nodes: the last one before an operator decides the edge."""
-    partitioner = None
-    while t.kind == "partition":
-        partitioner = partitioner or t.partitioner
+_Input = tuple[Transformation, Partitioner | None, str | None]
+"""An operator's physical input: upstream operator, explicit partitioner, side output id."""
+
+
+def _physical_inputs(t: Transformation, partitioner: Partitioner | None = None) -> list[_Input]:
+    """Resolve virtual nodes: the last partition before an operator decides the edge, a
+    union contributes each of its inputs, a side-output node names the producer's output."""
+    side_output = None
+    while t.kind in ("partition", "side_output"):
+        if t.kind == "partition":
+            partitioner = partitioner or t.partitioner
+        elif side_output is None:
+            side_output = t.side_output
         t = t.inputs[0]
-    return t, partitioner
+    if t.kind == "union":
+        if side_output is not None:
+            raise JobDefinitionError("get_side_output() needs an operator, not a union")
+        return [p for i in t.inputs for p in _physical_inputs(i, partitioner)]
+    return [(t, partitioner, side_output)]
 
 
 def _reachable_from_sinks(nodes, inputs) -> set[int]:
@@ -106,7 +130,7 @@ def _reachable_from_sinks(nodes, inputs) -> set[int]:
         node = stack.pop()
         if node not in seen:
             seen.add(node)
-            stack.extend(up.id for up, _ in inputs[by_id[node].id])
+            stack.extend(up.id for up, _, _ in inputs[by_id[node].id])
     return seen
 
 
@@ -139,9 +163,12 @@ def _assign_uids(nodes, inputs) -> dict[int, str]:
             given[t.uid] = t.name
             uids[t.id] = t.uid
             continue
-        upstream_uids = tuple(uids[up.id] for up, _ in inputs[t.id])
+        upstream_uids = tuple(uids[up.id] for up, _, _ in inputs[t.id])
+        side_outputs = tuple(side for _, _, side in inputs[t.id] if side is not None)
         cls = t.operator_class.__name__ if t.operator_class else t.kind
-        signature = (t.kind, cls, upstream_uids)
+        signature: tuple = (t.kind, cls, upstream_uids)
+        if side_outputs:  # only then: uids of jobs without side outputs stay as they were
+            signature += (side_outputs,)
         position = siblings[signature]
         siblings[signature] += 1
         digest = hashlib.sha256(repr((signature, position)).encode()).hexdigest()[:12]

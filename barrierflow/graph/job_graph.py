@@ -8,6 +8,7 @@ from typing import Any
 
 from barrierflow.graph.partitioners import Partitioner
 from barrierflow.graph.transformation import Transformation
+from barrierflow.runtime.operators.base import DEFAULT_AUTO_WATERMARK_INTERVAL_MS
 
 
 @dataclass(frozen=True, order=True)
@@ -37,6 +38,13 @@ class JobEdge:
     source_vertex: int
     target_vertex: int
     partitioner: Partitioner
+    source_operator: int = -1
+    """Index in the source vertex's chain of the operator that feeds the edge (-1: the last)."""
+    side_output: str | None = None
+    """The OutputTag id of the side output the edge carries; None for the main output."""
+    target_input: int = 0
+    """Which input of the target vertex's first operator the edge feeds (0, or 1 for the
+    second input of a two-input operator)."""
 
 
 @dataclass
@@ -66,6 +74,8 @@ class JobGraph:
     vertices: list[JobVertex]
     """In topological order: every edge goes from a lower to a higher vertex id."""
     edges: list[JobEdge]
+    auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
+    """How often sources and watermark assigners ask their generators for a watermark."""
 
     def vertex(self, vertex_id: int) -> JobVertex:
         return self.vertices[vertex_id]
@@ -92,6 +102,16 @@ class JobGraph:
                 channels.extend((edge.edge_id, s) for s in upstream.subtasks())
         return channels
 
+    def input_channel_inputs(self, subtask: SubtaskId) -> list[int]:
+        """For every channel of `input_channels(subtask)`, the operator input it feeds."""
+        inputs = []
+        for edge in self.vertex(subtask.vertex_id).inputs:
+            width = (
+                1 if edge.partitioner.is_pointwise else self.vertex(edge.source_vertex).parallelism
+            )
+            inputs.extend([edge.target_input] * width)
+        return inputs
+
     def output_channels(self, subtask: SubtaskId, edge: JobEdge) -> list[SubtaskId]:
         """The downstream subtasks of `edge` that `subtask` sends to, in channel order."""
         downstream = self.vertex(edge.target_vertex)
@@ -102,6 +122,10 @@ class JobGraph:
     def describe(self) -> str:
         lines = []
         for v in self.vertices:
-            outs = ", ".join(f"{e.partitioner!r} -> {e.target_vertex}" for e in v.outputs)
+            outs = ", ".join(
+                f"{e.partitioner!r} -> {e.target_vertex}"
+                + (f" (side output {e.side_output})" if e.side_output else "")
+                for e in v.outputs
+            )
             lines.append(f"[{v.vertex_id}] {v.name} (parallelism {v.parallelism}) {outs}")
         return "\n".join(lines)

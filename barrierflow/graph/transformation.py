@@ -11,13 +11,18 @@ from barrierflow.graph.partitioners import Partitioner
 
 _ids = itertools.count()
 
+VIRTUAL_KINDS = frozenset({"partition", "union", "side_output"})
+"""Transformation kinds that become no operator."""
+
 
 @dataclass(eq=False)
 class Transformation:
     """A node of the logical pipeline.
 
-    `kind` is "source", "operator", "sink" or "partition". A partition node is
-    virtual: it only sets the partitioner of the edge into the next operator.
+    `kind` is "source", "operator", "sink", or one of the virtual kinds, which
+    become no operator: "partition" only sets the partitioner of the edge into the
+    next operator, "union" merges its inputs into the next operator's one input,
+    and "side_output" selects the side output `side_output` of its input operator.
     Operators are described by class and arguments and built per subtask, so
     every subtask gets its own copy of the user function.
     """
@@ -32,7 +37,14 @@ class Transformation:
     partitioner: Partitioner | None = None
     uid: str | None = None
     parallelism: int | None = None
+    side_output: str | None = None
+    """The OutputTag id a "side_output" node selects."""
     id: int = field(default_factory=lambda: next(_ids))
+
+    @property
+    def is_virtual(self) -> bool:
+        """Whether this node only shapes the edges around it (no operator of its own)."""
+        return self.kind in VIRTUAL_KINDS
 
     def make_operator(self, uid: str) -> Any:
         assert self.operator_class is not None

@@ -3,8 +3,14 @@
 Everything that happens to a task arrives as a mail in one queue: records and
 events from input channels, credit from output channels, and messages from
 the JobMaster. Helper threads only read sockets and write snapshot files.
-The loop takes mails, then does one unit of work (a source batch or an input
-element), and flushes output buffers when the buffer timeout has passed.
+The loop takes mails, fires what is due in processing time (timers, periodic
+watermarks), then does one unit of work (a source batch or an input element),
+and flushes output buffers when the buffer timeout has passed.
+
+Event time: each input of the chain's first operator has a StatusWatermarkValve
+over its channels; what a valve decides goes into the chain as a watermark or a
+status, in order with the records, and leaves the task on every output edge. A
+channel that ended counts as MAX_WATERMARK.
 """
 
 from __future__ import annotations
@@ -27,11 +33,16 @@ from barrierflow.errors import BarrierflowError, StreamCorruptionError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime.barriers.aligner import CheckpointBarrierAligner
 from barrierflow.runtime.barriers.decisions import AbortCheckpoint, TriggerCheckpoint
+from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
+    MAX_WATERMARK,
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfPartition,
+    StreamStatus,
+    Watermark,
 )
 from barrierflow.runtime.network.channels import (
     ChannelHello,
@@ -41,7 +52,13 @@ from barrierflow.runtime.network.channels import (
 )
 from barrierflow.runtime.network.input_gate import InputGate
 from barrierflow.runtime.network.record_writer import EdgeWriter, RecordWriter
-from barrierflow.runtime.operators.base import OperatorContext, RestoredState, StreamOperator
+from barrierflow.runtime.operators.base import (
+    OperatorContext,
+    Output,
+    RestoredState,
+    StreamOperator,
+    TwoInputStreamOperator,
+)
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
 from barrierflow.runtime.task_messages import (
@@ -60,6 +77,7 @@ from barrierflow.runtime.task_messages import (
 from barrierflow.runtime.task_messages import (
     TriggerCheckpoint as TriggerMessage,
 )
+from barrierflow.runtime.watermarks import StatusWatermarkValve
 from barrierflow.state.key_groups import key_group_range_for_subtask
 from barrierflow.state.operator_state import decode_operator_state, encode_operator_state
 
@@ -88,6 +106,15 @@ class TaskSettings:
     connect_timeout_s: float = 60.0
 
 
+def epoch_millis() -> int:
+    """The production processing-time clock: wall-clock epoch milliseconds.
+
+    Processing-time timers are epoch timestamps (as in Flink), so this is the one
+    wall clock of the runtime; tests inject a manual one into StreamTask.
+    """
+    return time.time_ns() // 1_000_000
+
+
 class TaskCancelled(Exception):
     """The JobMaster cancelled this task, or is gone."""
 
@@ -103,6 +130,7 @@ class StreamTask:
         send_rpc: Callable[[Any], None],
         mailbox: queue.SimpleQueue,
         clock: Callable[[], float] = time.monotonic,
+        processing_time: Callable[[], int] = epoch_millis,
     ) -> None:
         self.graph = graph
         self.settings = settings
@@ -112,6 +140,8 @@ class StreamTask:
         self._send_rpc = send_rpc
         self.mailbox = mailbox
         self._clock = clock
+        self._processing_time = processing_time
+        self._next_wakeup_ms: int | None = None
         inputs = graph.input_channels(self.subtask)
         self._input_names = inputs
         self.gate = InputGate(len(inputs))
@@ -127,6 +157,11 @@ class StreamTask:
         self._source_exhausted = False
         self._source_waiting = False
         self._last_flush = clock()
+        self._channel_inputs = graph.input_channel_inputs(self.subtask)
+        self._valves: list[tuple[StatusWatermarkValve, int]] = []
+        """Per input channel: the valve of its operator input, and its index in that valve."""
+        self._processors: list[Callable[[RecordBatch], None]] = []
+        """Per input channel: where its record batches go."""
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -196,15 +231,22 @@ class StreamTask:
             ),
             attempt=settings.attempt,
             deployment_id=settings.deployment_id,
+            processing_time=self._processing_time,
+            auto_watermark_interval_ms=self.graph.auto_watermark_interval_ms,
         )
         self._context = context
         if self.source is not None:
             self.source.assign_splits(deploy.splits)
+        self.writer = self._connect_outputs(deploy)
         files = _StateFiles()
-        for operator in self.chain:
-            operator.setup(context)
+        for operator, output in zip(self.chain, self._chain_outputs(), strict=True):
+            operator.setup(context, output)
             operator.initialize_state(files.restored(deploy.restore.get(operator.uid)))
             operator.open()
+        self._connect_inputs()
+
+    def _connect_outputs(self, deploy: DeployTask) -> RecordWriter:
+        settings, vertex = self.settings, self.vertex
         edges = []
         for edge in vertex.outputs:
             channels = []
@@ -220,8 +262,57 @@ class StreamTask:
                 address = deploy.peers[settings.partitions.index(target)]
                 conn = connect_output(address, settings.secret, hello, index, self.mailbox.put)
                 channels.append(OutputChannel(conn))
-            edges.append(EdgeWriter(edge.partitioner, channels, settings.buffer_size))
-        self.writer = RecordWriter(edges)
+            source_operator = edge.source_operator
+            if source_operator < 0:
+                source_operator += len(self.chain)
+            edges.append(
+                EdgeWriter(
+                    edge.partitioner,
+                    channels,
+                    settings.buffer_size,
+                    source_operator=source_operator,
+                    side_output=edge.side_output,
+                )
+            )
+        return RecordWriter(edges)
+
+    def _chain_outputs(self) -> list[Output]:
+        """One output per operator: the next operator or the main edges, plus side edges."""
+        writer, chain = self.writer, self.chain
+        outputs: list[Output] = []
+        for index in range(len(chain)):
+            main: Output
+            if index + 1 < len(chain):
+                main = ChainingOutput(chain[index + 1])
+            else:
+                main = RecordWriterOutput(writer.edges_of(index, None))
+            sides: dict[str, Output] = {
+                tag: RecordWriterOutput(writer.edges_of(index, tag))
+                for tag in sorted(writer.side_outputs_of(index))
+            }
+            outputs.append(OperatorOutput(main, sides))
+        return outputs
+
+    def _connect_inputs(self) -> None:
+        """A valve per input of the first operator, over the channels that feed it."""
+        head = self.chain[0]
+        valves: dict[int, StatusWatermarkValve] = {}
+        local: dict[int, int] = {}
+        for input_index in sorted(set(self._channel_inputs)):
+            count = self._channel_inputs.count(input_index)
+            valves[input_index] = StatusWatermarkValve(count, _InputOf(head, input_index))
+        for input_index in self._channel_inputs:
+            self._valves.append((valves[input_index], local.get(input_index, 0)))
+            local[input_index] = local.get(input_index, 0) + 1
+            if isinstance(head, TwoInputStreamOperator):
+                process = head.process_batch1 if input_index == 0 else head.process_batch2
+            else:
+                if input_index != 0:
+                    raise StreamCorruptionError(
+                        f"{head.name} has one input, got input {input_index}"
+                    )
+                process = head.process_batch
+            self._processors.append(process)
 
     def _finish(self) -> None:
         self.writer.broadcast_event(END_OF_PARTITION)
@@ -250,11 +341,14 @@ class StreamTask:
         while not self._finished:
             busy = self._can_work()
             try:
-                mail = (
-                    self.mailbox.get_nowait()
-                    if busy
-                    else self.mailbox.get(timeout=0.002 if self._source_waiting else timeout_s)
-                )
+                if busy:
+                    mail = self.mailbox.get_nowait()
+                else:
+                    wait = 0.002 if self._source_waiting else timeout_s
+                    if self._next_wakeup_ms is not None:
+                        until = (self._next_wakeup_ms - self._processing_time()) / 1000
+                        wait = min(wait, max(until, 0.0))
+                    mail = self.mailbox.get(timeout=wait)
                 self._handle(mail)
                 for _ in range(256):
                     self._handle(self.mailbox.get_nowait())
@@ -263,6 +357,7 @@ class StreamTask:
             self._source_waiting = False  # waited a moment: ask the source again
             if self._finished:
                 break
+            self._fire_processing_time()
             if self._can_work():
                 if self.source is not None:
                     self._step_source()
@@ -281,16 +376,27 @@ class StreamTask:
         assert self.aligner is not None
         return self.gate.has_available(self.aligner.is_blocked)
 
+    def _fire_processing_time(self) -> None:
+        """Call every operator whose wake-up is due; remember the next one for the wait."""
+        now = self._processing_time()
+        nearest = None
+        for operator in self.chain:
+            due = operator.next_wakeup()
+            if due is not None and due <= now:
+                operator.on_processing_time(now)
+                due = operator.next_wakeup()
+            if due is not None and (nearest is None or due < nearest):
+                nearest = due
+        self._next_wakeup_ms = nearest
+
     def _step_source(self) -> None:
         assert self.source is not None
-        batch = self.source.poll_batch(self.settings.buffer_size)
-        if batch is None:
+        status = self.source.emit_next(self.settings.buffer_size)
+        if status == SourceOperator.END_OF_INPUT:
             self._source_exhausted = True
             self._send(EndOfInput(self.settings.attempt, self.partition))
-        elif not batch:
+        elif status == SourceOperator.NOTHING_AVAILABLE:
             self._source_waiting = True
-        else:
-            self._process(batch, start=1)
 
     def _step_input(self) -> None:
         assert self.aligner is not None
@@ -298,21 +404,25 @@ class StreamTask:
         if polled is None:
             return
         channel, element = polled
-        if isinstance(element, list):
-            self._process(element, start=0)
-        elif isinstance(element, CheckpointBarrier):
+        kind = type(element)
+        if kind is RecordBatch:
+            self._processors[channel](element)
+        elif kind is Watermark:
+            valve, index = self._valves[channel]
+            valve.input_watermark(element, index)
+        elif kind is StreamStatus:
+            valve, index = self._valves[channel]
+            valve.input_stream_status(element, index)
+        elif kind is CheckpointBarrier:
             self._act(self.aligner.on_barrier(channel, element))
-        elif isinstance(element, CancelCheckpointMarker):
+        elif kind is CancelCheckpointMarker:
             self._act(self.aligner.on_cancel_marker(channel, element))
-        elif isinstance(element, EndOfPartition):
+        elif kind is EndOfPartition:
+            # A finished channel no longer holds event time back (Flink: MAX_WATERMARK).
+            valve, index = self._valves[channel]
+            valve.input_stream_status(StreamStatus.ACTIVE, index)
+            valve.input_watermark(Watermark(MAX_WATERMARK), index)
             self._act(self.aligner.on_end_of_partition(channel))
-
-    def _process(self, batch: list[Any], start: int) -> None:
-        for operator in self.chain[start:]:
-            batch = operator.process_batch(batch)
-            if not batch:
-                return
-        self.writer.emit(batch)
 
     def _act(self, decisions: tuple[Any, ...]) -> None:
         for decision in decisions:
@@ -392,6 +502,9 @@ class StreamTask:
                 encoded = encode_operator_state(snapshot.operator)
                 entry["operator"] = [len(body), len(encoded)]
                 body += encoded
+            if snapshot.timers is not None:
+                entry["timers"] = [len(body), len(snapshot.timers)]
+                body += snapshot.timers
             index[uid] = entry
         settings, subtask = self.settings, self.subtask
         target = None
@@ -479,7 +592,27 @@ class _StateFiles:
                 (old, decode_operator_state(self._slice(uri, off, length)))
                 for old, uri, off, length in restore.operator
             ],
+            timers=[
+                self._slice(uri, off, length) for uri, off, length in getattr(restore, "timers", ())
+            ],
         )
+
+
+class _InputOf:
+    """Where the valve of one operator input sends what it decided: into that input."""
+
+    def __init__(self, operator: StreamOperator, input_index: int) -> None:
+        if isinstance(operator, TwoInputStreamOperator):
+            first = input_index == 0
+            self.emit_watermark = (
+                operator.process_watermark1 if first else operator.process_watermark2
+            )
+            self.emit_stream_status = (
+                operator.process_stream_status1 if first else operator.process_stream_status2
+            )
+        else:
+            self.emit_watermark = operator.process_watermark
+            self.emit_stream_status = operator.process_stream_status
 
 
 def _describe(error: BaseException, where: str) -> str:

@@ -40,8 +40,20 @@ class AcknowledgeCheckpoint:
     state_handle: dict[str, Any] | None
     """Where this subtask's state file is and what it holds (see StateHandle in task.py)."""
     sync_ms: float = 0.0
+    """Snapshotting the operators on the mailbox thread."""
     async_ms: float = 0.0
+    """Writing the state file on the upload thread."""
     state_bytes: int = 0
+    alignment_ms: float = 0.0
+    """From the first to the last barrier of this checkpoint at the task's inputs (0: sources,
+    single inputs)."""
+    start_delay_ms: float = 0.0
+    """From the trigger (the barrier's timestamp, wall clock) to the first barrier reaching
+    this task (for a source: the trigger message reaching it); clamped at 0."""
+    persisted_bytes: int = 0
+    """In-flight data written with the snapshot (unaligned checkpoints; 0 when aligned)."""
+    unaligned: bool = False
+    """The snapshot was taken unaligned (at the first barrier, with in-flight data)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,8 @@ class OperatorRestore:
     """(file URI, offset, length) of each keyed snapshot overlapping this subtask."""
     operator: list[tuple[int, str, int, int]] = field(default_factory=list)
     """(old subtask index, file URI, offset, length) of every old subtask's operator state."""
+    timers: list[tuple[str, int, int]] = field(default_factory=list)
+    """(file URI, offset, length) of each timer snapshot overlapping this subtask."""
 
 
 @dataclass(frozen=True)

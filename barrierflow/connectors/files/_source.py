@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from barrierflow import _fs
-from barrierflow.connectors.base import Source, SourceReader, SourceSplit
+from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
 from barrierflow.connectors.files._formats import (
     JsonLineFormat,
     LineFormat,
@@ -149,6 +149,32 @@ class FileSourceReader(SourceReader):
 
     def snapshot(self) -> dict[str, Any]:
         return dict(self._positions)
+
+    def split_ids(self) -> list[str]:
+        return [split.split_id for split in self._splits]
+
+    def poll_split_batch(self, max_records: int) -> SplitBatch | None:
+        """The next lines of the file being read, or that file's end (`finished`)."""
+        while self._current < len(self._splits):
+            split = self._splits[self._current]
+            if self._lines is None:
+                self._lines = LineFileReader(
+                    _fs.Location(split.payload), self._positions[split.split_id], self._chunk_size
+                )
+            try:
+                start, raw = self._lines.read_lines(max_records)
+            except OSError as error:
+                raise SourceError(f"cannot read {split.payload}: {error}") from error
+            if not raw:
+                self._lines.close()
+                self._lines = None
+                self._current += 1
+                return SplitBatch(split.split_id, [], finished=True)
+            records = self._parse(split, start, raw)
+            self._positions[split.split_id] = self._lines.position
+            if records:
+                return SplitBatch(split.split_id, records)
+        return None
 
     def close(self) -> None:
         if self._lines is not None:

@@ -1,42 +1,82 @@
 """Frames on a data channel. The first byte says what follows.
 
-Records travel as pickled batches (protocol 5); events are a few fixed-size
-integers, so a receiver never unpickles anything to see a barrier. Frames are
-only decoded after the connection proved it knows the job's secret.
+Records travel as pickled lists of values (protocol 5); a batch whose records carry
+event timestamps also carries them as one packed array of 64-bit integers, so
+timestamps cost no pickling. Events are a few fixed-size integers, so a receiver
+never unpickles anything to see a barrier, a watermark or a stream status. Frames
+are only decoded after the connection proved it knows the job's secret.
+
+    D <pickle of values>                              records without timestamps
+    T <uint32 n> <n int64 timestamps> <pickle>        records with timestamps
+    B <int64 checkpoint id> <int64 timestamp>         checkpoint barrier
+    X <int64 checkpoint id>                           cancel checkpoint marker
+    E                                                 end of partition
+    W <int64 timestamp>                               watermark
+    S <uint8 0 = ACTIVE, 1 = IDLE>                    stream status
+    C <uint32 buffers>                                credit (receiver -> sender)
 """
 
 from __future__ import annotations
 
 import pickle
 import struct
+import sys
+from array import array
 from typing import Any
 
 from barrierflow.errors import StreamCorruptionError
+from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfPartition,
+    StreamStatus,
+    Watermark,
 )
 
 DATA = b"D"
+TIMESTAMPED_DATA = b"T"
 BARRIER = b"B"
 CANCEL = b"X"
 END = b"E"
+WATERMARK = b"W"
+STATUS = b"S"
 CREDIT = b"C"
 
 _TWO_LONGS = struct.Struct("!qq")
 _LONG = struct.Struct("!q")
 _UINT = struct.Struct("!I")
 
-Event = CheckpointBarrier | CancelCheckpointMarker | EndOfPartition
+_IDLE_FRAME = STATUS + b"\x01"
+_ACTIVE_FRAME = STATUS + b"\x00"
+_BIG_ENDIAN = sys.byteorder == "big"
+
+Event = CheckpointBarrier | CancelCheckpointMarker | EndOfPartition | Watermark | StreamStatus
 
 
-def encode_batch(batch: list[Any]) -> bytes:
-    return DATA + pickle.dumps(batch, protocol=5)
+def encode_batch(values: list[Any], timestamps: list[int] | None = None) -> bytes:
+    """A data frame for `values` (and their timestamps, one per value, if given)."""
+    if timestamps is None:
+        return DATA + pickle.dumps(values, protocol=5)
+    packed = array("q", timestamps)
+    if not _BIG_ENDIAN:
+        packed.byteswap()
+    return b"".join(
+        (
+            TIMESTAMPED_DATA,
+            _UINT.pack(len(packed)),
+            packed.tobytes(),
+            pickle.dumps(values, protocol=5),
+        )
+    )
 
 
 def encode_event(event: Event) -> bytes:
+    if isinstance(event, Watermark):
+        return WATERMARK + _LONG.pack(event.timestamp)
+    if isinstance(event, StreamStatus):
+        return _IDLE_FRAME if event is StreamStatus.IDLE else _ACTIVE_FRAME
     if isinstance(event, CheckpointBarrier):
         return BARRIER + _TWO_LONGS.pack(event.checkpoint_id, event.timestamp)
     if isinstance(event, CancelCheckpointMarker):
@@ -56,11 +96,17 @@ def decode_credit(frame: bytes) -> int:
     return _UINT.unpack_from(frame, 1)[0]
 
 
-def decode(frame: bytes) -> list[Any] | Event:
-    """A record batch (list) or an event."""
+def decode(frame: bytes) -> RecordBatch | Event:
+    """A record batch or an event."""
     kind = frame[:1]
     if kind == DATA:
-        return pickle.loads(memoryview(frame)[1:])
+        return RecordBatch(pickle.loads(memoryview(frame)[1:]))
+    if kind == TIMESTAMPED_DATA:
+        return _decode_timestamped(frame)
+    if kind == WATERMARK:
+        return Watermark(_LONG.unpack_from(frame, 1)[0])
+    if kind == STATUS:
+        return StreamStatus.IDLE if frame[1:2] == b"\x01" else StreamStatus.ACTIVE
     if kind == BARRIER:
         checkpoint_id, timestamp = _TWO_LONGS.unpack_from(frame, 1)
         return CheckpointBarrier(checkpoint_id, timestamp)
@@ -69,3 +115,19 @@ def decode(frame: bytes) -> list[Any] | Event:
     if kind == END:
         return END_OF_PARTITION
     raise StreamCorruptionError(f"unknown frame type {kind!r} on a data channel")
+
+
+def _decode_timestamped(frame: bytes) -> RecordBatch:
+    view = memoryview(frame)
+    (count,) = _UINT.unpack_from(frame, 1)
+    end = 5 + 8 * count
+    timestamps = array("q")
+    timestamps.frombytes(view[5:end])
+    if not _BIG_ENDIAN:
+        timestamps.byteswap()
+    values = pickle.loads(view[end:])
+    if len(values) != count:
+        raise StreamCorruptionError(
+            f"a data frame holds {len(values)} records but {count} timestamps"
+        )
+    return RecordBatch(values, timestamps.tolist())

@@ -2,7 +2,8 @@
 
 Mailbox thread only. Records wait in a per-channel buffer until it is full or
 the buffer timeout passes; events flush the buffers first, so order per channel
-is kept.
+is kept. A buffer keeps timestamps only while some record in it has one: records
+without a timestamp that join such a buffer get `NO_TIMESTAMP`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow.graph.partitioners import Partitioner
+from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import OutputChannel
 
@@ -20,16 +22,44 @@ MAX_BACKLOG = 2
 class EdgeWriter:
     """The channels of one outgoing job edge and its partitioner."""
 
-    def __init__(self, partitioner: Partitioner, channels: list[OutputChannel], buffer_size: int):
+    def __init__(
+        self,
+        partitioner: Partitioner,
+        channels: list[OutputChannel],
+        buffer_size: int,
+        source_operator: int = -1,
+        side_output: str | None = None,
+    ):
         self.partitioner = partitioner
         self.channels = channels
+        self.source_operator = source_operator
+        """Index in the chain of the operator whose output feeds this edge (-1: the last)."""
+        self.side_output = side_output
+        """The OutputTag id this edge carries, or None for the operator's main output."""
         self._pending: list[list[Any]] = [[] for _ in channels]
+        self._stamps: list[list[int] | None] = [None for _ in channels]
         self._buffer_size = buffer_size
 
-    def emit(self, batch: list[Any]) -> None:
+    def emit(self, batch: RecordBatch) -> None:
         pending, size = self._pending, self._buffer_size
-        for channel, part in self.partitioner.route(batch, len(self.channels)):
+        if batch.timestamps is None:
+            stamps = self._stamps
+            for channel, part in self.partitioner.route(batch.values, len(self.channels)):
+                buffer = pending[channel]
+                if stamps[channel] is not None:
+                    stamps[channel].extend([NO_TIMESTAMP] * len(part))  # type: ignore[union-attr]
+                buffer.extend(part)
+                if len(buffer) >= size:
+                    self._flush(channel)
+            return
+        for channel, part, timestamps in self.partitioner.route_with_timestamps(
+            batch.values, batch.timestamps, len(self.channels)
+        ):
             buffer = pending[channel]
+            channel_stamps = self._stamps[channel]
+            if channel_stamps is None:
+                channel_stamps = self._stamps[channel] = [NO_TIMESTAMP] * len(buffer)
+            channel_stamps.extend(timestamps)
             buffer.extend(part)
             if len(buffer) >= size:
                 self._flush(channel)
@@ -40,8 +70,11 @@ class EdgeWriter:
                 self._flush(channel)
 
     def _flush(self, channel: int) -> None:
-        self.channels[channel].send_buffer(codec.encode_batch(self._pending[channel]))
+        self.channels[channel].send_buffer(
+            codec.encode_batch(self._pending[channel], self._stamps[channel])
+        )
         self._pending[channel] = []
+        self._stamps[channel] = None
 
     def broadcast_event(self, frame: bytes) -> None:
         self.flush()
@@ -50,15 +83,27 @@ class EdgeWriter:
 
 
 class RecordWriter:
-    """All outgoing edges of a task."""
+    """All outgoing edges of a task: events that concern the whole task go to every edge."""
 
     def __init__(self, edges: list[EdgeWriter]) -> None:
         self.edges = edges
         self.channels = [c for e in edges for c in e.channels]
 
-    def emit(self, batch: list[Any]) -> None:
-        for edge in self.edges:
-            edge.emit(batch)
+    def edges_of(self, source_operator: int, side_output: str | None) -> list[EdgeWriter]:
+        """The edges fed by one output (main or side) of the chain's operator at that index."""
+        return [
+            edge
+            for edge in self.edges
+            if edge.source_operator == source_operator and edge.side_output == side_output
+        ]
+
+    def side_outputs_of(self, source_operator: int) -> set[str]:
+        """The OutputTag ids of the operator at that index that leave over an edge."""
+        return {
+            edge.side_output
+            for edge in self.edges
+            if edge.source_operator == source_operator and edge.side_output is not None
+        }
 
     def flush(self) -> None:
         for edge in self.edges:

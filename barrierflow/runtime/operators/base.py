@@ -1,16 +1,45 @@
 """The contract between a task and the operators of its chain.
 
-Operators work on batches: a task hands each operator a list of records and
-gets the list of its outputs, so Python pays one call per batch, not per record.
-All methods run on the task's mailbox thread.
+Operators work on batches: a task hands each operator a `RecordBatch` and the
+operator pushes what it produces into its `output`, so Python pays one call per
+batch, not per record. Watermarks and stream statuses reach an operator in order
+with the records, after every record that preceded them; the operator may emit
+records (timers firing) before it passes the watermark on. All methods run on the
+task's mailbox thread.
+
+One-input operator (map, keyed process, sinks)::
+
+    process_batch(batch)            records; emit with output.collect(RecordBatch(...))
+    process_watermark(watermark)    default: output.emit_watermark(watermark)
+    process_stream_status(status)   default: output.emit_stream_status(status)
+
+Two-input operator (connect, joins): `TwoInputStreamOperator` with
+`process_batch1/2`, and `process_watermark1/2` / `process_stream_status1/2`, which by
+default combine the inputs (`IndexedCombinedWatermarkStatus`) and call
+`process_watermark` with the minimum, as Flink's AbstractStreamOperator does.
+
+Side outputs: `output.collect_side(tag_id, batch)`. Processing time: the operator
+reads `context.processing_time()` and asks the task for a wake-up with
+`next_wakeup()`; the task calls `on_processing_time(now)` once it is due.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.combined_watermark import IndexedCombinedWatermarkStatus
+from barrierflow.runtime.elements import StreamStatus, Watermark
 from barrierflow.state.key_groups import KeyGroupRange
+
+DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
+"""Flink's default `pipeline.auto-watermark-interval`."""
+
+
+def _no_processing_time() -> int:
+    raise RuntimeError("this operator context has no processing-time clock")
 
 
 @dataclass(frozen=True)
@@ -23,6 +52,26 @@ class OperatorContext:
     key_group_range: KeyGroupRange
     attempt: int
     deployment_id: str
+    processing_time: Callable[[], int] = field(default=_no_processing_time, compare=False)
+    """The task's processing-time clock: epoch milliseconds (a manual clock in tests)."""
+    auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
+    """How often periodic watermark generators are asked for a watermark."""
+
+
+class Output(Protocol):
+    """Where an operator sends what it produces: the next operator, or the task's edges."""
+
+    def collect(self, batch: RecordBatch) -> None:
+        """Records of the main output."""
+
+    def collect_side(self, tag_id: str, batch: RecordBatch) -> None:
+        """Records of the side output `tag_id` (dropped if nothing consumes it)."""
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        """Event time has reached `watermark` for everything emitted after this."""
+
+    def emit_stream_status(self, status: StreamStatus) -> None:
+        """The operator's output went IDLE or came back ACTIVE."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +81,8 @@ class OperatorSnapshot:
     keyed: bytes | None = None
     operator: Any = None
     """msgpack-able operator state (source positions, sink transactions), or None."""
+    timers: bytes | None = None
+    """A timer-service snapshot ("timers" envelope, sectioned per key group), or None."""
 
 
 @dataclass
@@ -40,23 +91,27 @@ class RestoredState:
 
     `keyed` holds the keyed snapshots whose key-group range overlaps this subtask's;
     `operator` holds every old subtask's operator state as (old index, state), so the
-    operator picks what is its own (sources take the union, sinks their share).
+    operator picks what is its own (sources take the union, sinks their share);
+    `timers` holds the timer snapshots whose key-group range overlaps this subtask's.
     """
 
     keyed: list[bytes] = field(default_factory=list)
     operator: list[tuple[int, Any]] = field(default_factory=list)
+    timers: list[bytes] = field(default_factory=list)
 
 
 class StreamOperator:
-    """One operator of a chain. Subclasses override what they need."""
+    """One operator of a chain with one input. Subclasses override what they need."""
 
     def __init__(self, uid: str, name: str) -> None:
         self.uid = uid
         self.name = name
         self.context: OperatorContext | None = None
+        self.output: Output = _UNCONNECTED
 
-    def setup(self, context: OperatorContext) -> None:
+    def setup(self, context: OperatorContext, output: Output) -> None:
         self.context = context
+        self.output = output
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         """Restore from a checkpoint (None: fresh start). Called once, before `open`."""
@@ -64,8 +119,23 @@ class StreamOperator:
     def open(self) -> None:
         """Start user functions; runs after state is restored."""
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
+    def process_batch(self, batch: RecordBatch) -> None:
         raise NotImplementedError
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        """Event time reached `watermark`: fire what is due, then pass it on."""
+        self.output.emit_watermark(watermark)
+
+    def process_stream_status(self, status: StreamStatus) -> None:
+        """The input went IDLE or came back ACTIVE; by default the output follows it."""
+        self.output.emit_stream_status(status)
+
+    def next_wakeup(self) -> int | None:
+        """When (processing time, ms) the task should call `on_processing_time`; None: never."""
+        return None
+
+    def on_processing_time(self, now_ms: int) -> None:
+        """Processing time reached `now_ms` (at or after `next_wakeup()`)."""
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         """Copy this operator's state at the barrier of `checkpoint_id` (None: stateless)."""
@@ -82,3 +152,61 @@ class StreamOperator:
 
     def abort(self) -> None:
         """The task is failing or cancelled: discard uncommitted side effects."""
+
+
+class TwoInputStreamOperator(StreamOperator):
+    """An operator with two inputs (connect, joins); heads a chain.
+
+    Each input's watermark and status arrive already merged over that input's channels;
+    by default they are combined here and `process_watermark` sees the minimum.
+    Override `process_watermark1/2` to act on one input's watermark (an interval join
+    might); call the base method to keep the combination.
+    """
+
+    def setup(self, context: OperatorContext, output: Output) -> None:
+        super().setup(context, output)
+        self.combined_watermark = IndexedCombinedWatermarkStatus(2, _CombinedInputs(self))
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        raise TypeError(f"{self.name} has two inputs: use process_batch1/2")
+
+    def process_batch1(self, batch: RecordBatch) -> None:
+        raise NotImplementedError
+
+    def process_batch2(self, batch: RecordBatch) -> None:
+        raise NotImplementedError
+
+    def process_watermark1(self, watermark: Watermark) -> None:
+        self.combined_watermark.input_watermark(watermark, 0)
+
+    def process_watermark2(self, watermark: Watermark) -> None:
+        self.combined_watermark.input_watermark(watermark, 1)
+
+    def process_stream_status1(self, status: StreamStatus) -> None:
+        self.combined_watermark.input_stream_status(status, 0)
+
+    def process_stream_status2(self, status: StreamStatus) -> None:
+        self.combined_watermark.input_stream_status(status, 1)
+
+
+class _CombinedInputs:
+    """Feeds what the combination of a two-input operator's inputs decides back to it."""
+
+    def __init__(self, operator: StreamOperator) -> None:
+        self._operator = operator
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        self._operator.process_watermark(watermark)
+
+    def emit_stream_status(self, status: StreamStatus) -> None:
+        self._operator.process_stream_status(status)
+
+
+class _Unconnected:
+    def _fail(self, *args: Any) -> None:
+        raise RuntimeError("operator used before setup() connected its output")
+
+    collect = collect_side = emit_watermark = emit_stream_status = _fail
+
+
+_UNCONNECTED: Output = _Unconnected()

@@ -1,44 +1,117 @@
-"""Operators on keyed streams: state is scoped to the key of the current record."""
+"""Operators on keyed streams: state and timers are scoped to the key of the current record."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from barrierflow.api.functions import Function, KeyedProcessFunction, as_callable
+from barrierflow.api.functions import (
+    Function,
+    KeyedProcessFunction,
+    TimeDomain,
+    TimerService,
+    as_callable,
+)
+from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
+from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
+from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
+from barrierflow.runtime.timers import InternalTimerService, Timer
 from barrierflow.state import ValueStateDescriptor
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 
 
 class KeyedOperator(StreamOperator):
-    """Owns the keyed state backend of its key-group range and snapshots it per key group."""
+    """Owns the keyed state backend and the timer service of its key-group range.
+
+    Both are snapshotted per key group in every checkpoint, so they rescale. A
+    watermark first fires the event-time timers it passes, then goes on; processing-time
+    timers fire when the task calls `on_processing_time` at `next_wakeup()`.
+    Subclasses that use timers override `on_event_time` / `on_processing_time_timer`.
+    """
 
     def __init__(self, uid: str, name: str, key_selector: Any) -> None:
         super().__init__(uid, name)
         self.key_selector = key_selector
         self._get_key = as_callable(key_selector, "get_key", "KeySelector")
         self.backend: HeapKeyedStateBackend | None = None
+        self.timer_service: InternalTimerService | None = None
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         assert self.context is not None
-        self.backend = HeapKeyedStateBackend(
-            self.context.key_group_range, self.context.max_parallelism
+        context = self.context
+        self.backend = HeapKeyedStateBackend(context.key_group_range, context.max_parallelism)
+        self.timer_service = InternalTimerService(
+            context.key_group_range, context.max_parallelism, _Triggerable(self)
         )
-        if restored is not None and restored.keyed:
-            self.backend.restore(restored.keyed)
+        if restored is not None:
+            if restored.keyed:
+                self.backend.restore(restored.keyed)
+            if restored.timers:
+                self.timer_service.restore(restored.timers)
 
     def runtime_context(self) -> TaskRuntimeContext:
         return TaskRuntimeContext(self.context, self.backend)
 
+    def process_watermark(self, watermark: Watermark) -> None:
+        assert self.timer_service is not None
+        self.timer_service.advance_watermark(watermark.timestamp)
+        self.flush_timer_outputs()
+        self.output.emit_watermark(watermark)
+
+    def next_wakeup(self) -> int | None:
+        assert self.timer_service is not None
+        return self.timer_service.next_processing_time()
+
+    def on_processing_time(self, now_ms: int) -> None:
+        assert self.timer_service is not None
+        self.timer_service.on_processing_time(now_ms)
+        self.flush_timer_outputs()
+
+    def on_event_time(self, timer: Timer) -> None:
+        """An event-time timer fired (the current key is already the timer's)."""
+
+    def on_processing_time_timer(self, timer: Timer) -> None:
+        """A processing-time timer fired (the current key is already the timer's)."""
+
+    def flush_timer_outputs(self) -> None:
+        """Emit what the timers fired since the last call produced."""
+
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
-        assert self.backend is not None
-        return OperatorSnapshot(keyed=self.backend.snapshot())
+        assert self.backend is not None and self.timer_service is not None
+        service = self.timer_service
+        has_timers = service.num_event_time_timers() or service.num_processing_time_timers()
+        return OperatorSnapshot(
+            keyed=self.backend.snapshot(), timers=service.snapshot() if has_timers else None
+        )
+
+
+class _Triggerable:
+    """The timer service's callback: scopes state to the timer's key, then asks the operator."""
+
+    __slots__ = ("_operator",)
+
+    def __init__(self, operator: KeyedOperator) -> None:
+        self._operator = operator
+
+    def on_event_time(self, timer: Timer) -> None:
+        operator = self._operator
+        assert operator.backend is not None
+        operator.backend.set_current_key(timer.key)
+        operator.on_event_time(timer)
+
+    def on_processing_time(self, timer: Timer) -> None:
+        operator = self._operator
+        assert operator.backend is not None
+        operator.backend.set_current_key(timer.key)
+        operator.on_processing_time_timer(timer)
 
 
 class KeyedReduceOperator(KeyedOperator):
-    """Emits the running reduction of each key after every record (Flink's keyed reduce)."""
+    """Emits the running reduction of each key after every record (Flink's keyed reduce).
+
+    Each output keeps the timestamp of the record that produced it.
+    """
 
     def __init__(self, uid: str, name: str, key_selector: Any, reduce_function: Any) -> None:
         super().__init__(uid, name, key_selector)
@@ -51,7 +124,7 @@ class KeyedReduceOperator(KeyedOperator):
         if isinstance(self.reduce_function, Function):
             self.reduce_function.open(self.runtime_context())
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
+    def process_batch(self, batch: RecordBatch) -> None:
         backend, state, get_key, reduce = (
             self.backend,
             self._accumulator,
@@ -59,24 +132,84 @@ class KeyedReduceOperator(KeyedOperator):
             self._reduce,
         )
         assert backend is not None
+        set_key, value_of, update = backend.set_current_key, state.value, state.update
         out = []
-        for value in batch:
-            backend.set_current_key(get_key(value))
-            current = state.value()
+        append = out.append
+        for value in batch.values:
+            set_key(get_key(value))
+            current = value_of()
             result = value if current is None else reduce(current, value)
-            state.update(result)
-            out.append(result)
-        return out
+            update(result)
+            append(result)
+        self.output.collect(RecordBatch(out, batch.timestamps))
 
 
-class _ProcessContext(KeyedProcessFunction.Context):
+class _KeyedTimerService(TimerService):
+    """The user's view of the operator's timer service, scoped to the current key."""
+
+    __slots__ = ("_operator",)
+
     def __init__(self, operator: KeyedProcessOperator) -> None:
         self._operator = operator
+
+    def _service_and_key(self) -> tuple[InternalTimerService, Any]:
+        operator = self._operator
+        assert operator.timer_service is not None and operator.backend is not None
+        return operator.timer_service, operator.backend.current_key
+
+    def current_processing_time(self) -> int:
+        context = self._operator.context
+        assert context is not None
+        return context.processing_time()
+
+    def current_watermark(self) -> int:
+        service = self._operator.timer_service
+        assert service is not None
+        return service.current_watermark
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        service, key = self._service_and_key()
+        service.register_processing_time_timer(key, None, timestamp)
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        service, key = self._service_and_key()
+        service.register_event_time_timer(key, None, timestamp)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        service, key = self._service_and_key()
+        service.delete_processing_time_timer(key, None, timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        service, key = self._service_and_key()
+        service.delete_event_time_timer(key, None, timestamp)
+
+
+class _ProcessContext(KeyedProcessFunction.OnTimerContext):
+    """The ctx of `process_element` and of `on_timer` (which also has `time_domain`)."""
+
+    def __init__(self, operator: KeyedProcessOperator) -> None:
+        self._operator = operator
+        self._timer_service = _KeyedTimerService(operator)
+        self.current_timestamp: int | None = None
+        self.output_timestamp: int | None = None
+        self.domain = TimeDomain.EVENT_TIME
 
     def get_current_key(self) -> Any:
         backend = self._operator.backend
         assert backend is not None
         return backend.current_key
+
+    def timestamp(self) -> int | None:
+        return self.current_timestamp
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def output(self, output_tag: Any, value: Any) -> None:
+        self._operator.emitter.add_side(output_tag, value, self.output_timestamp)
+
+    def time_domain(self) -> TimeDomain:
+        return self.domain
 
 
 class KeyedProcessOperator(KeyedOperator):
@@ -90,23 +223,54 @@ class KeyedProcessOperator(KeyedOperator):
 
     def open(self) -> None:
         self._ctx = _ProcessContext(self)
+        self.emitter = Emitter(self.output)
         self.function.open(self.runtime_context())
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
-        backend, get_key, process, ctx = (
+    def process_batch(self, batch: RecordBatch) -> None:
+        backend, get_key, process, ctx, emitter = (
             self.backend,
             self._get_key,
             self.function.process_element,
             self._ctx,
+            self.emitter,
         )
         assert backend is not None
-        out: list[Any] = []
-        for value in batch:
-            backend.set_current_key(get_key(value))
-            produced: Iterable[Any] | None = process(value, ctx)
-            if produced is not None:
-                out.extend(produced)
-        return out
+        ctx.domain = TimeDomain.EVENT_TIME
+        timestamps = batch.timestamps
+        if timestamps is None:
+            ctx.current_timestamp = ctx.output_timestamp = None
+            for value in batch.values:
+                backend.set_current_key(get_key(value))
+                produced = process(value, ctx)
+                if produced is not None:
+                    emitter.add_all(produced, None)
+        else:
+            for value, timestamp in zip(batch.values, timestamps, strict=True):
+                backend.set_current_key(get_key(value))
+                stamp = None if timestamp == NO_TIMESTAMP else timestamp
+                ctx.current_timestamp = ctx.output_timestamp = stamp
+                produced = process(value, ctx)
+                if produced is not None:
+                    emitter.add_all(produced, stamp)
+        emitter.flush()
+
+    def on_event_time(self, timer: Timer) -> None:
+        self._on_timer(timer, TimeDomain.EVENT_TIME, timer.timestamp)
+
+    def on_processing_time_timer(self, timer: Timer) -> None:
+        self._on_timer(timer, TimeDomain.PROCESSING_TIME, None)
+
+    def _on_timer(self, timer: Timer, domain: TimeDomain, output_timestamp: int | None) -> None:
+        ctx = self._ctx
+        ctx.domain = domain
+        ctx.current_timestamp = timer.timestamp
+        ctx.output_timestamp = output_timestamp
+        produced = self.function.on_timer(timer.timestamp, ctx)
+        if produced is not None:
+            self.emitter.add_all(produced, output_timestamp)
+
+    def flush_timer_outputs(self) -> None:
+        self.emitter.flush()
 
     def close(self) -> None:
         self.function.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from barrierflow.api.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.connectors.base import (
     Sink,
     SinkContext,
@@ -14,7 +15,11 @@ from barrierflow.connectors.base import (
     SourceReader,
     SourceSplit,
 )
+from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
+from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus, Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
+from barrierflow.runtime.watermark_outputs import SplitWatermarkMultiplexer
+from barrierflow.runtime.watermarks import MIN_WATERMARK
 
 
 class SourceOperator(StreamOperator):
@@ -22,13 +27,44 @@ class SourceOperator(StreamOperator):
 
     On restore it takes the union of all old subtasks' positions, so splits may move
     between subtasks when the parallelism changes.
+
+    Event time (Flink's SourceOperator with its watermark strategy): each record gets
+    the assigner's timestamp (given the reader's own timestamp, if any, else
+    `NO_TIMESTAMP`); each split the reader reports gets its own watermark generator,
+    combined by a `SplitWatermarkMultiplexer` and asked for a watermark every
+    `auto_watermark_interval_ms` of processing time (`next_wakeup`). A subtask
+    without splits goes IDLE at once. When the input ends, the operator emits
+    `MAX_WATERMARK` (ACTIVE first if it was idle), whatever the strategy, so every
+    downstream event-time timer fires before the final checkpoint. Watermarks are
+    not checkpointed: after a restore every split starts again from the minimum.
     """
 
-    def __init__(self, uid: str, name: str, source: Source) -> None:
+    MORE_AVAILABLE = 1
+    """`emit_next` emitted records or finished a split: call it again at once."""
+    NOTHING_AVAILABLE = 2
+    """The reader has nothing right now: wait a moment before calling again."""
+    END_OF_INPUT = 3
+    """All input has ended (and `MAX_WATERMARK` went out)."""
+
+    def __init__(
+        self,
+        uid: str,
+        name: str,
+        source: Source,
+        watermark_strategy: WatermarkStrategy | None = None,
+    ) -> None:
         super().__init__(uid, name)
         self.source = source
+        self.watermark_strategy = watermark_strategy or WatermarkStrategy.no_watermarks()
         self.splits: Sequence[SourceSplit] = ()
         self.reader: SourceReader | None = None
+        self._assigner: TimestampAssigner | None = None
+        self._watermarks: SplitWatermarkMultiplexer | None = None
+        self._output = _TrackingWatermarkOutput(self)
+        self._started = False
+        self._ended = False
+        self._finished_splits: set[str] = set()
+        self._next_periodic: int | None = None
 
     def assign_splits(self, splits: Sequence[SourceSplit]) -> None:
         self.splits = splits
@@ -40,12 +76,67 @@ class SourceOperator(StreamOperator):
             positions.update(state or {})
         self.reader.restore(positions)
 
+    def open(self) -> None:
+        strategy = self.watermark_strategy
+        if strategy.timestamp_assigner is not None:
+            self._assigner = strategy.create_timestamp_assigner()
+        if not strategy.is_no_watermarks:
+            context = self.context
+            assert context is not None
+            clock = context.processing_time
+            self._watermarks = SplitWatermarkMultiplexer(
+                lambda: strategy.create_watermark_generator(clock), self._output
+            )
+
+    def emit_next(self, max_records: int) -> int:
+        """Read up to `max_records` records of one split and emit them (and watermarks)."""
+        reader = self.reader
+        assert reader is not None
+        if self._ended:
+            return self.END_OF_INPUT
+        if not self._started:
+            self._start(reader)
+        polled = reader.poll_split_batch(max_records)
+        if polled is None:
+            self._end_input()
+            return self.END_OF_INPUT
+        records = polled.records
+        if records:
+            timestamps = polled.timestamps
+            if self._assigner is not None:
+                timestamps = self._assign(records, timestamps)
+            watermarks = self._watermarks
+            if watermarks is not None and polled.split_id not in self._finished_splits:
+                if polled.split_id not in watermarks.live_splits:
+                    watermarks.register_split(polled.split_id)
+                on_event, split_id = watermarks.on_event, polled.split_id
+                if timestamps is None:
+                    for value in records:
+                        on_event(split_id, value, NO_TIMESTAMP)
+                else:
+                    for value, timestamp in zip(records, timestamps, strict=True):
+                        on_event(split_id, value, timestamp)
+            self.output.collect(RecordBatch(records, timestamps))
+        if polled.finished:
+            self._finish_split(polled.split_id)
+        return self.MORE_AVAILABLE if records or polled.finished else self.NOTHING_AVAILABLE
+
     def poll_batch(self, max_records: int) -> list[Any] | None:
+        """The values of the next batch, without event time (for tools and old callers)."""
         assert self.reader is not None
         return self.reader.poll_batch(max_records)
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
-        return batch
+    def process_batch(self, batch: RecordBatch) -> None:
+        raise TypeError("a source operator has no input")
+
+    def next_wakeup(self) -> int | None:
+        return self._next_periodic
+
+    def on_processing_time(self, now_ms: int) -> None:
+        if self._next_periodic is not None and now_ms >= self._next_periodic:
+            assert self._watermarks is not None
+            self._watermarks.on_periodic_emit()
+            self._next_periodic = now_ms + self._interval()
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot:
         assert self.reader is not None
@@ -56,6 +147,70 @@ class SourceOperator(StreamOperator):
             self.reader.close()
 
     abort = close
+
+    # ---- internals -----------------------------------------------------------------------
+
+    def _interval(self) -> int:
+        assert self.context is not None
+        return self.context.auto_watermark_interval_ms
+
+    def _start(self, reader: SourceReader) -> None:
+        self._started = True
+        split_ids = reader.split_ids()
+        if self._watermarks is not None:
+            for split_id in split_ids:
+                self._watermarks.register_split(split_id)
+            assert self.context is not None
+            if self._interval() > 0:
+                self._next_periodic = self.context.processing_time() + self._interval()
+        if not split_ids:
+            self._output.emit_stream_status(StreamStatus.IDLE)
+
+    def _assign(self, records: list[Any], timestamps: list[int] | None) -> list[int]:
+        assert self._assigner is not None
+        extract = self._assigner.extract_timestamp
+        if timestamps is None:
+            return [extract(value, NO_TIMESTAMP) for value in records]
+        return [extract(value, ts) for value, ts in zip(records, timestamps, strict=True)]
+
+    def _finish_split(self, split_id: str) -> None:
+        if split_id in self._finished_splits:
+            return
+        self._finished_splits.add(split_id)
+        watermarks = self._watermarks
+        if watermarks is not None and split_id in watermarks.live_splits:
+            watermarks.finish_split(split_id)
+
+    def _end_input(self) -> None:
+        self._ended = True
+        self._next_periodic = None
+        if self._watermarks is not None:
+            for split_id in self._watermarks.live_splits:
+                self._finish_split(split_id)
+        output = self._output
+        if output.watermark < MAX_WATERMARK:
+            output.emit_stream_status(StreamStatus.ACTIVE)
+            output.emit_watermark(Watermark(MAX_WATERMARK))
+
+
+class _TrackingWatermarkOutput:
+    """The source's watermark output: passes on what changes, remembers where it stands."""
+
+    def __init__(self, operator: StreamOperator) -> None:
+        self._operator = operator
+        self.watermark = MIN_WATERMARK
+        self.idle = False
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        if watermark.timestamp > self.watermark:
+            self.watermark = watermark.timestamp
+            self._operator.output.emit_watermark(watermark)
+
+    def emit_stream_status(self, status: StreamStatus) -> None:
+        idle = status is StreamStatus.IDLE
+        if idle != self.idle:
+            self.idle = idle
+            self._operator.output.emit_stream_status(status)
 
 
 class SinkOperator(StreamOperator):
@@ -85,10 +240,15 @@ class SinkOperator(StreamOperator):
         ]
         self.writer.restore(mine)
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
+    def process_batch(self, batch: RecordBatch) -> None:
         assert self.writer is not None
-        self.writer.write_batch(batch)
-        return []
+        self.writer.write_batch(batch.values)
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        pass  # sinks ignore event time
+
+    def process_stream_status(self, status: StreamStatus) -> None:
+        pass
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot:
         assert self.writer is not None

@@ -1,10 +1,15 @@
-"""map, filter and flat_map: one user function per record, no state."""
+"""map, filter and flat_map: one user function per record, no state.
+
+Every output keeps the timestamp of the record it came from (each of a flat_map's
+outputs gets it), as in Flink.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from barrierflow.api.functions import Function, as_callable
+from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.operators.base import StreamOperator
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 
@@ -30,28 +35,54 @@ class _UserFunctionOperator(StreamOperator):
 class MapOperator(_UserFunctionOperator):
     method, kind = "map", "MapFunction"
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
+    def process_batch(self, batch: RecordBatch) -> None:
         call = self._call
-        return [call(value) for value in batch]
+        self.output.collect(RecordBatch([call(value) for value in batch.values], batch.timestamps))
 
 
 class FilterOperator(_UserFunctionOperator):
     method, kind = "filter", "FilterFunction"
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
+    def process_batch(self, batch: RecordBatch) -> None:
         call = self._call
-        return [value for value in batch if call(value)]
+        timestamps = batch.timestamps
+        if timestamps is None:
+            kept = [value for value in batch.values if call(value)]
+            if kept:
+                self.output.collect(RecordBatch(kept))
+            return
+        values: list[Any] = []
+        stamps: list[int] = []
+        for value, timestamp in zip(batch.values, timestamps, strict=True):
+            if call(value):
+                values.append(value)
+                stamps.append(timestamp)
+        if values:
+            self.output.collect(RecordBatch(values, stamps))
 
 
 class FlatMapOperator(_UserFunctionOperator):
     method, kind = "flat_map", "FlatMapFunction"
 
-    def process_batch(self, batch: list[Any]) -> list[Any]:
+    def process_batch(self, batch: RecordBatch) -> None:
         call = self._call
         out: list[Any] = []
-        extend = out.extend
-        for value in batch:
+        timestamps = batch.timestamps
+        if timestamps is None:
+            extend = out.extend
+            for value in batch.values:
+                produced = call(value)
+                if produced is not None:
+                    extend(produced)
+            if out:
+                self.output.collect(RecordBatch(out))
+            return
+        stamps: list[int] = []
+        for value, timestamp in zip(batch.values, timestamps, strict=True):
             produced = call(value)
             if produced is not None:
-                extend(produced)
-        return out
+                before = len(out)
+                out.extend(produced)
+                stamps.extend([timestamp] * (len(out) - before))
+        if out:
+            self.output.collect(RecordBatch(out, stamps))

@@ -7,6 +7,7 @@ import queue
 import pytest
 
 from barrierflow.errors import StreamCorruptionError
+from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import CheckpointBarrier
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import (
@@ -54,9 +55,9 @@ def test_an_admitted_channel_receives_initial_credit_and_frames_in_order(receive
     channel.send_buffer(codec.encode_batch([3]))
     assert next_mail(inbox, "channel_connected")[1] == 0
     assert [next_mail(inbox, "input")[2] for _ in range(3)] == [
-        [1, 2],
+        RecordBatch([1, 2]),
         CheckpointBarrier(7, 99),
-        [3],
+        RecordBatch([3]),
     ]
 
 

@@ -1,0 +1,86 @@
+"""ProcessOperator: a ProcessFunction on a non-keyed stream (timestamps, side outputs, clocks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from barrierflow.api.functions import ProcessFunction, TimerService
+from barrierflow.errors import ConfigurationError
+from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
+from barrierflow.runtime.elements import Watermark
+from barrierflow.runtime.operators.base import StreamOperator
+from barrierflow.runtime.operators.emitter import Emitter
+from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
+from barrierflow.runtime.watermarks import MIN_WATERMARK
+
+
+class _ClocksOnly(TimerService):
+    """Clocks without timers: Flink allows timers on keyed streams only."""
+
+    def __init__(self, operator: ProcessOperator) -> None:
+        self._operator = operator
+
+    def current_processing_time(self) -> int:
+        assert self._operator.context is not None
+        return self._operator.context.processing_time()
+
+    def current_watermark(self) -> int:
+        return self._operator.current_watermark
+
+    def _no_timers(self, timestamp: int) -> None:
+        raise ConfigurationError(
+            "timers need a keyed stream: key_by() first and use a KeyedProcessFunction"
+        )
+
+    register_processing_time_timer = register_event_time_timer = _no_timers
+    delete_processing_time_timer = delete_event_time_timer = _no_timers
+
+
+class _Context(ProcessFunction.Context):
+    def __init__(self, operator: ProcessOperator) -> None:
+        self._operator = operator
+        self._timer_service = _ClocksOnly(operator)
+        self.current_timestamp: int | None = None
+
+    def timestamp(self) -> int | None:
+        return self.current_timestamp
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def output(self, output_tag: Any, value: Any) -> None:
+        self._operator.emitter.add_side(output_tag, value, self.current_timestamp)
+
+
+class ProcessOperator(StreamOperator):
+    """Runs a ProcessFunction; outputs keep the timestamp of their input record."""
+
+    def __init__(self, uid: str, name: str, function: Any) -> None:
+        super().__init__(uid, name)
+        if not isinstance(function, ProcessFunction):
+            raise TypeError(f"process() needs a ProcessFunction, got {function!r}")
+        self.function = function
+        self.current_watermark = MIN_WATERMARK
+
+    def open(self) -> None:
+        self._ctx = _Context(self)
+        self.emitter = Emitter(self.output)
+        self.function.open(TaskRuntimeContext(self.context, None))
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        process, ctx, emitter = self.function.process_element, self._ctx, self.emitter
+        timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
+        for value, timestamp in zip(batch.values, timestamps, strict=True):
+            stamp = None if timestamp == NO_TIMESTAMP else timestamp
+            ctx.current_timestamp = stamp
+            produced = process(value, ctx)
+            if produced is not None:
+                emitter.add_all(produced, stamp)
+        emitter.flush()
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        self.current_watermark = watermark.timestamp
+        self.output.emit_watermark(watermark)
+
+    def close(self) -> None:
+        self.function.close()
