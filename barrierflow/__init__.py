@@ -3,6 +3,9 @@
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream, DataStreamSink, KeyedStream
 from barrierflow.api.environment import JobClient, JobExecutionResult, StreamExecutionEnvironment
+from barrierflow.api.execution_config import ExecutionConfig
+from barrierflow.api.functions import TimeDomain
+from barrierflow.api.output_tag import OutputTag
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.api.time import Duration
 from barrierflow.api.watermark_strategy import TimestampAssigner, WatermarkStrategy
@@ -13,11 +16,14 @@ __all__ = [
     "DataStream",
     "DataStreamSink",
     "Duration",
+    "ExecutionConfig",
     "JobClient",
     "JobExecutionResult",
     "KeyedStream",
+    "OutputTag",
     "RestartStrategies",
     "StreamExecutionEnvironment",
+    "TimeDomain",
     "TimestampAssigner",
     "WatermarkStrategy",
 ]

@@ -6,8 +6,11 @@ from barrierflow.api.functions import (
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    ProcessFunction,
     ReduceFunction,
     RuntimeContext,
+    TimeDomain,
+    TimerService,
 )
 
 __all__ = [
@@ -16,6 +19,9 @@ __all__ = [
     "KeySelector",
     "KeyedProcessFunction",
     "MapFunction",
+    "ProcessFunction",
     "ReduceFunction",
     "RuntimeContext",
+    "TimeDomain",
+    "TimerService",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.network import codec
 
 
@@ -42,7 +43,7 @@ class InputGate:
             if queue and not is_blocked(channel):
                 self._next = (channel + 1) % count
                 element = queue.popleft()
-                if isinstance(element, list):
+                if type(element) is RecordBatch:
                     conn = self._connections[channel]
                     assert conn is not None
                     # A sender that is gone is the JobMaster's to handle, not ours.
