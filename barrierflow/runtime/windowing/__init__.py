@@ -1,0 +1,61 @@
+"""Windowing as pure logic: Flink's WindowOperator core, the merging-window set, and the
+two protocols (keyed window state, timers) a window operator backs it with.
+
+- `window_logic.WindowLogic`: elements and timers in, window results and late elements out.
+- `window_contents`: the window function kinds (reduce, aggregate, process).
+- `triggers`: Trigger, TriggerResult and the built-in triggers (public as `barrierflow.window`).
+- `merging_window_set.MergingWindowSet`: in-flight session windows of one key.
+- `window_state` / `window_timers`: the protocols and their in-memory twins.
+- `partitioned_state`: state handles per (key, window) for triggers and process functions.
+- `functions`: AggregateFunction, ProcessWindowFunction, WindowFunction (re-exported by
+  `barrierflow.functions`).
+"""
+
+from barrierflow.runtime.windowing.functions import (
+    AggregateFunction,
+    KeyedStateStore,
+    ProcessWindowFunction,
+    WindowFunction,
+)
+from barrierflow.runtime.windowing.merging_window_set import MergingWindowSet
+from barrierflow.runtime.windowing.partitioned_state import (
+    ReducingState,
+    ReducingStateDescriptor,
+    WindowKeyedStateStore,
+)
+from barrierflow.runtime.windowing.window_contents import (
+    AggregatingWindowContents,
+    ListWindowContents,
+    ReducingWindowContents,
+    WindowContents,
+)
+from barrierflow.runtime.windowing.window_logic import LateElement, WindowLogic, WindowResult
+from barrierflow.runtime.windowing.window_state import InMemoryWindowState, WindowStateAccess
+from barrierflow.runtime.windowing.window_timers import (
+    InMemoryWindowTimers,
+    WindowTimer,
+    WindowTimerAccess,
+)
+
+__all__ = [
+    "AggregateFunction",
+    "AggregatingWindowContents",
+    "InMemoryWindowState",
+    "InMemoryWindowTimers",
+    "KeyedStateStore",
+    "LateElement",
+    "ListWindowContents",
+    "MergingWindowSet",
+    "ProcessWindowFunction",
+    "ReducingState",
+    "ReducingStateDescriptor",
+    "ReducingWindowContents",
+    "WindowContents",
+    "WindowFunction",
+    "WindowKeyedStateStore",
+    "WindowLogic",
+    "WindowResult",
+    "WindowStateAccess",
+    "WindowTimer",
+    "WindowTimerAccess",
+]
