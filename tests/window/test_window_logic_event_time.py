@@ -232,3 +232,26 @@ def test_user_functions_are_opened_and_closed_with_the_logic():
     harness.logic.open("ctx")
     harness.logic.close()
     assert calls == [("open", "ctx"), "close"]
+
+
+def test_an_object_with_apply_open_and_close_serves_as_a_window_function():
+    # Shaped like the window join's CoGroupWindowFunction, which is no WindowFunction subclass.
+    calls = []
+
+    class CoGroupLike:
+        def apply(self, key, window, inputs):
+            return [(key, window.start, sorted(inputs))]
+
+        def open(self, runtime_context):
+            calls.append("open")
+
+        def close(self):
+            calls.append("close")
+
+    harness = WindowHarness(TumblingEventTimeWindows.of(10), ListWindowContents(CoGroupLike()))
+    harness.logic.open(None)
+    harness.element(2, 1)
+    harness.element(1, 2)
+    assert results(harness.advance_watermark(9)) == [(("k", 0, [1, 2]), 9)]
+    harness.logic.close()
+    assert calls == ["open", "close"]

@@ -31,11 +31,7 @@ from typing import Any
 
 from barrierflow.api.functions import Function, as_callable
 from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.windowing.functions import (
-    AggregateFunction,
-    ProcessWindowFunction,
-    WindowFunction,
-)
+from barrierflow.runtime.windowing.functions import AggregateFunction
 
 __all__ = [
     "AggregatingWindowContents",
@@ -46,13 +42,15 @@ __all__ = [
 
 
 class _WindowFunctionCall:
-    """A ProcessWindowFunction, a WindowFunction or a callable(key, context, elements)."""
+    """A window function: an object with `process(key, context, elements)` (a
+    ProcessWindowFunction), one with `apply(key, window, inputs)` (a WindowFunction,
+    also duck-typed), or a callable(key, context, elements)."""
 
     def __init__(self, function: Any) -> None:
         self.function = function
-        if isinstance(function, ProcessWindowFunction):
+        if callable(getattr(function, "process", None)):
             self._call = self._process
-        elif isinstance(function, WindowFunction):
+        elif callable(getattr(function, "apply", None)):
             self._call = self._apply
         elif callable(function):
             self._call = self._callable
@@ -76,8 +74,15 @@ class _WindowFunctionCall:
         return self.function(key, context, elements)
 
     def clear(self, context: Any) -> None:
-        if isinstance(self.function, ProcessWindowFunction):
+        if self._call == self._process and callable(getattr(self.function, "clear", None)):
             self.function.clear(context)
+
+
+def _has_life_cycle(function: Any) -> bool:
+    """Whether `function` is an object with open/close (a Function, or one shaped like it)."""
+    return isinstance(function, Function) or (
+        callable(getattr(function, "open", None)) and callable(getattr(function, "close", None))
+    )
 
 
 class WindowContents(ABC):
@@ -89,7 +94,7 @@ class WindowContents(ABC):
         )
         if window_function is not None:
             functions.append(window_function)
-        self._functions = [f for f in functions if isinstance(f, Function)]
+        self._functions = [f for f in functions if _has_life_cycle(f)]
 
     @abstractmethod
     def add(self, contents: Any, value: Any) -> Any:
