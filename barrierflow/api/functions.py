@@ -25,6 +25,14 @@ class RuntimeContext(ABC):
     def get_state(self, descriptor: Any) -> Any:
         """Keyed `ValueState` for a `ValueStateDescriptor` (keyed streams only)."""
 
+    def get_list_state(self, descriptor: Any) -> Any:
+        """Keyed `ListState` for a `ListStateDescriptor` (keyed streams only)."""
+        raise NotImplementedError
+
+    def get_map_state(self, descriptor: Any) -> Any:
+        """Keyed `MapState` for a `MapStateDescriptor` (keyed streams only)."""
+        raise NotImplementedError
+
 
 class Function:
     """Base of function classes: `open`/`close` bracket the function's life in a task."""

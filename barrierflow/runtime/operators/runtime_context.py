@@ -28,8 +28,17 @@ class TaskRuntimeContext(RuntimeContext):
         return self._context.attempt
 
     def get_state(self, descriptor: Any) -> Any:
+        return self._keyed_backend().get_value_state(descriptor)
+
+    def get_list_state(self, descriptor: Any) -> Any:
+        return self._keyed_backend().get_list_state(descriptor)
+
+    def get_map_state(self, descriptor: Any) -> Any:
+        return self._keyed_backend().get_map_state(descriptor)
+
+    def _keyed_backend(self) -> HeapKeyedStateBackend:
         if self._backend is None:
             raise ConfigurationError(
                 "keyed state is only available on a keyed stream: call key_by() first"
             )
-        return self._backend.get_value_state(descriptor)
+        return self._backend
