@@ -1,7 +1,8 @@
 """The elements that travel through a channel besides records.
 
-Records travel in batches (plain Python lists); these events travel between
-batches, in order, on the same channel.
+Records travel in batches (`runtime.batch.RecordBatch`: values and, with event
+time, their timestamps); these events travel between batches, in order, on the
+same channel.
 """
 
 from __future__ import annotations
