@@ -46,13 +46,34 @@ class DataStream:
         return self._add_operator("Filter", FilterOperator, func)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        """Run a `ProcessFunction` on every record (timestamps, side outputs, clocks)."""
+        """Run a `ProcessFunction` on every record (timestamps, side outputs, clocks).
+
+        >>> from barrierflow import StreamExecutionEnvironment
+        >>> from barrierflow.functions import ProcessFunction
+        >>> class Evens(ProcessFunction):
+        ...     def process_element(self, value, ctx):
+        ...         if value % 2 == 0:
+        ...             yield value
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> _ = env.from_collection([1, 2, 3]).process(Evens()).print()
+        >>> [v.name for v in env.get_job_graph().vertices]
+        ['Collection -> Process -> Print']
+        """
         return self._add_operator("Process", ProcessOperator, func)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
         """Re-assign timestamps and generate watermarks here, per subtask.
 
         Upstream watermarks are dropped (only the end-of-input maximum passes).
+
+        >>> from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        ...     lambda value, record_timestamp: value * 1000
+        ... )
+        >>> _ = env.from_collection([1, 2]).assign_timestamps_and_watermarks(strategy).print()
+        >>> [v.name for v in env.get_job_graph().vertices]
+        ['Collection -> Timestamps/Watermarks -> Print']
         """
         from barrierflow.api.watermark_strategy import WatermarkStrategy
 
@@ -70,6 +91,13 @@ class DataStream:
 
         The operator that follows has one input; its watermark is the minimum over the
         channels of all the streams.
+
+        >>> from barrierflow import StreamExecutionEnvironment
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> a, b = env.from_collection([1, 2]), env.from_collection([3])
+        >>> _ = a.union(b).map(str).print()
+        >>> [v.name for v in env.get_job_graph().vertices]
+        ['Collection', 'Collection', 'Map -> Print']
         """
         for stream in streams:
             if not isinstance(stream, DataStream):
@@ -83,7 +111,26 @@ class DataStream:
         return DataStream(self._env, transformation)
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
-        """The records this operator emitted to `output_tag` (`ctx.output(tag, value)`)."""
+        """The records this operator emitted to `output_tag` (`ctx.output(tag, value)`).
+
+        The side output leaves the operator's chain over its own edge.
+
+        >>> from barrierflow import OutputTag, StreamExecutionEnvironment
+        >>> from barrierflow.functions import ProcessFunction
+        >>> odd = OutputTag("odd")
+        >>> class Split(ProcessFunction):
+        ...     def process_element(self, value, ctx):
+        ...         if value % 2:
+        ...             ctx.output(odd, value)
+        ...         else:
+        ...             yield value
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> evens = env.from_collection([1, 2, 3]).process(Split())
+        >>> _ = evens.print()
+        >>> _ = evens.get_side_output(odd).map(str).print()
+        >>> [v.name for v in env.get_job_graph().vertices]
+        ['Collection -> Process -> Print', 'Map -> Print']
+        """
         if not isinstance(output_tag, OutputTag):
             raise JobDefinitionError(f"get_side_output needs an OutputTag, got {output_tag!r}")
         producer = self._physical("get_side_output")

@@ -34,10 +34,10 @@ from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime.barriers.aligner import CheckpointBarrierAligner
 from barrierflow.runtime.barriers.decisions import AbortCheckpoint, TriggerCheckpoint
 from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.chain_inputs import ChainInputs
 from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
-    MAX_WATERMARK,
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfPartition,
@@ -57,7 +57,6 @@ from barrierflow.runtime.operators.base import (
     Output,
     RestoredState,
     StreamOperator,
-    TwoInputStreamOperator,
 )
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
@@ -77,7 +76,6 @@ from barrierflow.runtime.task_messages import (
 from barrierflow.runtime.task_messages import (
     TriggerCheckpoint as TriggerMessage,
 )
-from barrierflow.runtime.watermarks import StatusWatermarkValve
 from barrierflow.state.key_groups import key_group_range_for_subtask
 from barrierflow.state.operator_state import decode_operator_state, encode_operator_state
 
@@ -158,10 +156,7 @@ class StreamTask:
         self._source_waiting = False
         self._last_flush = clock()
         self._channel_inputs = graph.input_channel_inputs(self.subtask)
-        self._valves: list[tuple[StatusWatermarkValve, int]] = []
-        """Per input channel: the valve of its operator input, and its index in that valve."""
-        self._processors: list[Callable[[RecordBatch], None]] = []
-        """Per input channel: where its record batches go."""
+        self._inputs: ChainInputs | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -295,24 +290,8 @@ class StreamTask:
 
     def _connect_inputs(self) -> None:
         """A valve per input of the first operator, over the channels that feed it."""
-        head = self.chain[0]
-        valves: dict[int, StatusWatermarkValve] = {}
-        local: dict[int, int] = {}
-        for input_index in sorted(set(self._channel_inputs)):
-            count = self._channel_inputs.count(input_index)
-            valves[input_index] = StatusWatermarkValve(count, _InputOf(head, input_index))
-        for input_index in self._channel_inputs:
-            self._valves.append((valves[input_index], local.get(input_index, 0)))
-            local[input_index] = local.get(input_index, 0) + 1
-            if isinstance(head, TwoInputStreamOperator):
-                process = head.process_batch1 if input_index == 0 else head.process_batch2
-            else:
-                if input_index != 0:
-                    raise StreamCorruptionError(
-                        f"{head.name} has one input, got input {input_index}"
-                    )
-                process = head.process_batch
-            self._processors.append(process)
+        if self._channel_inputs:
+            self._inputs = ChainInputs(self.chain[0], self._channel_inputs)
 
     def _finish(self) -> None:
         self.writer.broadcast_event(END_OF_PARTITION)
@@ -404,24 +383,21 @@ class StreamTask:
         if polled is None:
             return
         channel, element = polled
+        inputs = self._inputs
+        assert inputs is not None
         kind = type(element)
         if kind is RecordBatch:
-            self._processors[channel](element)
+            inputs.records(channel, element)
         elif kind is Watermark:
-            valve, index = self._valves[channel]
-            valve.input_watermark(element, index)
+            inputs.watermark(channel, element)
         elif kind is StreamStatus:
-            valve, index = self._valves[channel]
-            valve.input_stream_status(element, index)
+            inputs.stream_status(channel, element)
         elif kind is CheckpointBarrier:
             self._act(self.aligner.on_barrier(channel, element))
         elif kind is CancelCheckpointMarker:
             self._act(self.aligner.on_cancel_marker(channel, element))
         elif kind is EndOfPartition:
-            # A finished channel no longer holds event time back (Flink: MAX_WATERMARK).
-            valve, index = self._valves[channel]
-            valve.input_stream_status(StreamStatus.ACTIVE, index)
-            valve.input_watermark(Watermark(MAX_WATERMARK), index)
+            inputs.end_of_partition(channel)  # counts as MAX_WATERMARK from now on
             self._act(self.aligner.on_end_of_partition(channel))
 
     def _act(self, decisions: tuple[Any, ...]) -> None:
@@ -596,23 +572,6 @@ class _StateFiles:
                 self._slice(uri, off, length) for uri, off, length in getattr(restore, "timers", ())
             ],
         )
-
-
-class _InputOf:
-    """Where the valve of one operator input sends what it decided: into that input."""
-
-    def __init__(self, operator: StreamOperator, input_index: int) -> None:
-        if isinstance(operator, TwoInputStreamOperator):
-            first = input_index == 0
-            self.emit_watermark = (
-                operator.process_watermark1 if first else operator.process_watermark2
-            )
-            self.emit_stream_status = (
-                operator.process_stream_status1 if first else operator.process_stream_status2
-            )
-        else:
-            self.emit_watermark = operator.process_watermark
-            self.emit_stream_status = operator.process_stream_status
 
 
 def _describe(error: BaseException, where: str) -> str:
