@@ -15,7 +15,7 @@ import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 import msgpack
 
 from barrierflow.errors import StreamCorruptionError
+from barrierflow.runtime.channel_state import is_buffer_frame, is_channel_state_frame
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.connections import close_connection
 
@@ -173,7 +174,8 @@ def connect_output(
 class OutputChannel:
     """The sending end of one channel: writes only with credit, queues the rest in order.
 
-    Mailbox thread only. Events need no credit but never overtake queued buffers.
+    Mailbox thread only. Events need no credit but never overtake queued buffers, except a
+    priority event (the barrier of an unaligned checkpoint), which overtakes them all.
     """
 
     def __init__(self, conn: Connection) -> None:
@@ -197,6 +199,43 @@ class OutputChannel:
             self._queue.append((False, frame))
         else:
             self._conn.send_bytes(frame)
+
+    def send_priority_event(self, frame: bytes) -> list[bytes]:
+        """Write `frame` now, ahead of everything queued; return the queued frames it overtook
+        that belong to the checkpoint's output channel state, oldest first.
+
+        Flink's unaligned barrier: it needs no credit and overtakes every buffer waiting here.
+        The overtaken frames stay queued and are still sent afterwards, in their order, as
+        credit allows. The semantics are exact because of where they end up:
+
+        - upstream (this task), they were produced before the snapshot, so the restored
+          operator state will not produce them again;
+        - downstream, they arrive after the barrier, so the downstream snapshot and input
+          channel state of this checkpoint do not contain them either.
+
+        So they are in flight across the checkpoint: the task persists the returned frames as
+        this channel's output channel state, and a task restored from the checkpoint re-sends
+        them on this channel before any new output (`send_recovered`). Sending them now too
+        is no duplicate: a run that goes on delivers them once, now; a run restored from the
+        checkpoint delivers them once, re-sent, after the downstream's restored state.
+
+        Returned are the stream frames only: record batches, and watermarks or stream status
+        queued as events. Barriers and cancellation markers of older checkpoints queued here
+        are overtaken too but are not state (`channel_state.is_channel_state_frame`). Flush
+        the partly filled record buffers first, so that they are either sent or overtaken.
+        """
+        overtaken = [queued for _, queued in self._queue if is_channel_state_frame(queued)]
+        self._conn.send_bytes(frame)
+        return overtaken
+
+    def send_recovered(self, frames: Iterable[bytes]) -> None:
+        """Re-send this channel's recovered output channel state, in order, before any new
+        output: record batches as buffers (under credit), other stream frames as events."""
+        for frame in frames:
+            if is_buffer_frame(frame):
+                self.send_buffer(frame)
+            else:
+                self.send_event(frame)
 
     def add_credit(self, buffers: int) -> None:
         self.credit += buffers
