@@ -3,8 +3,9 @@
     python benchmarks/keyed_count.py [--records N] [--keys K] [--repeat R]
 
 Prints events/s for each configuration (time from all tasks running to the job's
-end, so Spark start-up and deployment are excluded) and the duration, size and
-synchronous/asynchronous parts of every checkpoint.
+end, so Spark start-up and deployment are excluded) and the duration, size,
+synchronous/asynchronous parts, alignment and start delay of the checkpoints
+(`barrierflow checkpoints` shows them one by one).
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ def main() -> None:
                 f"{statistics.median(durations):.0f} ms, max {max(durations)} ms; state "
                 f"{statistics.median(c.state_bytes for c in periodic) / 1024:.0f} KiB; "
                 f"sync max {max(c.max_sync_ms for c in periodic):.1f} ms, async max "
-                f"{max(c.max_async_ms for c in periodic):.1f} ms"
+                f"{max(c.max_async_ms for c in periodic):.1f} ms, alignment max "
+                f"{max(c.max_alignment_ms for c in periodic):.1f} ms, start delay max "
+                f"{max(c.max_start_delay_ms for c in periodic):.1f} ms"
             )
 
 

@@ -6,12 +6,18 @@ tasks (posted by RPC reader threads), the end of the Spark job of an attempt
 (posted by the submitting thread), and requests of the JobClient. Messages of
 any attempt but the current one are dropped, so zombies cannot touch a newer
 attempt.
+
+It feeds a `CheckpointStatsTracker` from the coordinator's actions and the tasks'
+acknowledgements and declines, logs one INFO line per finished checkpoint, appends
+it to the job's `_checkpoint_history.jsonl`, and publishes an immutable `JobView`
+that the REST endpoint (rest.py) serves from its own threads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import secrets
 import threading
@@ -26,9 +32,18 @@ from pyspark import cloudpickle
 from barrierflow.api.restart_strategies import RestartStrategyConfiguration
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.checkpoint.history import CheckpointHistoryFile
 from barrierflow.checkpoint.metadata import build_metadata, check_compatible, restore_assignment
+from barrierflow.checkpoint.stats import (
+    CheckpointStats,
+    CheckpointStatsTracker,
+    SubtaskCheckpointStats,
+    SubtaskDecline,
+    TaskVertexInfo,
+)
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster import spark_runner
+from barrierflow.cluster.rest import JobView, RestServer, VertexView, resolve_rest_port
 from barrierflow.cluster.rpc import RpcServer
 from barrierflow.cluster.user_code import register_user_modules_by_value
 from barrierflow.connectors.base import SourceSplit
@@ -43,19 +58,11 @@ log = logging.getLogger(__name__)
 TICK_S = 0.02
 """How often the coordinator is asked whether a checkpoint is due."""
 REGISTRATION_TIMEOUT_S = 120.0
+VIEW_PUBLISH_INTERVAL_S = 0.1
+"""How stale the REST endpoint's checkpoint statistics may be while checkpoints run."""
 
-
-@dataclass
-class CheckpointStats:
-    """What the JobMaster learned about one completed checkpoint."""
-
-    checkpoint_id: int
-    trigger_ms: int
-    duration_ms: int
-    state_bytes: int
-    max_sync_ms: float
-    max_async_ms: float
-    is_final: bool
+__all__ = ["CheckpointStats", "JobMaster", "JobSettings", "JobStatus"]
+# CheckpointStats (checkpoint/stats.py) is what JobExecutionResult.checkpoints holds.
 
 
 @dataclass
@@ -67,6 +74,8 @@ class JobStatus:
     processes: dict[SubtaskId, tuple[str, int]] = field(default_factory=dict)
     completed_checkpoints: tuple[int, ...] = ()
     restored_from: int | None = None
+    rest_url: str | None = None
+    """The REST endpoint's base URL (`http://host:port`), None while starting or when off."""
 
 
 @dataclass
@@ -80,6 +89,8 @@ class JobSettings:
     master: str | None
     buffer_size: int = 1000
     buffer_timeout_ms: int = 50
+    rest_port: int | str | None = None
+    """0: any free port; a number: that port; "off": no endpoint; None: $BARRIERFLOW_REST_PORT."""
 
 
 class _AttemptFailed(Exception):
@@ -99,6 +110,16 @@ class JobMaster:
         self.mailbox: queue.SimpleQueue = queue.SimpleQueue()
         self.status = JobStatus()
         self.checkpoint_stats: list[CheckpointStats] = []
+        """Every completed checkpoint of this run, in order (JobExecutionResult.checkpoints)."""
+        self.stats_tracker = CheckpointStatsTracker(
+            TaskVertexInfo(v.vertex_id, v.name, v.parallelism) for v in graph.vertices
+        )
+        self.history = CheckpointHistoryFile(self.storage.job_dir)
+        self.view: JobView | None = None
+        """Published by the JobMaster thread, read by REST threads; replaced, never mutated."""
+        self._view_dirty = False
+        self._view_published_at = 0.0
+        self._start_ms = _now_ms()
         self._status_changed = threading.Condition()
         self._cancel_requested: str | None = None
 
@@ -115,17 +136,96 @@ class JobMaster:
         with self._status_changed:
             self.status = JobStatus(**{**self.status.__dict__, **changes})
             self._status_changed.notify_all()
+        self._publish_view()
+
+    # ---- checkpoint statistics and the REST view (JobMaster thread) ----------------------------
+
+    def _publish_view(self) -> None:
+        status, settings = self.status, self.settings
+        self.view = JobView(
+            job_id=self.job_id,
+            name=self.graph.job_name,
+            state=status.state,
+            attempt=status.attempt,
+            start_ms=self._start_ms,
+            published_ms=_now_ms(),
+            vertices=tuple(
+                VertexView(
+                    v.vertex_id,
+                    v.name,
+                    v.parallelism,
+                    tuple((op.uid, op.name) for op in v.operators),
+                )
+                for v in self.graph.vertices
+            ),
+            checkpoints=self.stats_tracker.snapshot(),
+            checkpoint_config={
+                "interval": (
+                    settings.checkpoint_interval_ms if settings.checkpoint_interval_ms > 0 else None
+                ),
+                "timeout": settings.coordinator.timeout_ms,
+                "min_pause": settings.coordinator.min_pause_ms,
+                "max_concurrent": settings.coordinator.max_concurrent,
+                "tolerable_failed_checkpoints": settings.coordinator.tolerable_failures,
+                "retained": settings.retained_checkpoints,
+                "checkpoint_storage": self.storage.job_dir.uri,
+            },
+            restored_from=status.restored_from,
+        )
+        self._view_dirty = False
+        self._view_published_at = time.monotonic()
+
+    def _publish_view_if_due(self) -> None:
+        """Publish changed statistics at most every VIEW_PUBLISH_INTERVAL_S."""
+        if self._view_dirty and (
+            time.monotonic() - self._view_published_at >= VIEW_PUBLISH_INTERVAL_S
+        ):
+            self._publish_view()
+
+    def _checkpoint_ended(self, stats: CheckpointStats) -> None:
+        """Log a finished checkpoint and append it to the persisted history."""
+        log.info("job '%s': %s", self.graph.job_name, stats.describe())
+        try:
+            self.history.append(stats, job_id=self.job_id)
+        except CheckpointStorageError as error:
+            log.warning("checkpoint %d is missing from the history: %s", stats.checkpoint_id, error)
+        self._view_dirty = True
+
+    def _start_rest(self, host: str, port: int | None) -> RestServer | None:
+        if port is None:
+            return None
+        try:
+            server = RestServer(host, port, lambda: self.view)
+        except OSError as error:
+            log.warning(
+                "job '%s' runs without its REST endpoint: cannot listen on %s:%d: %s",
+                self.graph.job_name,
+                host,
+                port,
+                error,
+            )
+            return None
+        log.info(
+            "job '%s' (%s): REST endpoint at %s/jobs/%s",
+            self.graph.job_name,
+            self.job_id,
+            server.url,
+            self.job_id,
+        )
+        return server
 
     # ---- the JobMaster thread ------------------------------------------------------------------
 
     def run(self) -> list[CheckpointStats]:
         graph = self.graph
+        rest_port = resolve_rest_port(self.settings.rest_port, os.environ)
         splits = self._create_splits()
         for vertex in graph.vertices:
             for op in vertex.operators:
                 if op.transformation.sink is not None:
                     op.transformation.sink.prepare()
         self.storage.prepare()
+        self._first_checkpoint_id = self._checkpoint_id_after_history()
         payload_graph = _pickle_graph(graph)
         spark = spark_runner.obtain_spark(self.settings.master, len(self.partitions))
         spark_runner.check_slots(spark, len(self.partitions))
@@ -136,6 +236,10 @@ class JobMaster:
         )
         self._bind_host = host
         server = RpcServer(host, self.secret, self.mailbox.put)
+        self._publish_view()
+        rest = self._start_rest(host, rest_port)
+        if rest is not None:
+            self._publish(rest_url=rest.url)
         tracker = self.settings.restart_strategy.new_tracker()
         attempt = 0
         try:
@@ -171,6 +275,19 @@ class JobMaster:
                     attempt += 1
         finally:
             server.close()
+            if rest is not None:
+                rest.close()
+                self._publish(rest_url=None)
+
+    def _checkpoint_id_after_history(self) -> int:
+        """Above every id in the persisted history: ids never repeat in a job's folder, even
+        where a failed checkpoint's folder was deleted."""
+        try:
+            records = self.history.read_records()
+        except CheckpointStorageError as error:
+            log.warning("%s", error)
+            return 1
+        return max((int(r["id"]) for r in records), default=0) + 1
 
     def _create_splits(self) -> dict[SubtaskId, list[SourceSplit]]:
         assigned: dict[SubtaskId, list[SourceSplit]] = {}
@@ -188,6 +305,12 @@ class JobMaster:
         if latest is not None:
             check_compatible(
                 self.graph, latest[1], f"checkpoint {self.storage.checkpoint_dir(latest[0])}"
+            )
+            self.stats_tracker.report_restored(
+                latest[0],
+                _now_ms(),
+                external_path=self.storage.checkpoint_dir(latest[0]).uri,
+                is_savepoint=bool(latest[1].get("is_savepoint", False)),
             )
         settings = TaskSettings(
             job_id=self.job_id,
@@ -253,7 +376,7 @@ class _Attempt:
         self.finished: set[int] = set()
         self.end_of_input: set[int] = set()
         self.coordinator: cc.CheckpointCoordinator | None = None
-        self.ack_stats: dict[int, list[msg.AcknowledgeCheckpoint]] = {}
+        self.stats = master.stats_tracker
         self.source_partitions = {master.partitions.index(s) for s in master.sources}
 
     def run(self) -> None:
@@ -268,6 +391,7 @@ class _Attempt:
                 return
             if self.coordinator is not None:
                 self._act(self.coordinator.on_tick(_now_ms()))
+                master._publish_view_if_due()
             elif len(self.running) < len(master.partitions) and time.monotonic() > deadline:
                 self._fail(
                     f"only {len(self.addresses)} of {len(master.partitions)} tasks registered "
@@ -320,19 +444,27 @@ class _Attempt:
             if len(self.running) == len(self.master.partitions):
                 self._start_checkpointing()
         elif isinstance(message, msg.AcknowledgeCheckpoint):
-            self.ack_stats.setdefault(message.checkpoint_id, []).append(message)
             if self.coordinator is not None:
-                _, actions = self.coordinator.receive_acknowledge(
-                    message.checkpoint_id, partition, message.state_handle, _now_ms()
+                now = _now_ms()
+                result, actions = self.coordinator.receive_acknowledge(
+                    message.checkpoint_id, partition, message.state_handle, now
                 )
+                if result is cc.AcknowledgeResult.SUCCESS:
+                    self._report_acknowledged(message, now)
                 self._act(actions)
         elif isinstance(message, msg.DeclineCheckpoint):
             if self.coordinator is not None:
+                now = _now_ms()
                 reason = CheckpointFailureReason[message.reason]
+                subtask = self.master.partitions[partition]
+                self.stats.report_declined(
+                    message.checkpoint_id,
+                    SubtaskDecline(
+                        subtask.vertex_id, subtask.subtask_index, now, reason, message.message
+                    ),
+                )
                 self._act(
-                    self.coordinator.receive_decline(
-                        message.checkpoint_id, partition, reason, _now_ms()
-                    )
+                    self.coordinator.receive_decline(message.checkpoint_id, partition, reason, now)
                 )
         elif isinstance(message, msg.EndOfInput):
             self.end_of_input.add(partition)
@@ -343,6 +475,25 @@ class _Attempt:
         elif isinstance(message, msg.TaskFailed):
             self._fail(f"task {self._name(partition)} failed {message.error}")
         return False
+
+    def _report_acknowledged(self, ack: msg.AcknowledgeCheckpoint, now: int) -> None:
+        subtask = self.master.partitions[ack.partition]
+        self.stats.report_acknowledged(
+            ack.checkpoint_id,
+            SubtaskCheckpointStats(
+                subtask.vertex_id,
+                subtask.subtask_index,
+                now,
+                sync_ms=ack.sync_ms,
+                async_ms=ack.async_ms,
+                alignment_ms=ack.alignment_ms,
+                start_delay_ms=ack.start_delay_ms,
+                state_bytes=ack.state_bytes,
+                persisted_bytes=ack.persisted_bytes,
+                unaligned=ack.unaligned,
+            ),
+        )
+        self.master._view_dirty = True
 
     def _register(self, conn: Connection, message: msg.RegisterTask) -> None:
         partition = message.partition
@@ -384,7 +535,11 @@ class _Attempt:
             config,
             tasks_to_trigger=frozenset(self.source_partitions),
             tasks_to_ack=frozenset(range(len(master.partitions))),
-            next_checkpoint_id=master.storage.next_checkpoint_id(),
+            next_checkpoint_id=max(
+                master.storage.next_checkpoint_id(),
+                master._first_checkpoint_id,
+                (master.stats_tracker.highest_triggered_id or 0) + 1,
+            ),
         )
         self.coordinator.start(_now_ms())
         master._publish(state="RUNNING")
@@ -396,6 +551,13 @@ class _Attempt:
     def _act(self, actions: list[Any]) -> None:
         for action in actions:
             if isinstance(action, cc.TriggerCheckpoint):
+                self.stats.report_triggered(
+                    action.checkpoint_id,
+                    action.timestamp_ms,
+                    is_savepoint=action.is_savepoint,
+                    is_final=action.is_final,
+                )
+                self.master._view_dirty = True
                 trigger = msg.TriggerCheckpoint(
                     action.checkpoint_id, action.timestamp_ms, action.is_final
                 )
@@ -406,12 +568,11 @@ class _Attempt:
             elif isinstance(action, cc.NotifyCheckpointComplete):
                 self._on_completed(action)
             elif isinstance(action, cc.NotifyCheckpointAborted):
-                log.info("checkpoint %d aborted: %s", action.checkpoint_id, action.reason.value)
+                self._report_failed(action)
                 for partition in self.connections:
                     self._send(partition, msg.NotifyCheckpointAborted(action.checkpoint_id))
             elif isinstance(action, cc.DiscardState):
                 self.master.storage.discard(action.checkpoint_id)
-                self.ack_stats.pop(action.checkpoint_id, None)
             elif isinstance(action, cc.FailJob):
                 self._fail(action.reason)
 
@@ -427,26 +588,25 @@ class _Attempt:
             log.warning("finalizing checkpoint %d failed", action.checkpoint_id, exc_info=True)
             self._act(self.coordinator.on_finalize_failed(action.checkpoint_id, _now_ms()))
             return
-        acks = self.ack_stats.pop(action.checkpoint_id, [])
-        master.checkpoint_stats.append(
-            CheckpointStats(
-                checkpoint_id=action.checkpoint_id,
-                trigger_ms=action.timestamp_ms,
-                duration_ms=_now_ms() - action.timestamp_ms,
-                state_bytes=sum(a.state_bytes for a in acks),
-                max_sync_ms=max((a.sync_ms for a in acks), default=0.0),
-                max_async_ms=max((a.async_ms for a in acks), default=0.0),
-                is_final=action.is_final,
-            )
-        )
         self._act(self.coordinator.on_checkpoint_finalized(action.checkpoint_id, _now_ms()))
+
+    def _report_failed(self, action: cc.NotifyCheckpointAborted) -> None:
+        stats = self.stats.report_failed(action.checkpoint_id, _now_ms(), action.reason)
+        self.master._checkpoint_ended(stats)
 
     def _on_completed(self, action: Any) -> None:
         master = self.master
+        stats = self.stats.report_completed(
+            action.checkpoint_id,
+            _now_ms(),
+            external_path=master.storage.checkpoint_dir(action.checkpoint_id).uri,
+        )
+        master.checkpoint_stats.append(stats)
         for partition in self.connections:
             self._send(
                 partition, msg.NotifyCheckpointComplete(action.checkpoint_id, action.is_final)
             )
+        master._checkpoint_ended(stats)
         master.storage.retain(master.settings.retained_checkpoints)
         master._publish(
             completed_checkpoints=(*master.status.completed_checkpoints, action.checkpoint_id)
@@ -467,7 +627,12 @@ class _Attempt:
         if self.coordinator is not None:
             # Only the files go: the tasks are being cancelled, so nobody is told.
             for action in self.coordinator.abort_pending_on_failover(_now_ms()):
-                if isinstance(action, cc.DiscardState):
+                if isinstance(action, cc.NotifyCheckpointAborted):
+                    # A checkpoint whose trigger action was never carried out (the failure
+                    # came first, in the same batch of actions) never reached the tracker.
+                    if action.checkpoint_id in self.stats.in_progress_ids:
+                        self._report_failed(action)
+                elif isinstance(action, cc.DiscardState):
                     with contextlib.suppress(OSError):
                         self.master.storage.discard(action.checkpoint_id)
         raise _AttemptFailed(cause)

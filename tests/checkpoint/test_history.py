@@ -1,0 +1,156 @@
+"""The persisted checkpoint history: a JSON-lines round trip, the bound on its size, torn
+and unknown lines, runs appending to one file, and retention leaving it alone."""
+
+from __future__ import annotations
+
+import json
+
+from barrierflow import _fs
+from barrierflow.checkpoint import format as state_format
+from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.checkpoint.history import HISTORY_FILE, CheckpointHistoryFile
+from barrierflow.checkpoint.stats import (
+    CheckpointStats,
+    CheckpointStatsTracker,
+    SubtaskCheckpointStats,
+    SubtaskDecline,
+    TaskVertexInfo,
+)
+from barrierflow.checkpoint.storage import METADATA, METADATA_KIND, FileSystemCheckpointStorage
+
+VERTICES = (TaskVertexInfo(0, "Source", 1), TaskVertexInfo(1, "Sink", 2))
+
+
+def finished_checkpoints(ids) -> list[CheckpointStats]:
+    """Even ids complete (every subtask acknowledges), odd ids are declined by 'Sink' (2/2)."""
+    tracker = CheckpointStatsTracker(VERTICES)
+    result = []
+    for checkpoint_id in ids:
+        trigger = checkpoint_id * 1_000
+        tracker.report_triggered(checkpoint_id, trigger)
+        tracker.report_acknowledged(
+            checkpoint_id, SubtaskCheckpointStats(0, 0, trigger + 5, sync_ms=1.5, state_bytes=9)
+        )
+        if checkpoint_id % 2 == 0:
+            for index in (0, 1):
+                tracker.report_acknowledged(
+                    checkpoint_id,
+                    SubtaskCheckpointStats(1, index, trigger + 20, async_ms=4.0, state_bytes=100),
+                )
+            result.append(tracker.report_completed(checkpoint_id, trigger + 22, external_path="p"))
+        else:
+            reason = CheckpointFailureReason.CHECKPOINT_DECLINED
+            tracker.report_declined(
+                checkpoint_id, SubtaskDecline(1, 1, trigger + 7, reason, "busy")
+            )
+            result.append(tracker.report_failed(checkpoint_id, trigger + 8, reason))
+    return result
+
+
+def lines_of(history: CheckpointHistoryFile) -> list[str]:
+    return _fs.read_bytes(history.location).decode().splitlines()
+
+
+def test_finished_checkpoints_come_back_from_the_file_as_they_went_in(tmp_path):
+    job_dir = _fs.location(tmp_path / "job")
+    history = CheckpointHistoryFile(job_dir)
+    written = finished_checkpoints([1, 2, 3, 4])
+
+    for stats in written:
+        history.append(stats, job_id="job-a")
+
+    assert (tmp_path / "job" / HISTORY_FILE).is_file()
+    assert history.read() == written
+    assert CheckpointHistoryFile(job_dir).read() == written  # what another process reads
+    records = history.read_records()
+    assert [(r["version"], r["job_id"], r["id"], r["status"]) for r in records] == [
+        (1, "job-a", 1, "FAILED"),
+        (1, "job-a", 2, "COMPLETED"),
+        (1, "job-a", 3, "FAILED"),
+        (1, "job-a", 4, "COMPLETED"),
+    ]
+    assert records[0]["failure_message"] == "a task declined the checkpoint: 'Sink' (2/2) " + (
+        "declined: busy"
+    )
+    assert len(lines_of(history)) == 4
+
+
+def test_a_missing_history_reads_as_empty(tmp_path):
+    assert CheckpointHistoryFile(_fs.location(tmp_path / "nothing")).read() == []
+
+
+def test_the_file_keeps_the_last_limit_checkpoints_and_never_more_than_twice_as_many_lines(
+    tmp_path,
+):
+    history = CheckpointHistoryFile(_fs.location(tmp_path), limit=5)
+    sizes = []
+    for stats in finished_checkpoints(range(1, 24)):
+        history.append(stats, job_id="j")
+        sizes.append(len(lines_of(history)))
+
+    assert max(sizes) == 10
+    assert sizes[9:12] == [10, 5, 6]  # the 11th append rewrote the file with the newest 5
+    assert [s.checkpoint_id for s in history.read()] == [19, 20, 21, 22, 23]
+
+
+def test_a_second_run_appends_to_the_same_file_and_counts_its_lines_for_the_bound(tmp_path):
+    job_dir = _fs.location(tmp_path)
+    first = CheckpointHistoryFile(job_dir, limit=3)
+    for stats in finished_checkpoints([1, 2, 3, 4, 5]):
+        first.append(stats, job_id="run-1")
+
+    second = CheckpointHistoryFile(job_dir, limit=3)
+    for stats in finished_checkpoints([6, 7]):
+        second.append(stats, job_id="run-2")
+
+    assert len(lines_of(second)) == 3  # 5 + 1 = 6 lines, then the 7th forced a rewrite
+    assert [(r["id"], r["job_id"]) for r in second.read_records()] == [
+        (5, "run-1"),
+        (6, "run-2"),
+        (7, "run-2"),
+    ]
+
+
+def test_a_line_torn_by_a_crash_is_skipped_and_the_next_record_starts_on_its_own_line(tmp_path):
+    job_dir = _fs.location(tmp_path)
+    history = CheckpointHistoryFile(job_dir)
+    one, two = finished_checkpoints([1, 2])
+    history.append(one, job_id="j")
+    with open(tmp_path / HISTORY_FILE, "a") as file:
+        file.write('{"version": 1, "id": 99, "stat')  # the process died mid-append
+
+    after_crash = CheckpointHistoryFile(job_dir)
+    after_crash.append(two, job_id="j")
+
+    assert after_crash.read() == [one, two]
+    assert len(lines_of(after_crash)) == 3
+
+
+def test_records_of_unknown_versions_and_damaged_records_are_skipped(tmp_path):
+    history = CheckpointHistoryFile(_fs.location(tmp_path))
+    (one,) = finished_checkpoints([2])
+    history.append(one, job_id="j")
+    with open(tmp_path / HISTORY_FILE, "a") as file:
+        file.write(json.dumps({"version": 2, "id": 3, "new": "shape"}) + "\n")
+        file.write(json.dumps({"version": 1, "id": 4}) + "\n")
+        file.write("[1, 2]\n")
+
+    assert history.read() == [one]
+    assert [r["id"] for r in history.read_records()] == [2]
+
+
+def test_retention_of_checkpoint_folders_leaves_the_history_alone(tmp_path):
+    storage = FileSystemCheckpointStorage(str(tmp_path), "job")
+    storage.prepare()
+    for checkpoint_id in (1, 2, 3):
+        _fs.make_dirs(storage.checkpoint_dir(checkpoint_id))
+        _fs.write_bytes(
+            storage.checkpoint_dir(checkpoint_id).child(METADATA),
+            state_format.encode(METADATA_KIND, {"is_final": False, "operators": {}}),
+        )
+    history = CheckpointHistoryFile(storage.job_dir)
+    for stats in finished_checkpoints([1, 2, 3]):
+        history.append(stats, job_id="j")
+
+    assert storage.retain(1) == [1, 2]
+    assert [s.checkpoint_id for s in history.read()] == [1, 2, 3]
