@@ -1,5 +1,11 @@
 """User function classes (PyFlink names)."""
 
+from barrierflow.api.co_functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+)
 from barrierflow.api.functions import (
     FilterFunction,
     FlatMapFunction,
@@ -12,16 +18,42 @@ from barrierflow.api.functions import (
     TimeDomain,
     TimerService,
 )
+from barrierflow.runtime.async_io.api import AsyncFunction
+from barrierflow.runtime.joins.functions import (
+    CoGroupFunction,
+    FlatJoinFunction,
+    JoinFunction,
+    ProcessJoinFunction,
+)
+from barrierflow.runtime.windowing.functions import (
+    AggregateFunction,
+    KeyedStateStore,
+    ProcessWindowFunction,
+    WindowFunction,
+)
 
 __all__ = [
+    "AggregateFunction",
+    "AsyncFunction",
+    "CoFlatMapFunction",
+    "CoGroupFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
     "FilterFunction",
+    "FlatJoinFunction",
     "FlatMapFunction",
+    "JoinFunction",
     "KeySelector",
+    "KeyedCoProcessFunction",
     "KeyedProcessFunction",
+    "KeyedStateStore",
     "MapFunction",
     "ProcessFunction",
+    "ProcessJoinFunction",
+    "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",
     "TimeDomain",
     "TimerService",
+    "WindowFunction",
 ]

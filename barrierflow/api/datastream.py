@@ -24,7 +24,10 @@ from barrierflow.runtime.operators.timestamps_and_watermarks import (
 )
 
 if TYPE_CHECKING:
+    from barrierflow.api.connected_streams import ConnectedStreams
     from barrierflow.api.environment import StreamExecutionEnvironment
+    from barrierflow.api.windowed_stream import WindowedStream
+    from barrierflow.runtime.joins.api import CoGroupedStreams, IntervalJoin, JoinedStreams
 
 
 class DataStream:
@@ -143,6 +146,34 @@ class DataStream:
         self._env._add(transformation)
         return DataStream(self._env, transformation)
 
+    def connect(self, other: DataStream) -> ConnectedStreams:
+        """This stream and `other` into one two-input operator (`process`, `map`,
+        `flat_map`); see `ConnectedStreams`."""
+        from barrierflow.api.connected_streams import ConnectedStreams
+
+        if not isinstance(other, DataStream):
+            raise JobDefinitionError(f"connect needs a DataStream, got {other!r}")
+        return ConnectedStreams(self, other)
+
+    def join(self, other: DataStream) -> JoinedStreams:
+        """A window join: `.where(k1).equal_to(k2).window(assigner).apply(join_function)`."""
+        from barrierflow.runtime.joins.api import JoinedStreams
+
+        return JoinedStreams(self, other)
+
+    def co_group(self, other: DataStream) -> CoGroupedStreams:
+        """A window co-group: `.where(k1).equal_to(k2).window(assigner).apply(co_group_fn)`."""
+        from barrierflow.runtime.joins.api import CoGroupedStreams
+
+        return CoGroupedStreams(self, other)
+
+    def _add_async_wait(self, spec: Any) -> DataStream:
+        """The operator of `AsyncDataStream.ordered_wait` / `unordered_wait`."""
+        from barrierflow.runtime.operators.async_wait import AsyncWaitOperator
+
+        mode = "Ordered" if spec.output_mode.name == "ORDERED" else "Unordered"
+        return self._add_operator(f"AsyncWait({mode})", AsyncWaitOperator, spec)
+
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         if not callable(key_selector) and not hasattr(key_selector, "get_key"):
             raise JobDefinitionError(
@@ -250,6 +281,36 @@ class KeyedStream(DataStream):
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         return self._add_operator("KeyedProcess", KeyedProcessOperator, self._key_selector, func)
+
+    def window(self, window_assigner: Any) -> WindowedStream:
+        """Cut each key's records into windows (`barrierflow.window` assigners); a window
+        function (`reduce`, `aggregate`, `process`, `apply`) completes it."""
+        from barrierflow.api.windowed_stream import WindowedStream
+
+        return WindowedStream(self, window_assigner)
+
+    def interval_join(self, other: KeyedStream) -> IntervalJoin:
+        """Join with `other` on equal keys and `left.ts + lower <= right.ts <= left.ts + upper`:
+        `.between(lower, upper).process(ProcessJoinFunction)`."""
+        from barrierflow.runtime.joins.api import IntervalJoin
+
+        if not isinstance(other, KeyedStream):
+            raise JobDefinitionError(f"interval_join needs a KeyedStream, got {other!r}")
+        return IntervalJoin(self, other)
+
+    def _add_interval_join(self, other: KeyedStream, spec: Any) -> DataStream:
+        from barrierflow.api.connected_streams import add_two_input_operator
+        from barrierflow.runtime.operators.interval_join import IntervalJoinOperator
+
+        return add_two_input_operator(
+            self,
+            other,
+            "IntervalJoin",
+            IntervalJoinOperator,
+            self._key_selector,
+            other._key_selector,
+            spec,
+        )
 
 
 class DataStreamSink:

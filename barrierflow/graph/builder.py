@@ -28,7 +28,7 @@ def build_job_graph(
     nodes = [t for t in transformations if not t.is_virtual]
     if not any(t.kind == "sink" for t in nodes):
         raise JobDefinitionError("the job has no sink: add sink_to(...) or print() to a stream")
-    inputs = {t.id: [p for i in t.inputs for p in _physical_inputs(i)] for t in nodes}
+    inputs = {t.id: _inputs_of(t) for t in nodes}
     reachable = _reachable_from_sinks(nodes, inputs)
     nodes = [t for t in nodes if t.id in reachable]
 
@@ -41,12 +41,12 @@ def build_job_graph(
             )
     uids = _assign_uids(nodes, inputs)
     consumers: dict[int, list[int]] = defaultdict(list)
-    edge_partitioner: dict[tuple[int, int, str | None], Partitioner] = {}
+    edge_partitioner: dict[tuple[int, int, str | None, int], Partitioner] = {}
     for t in nodes:
-        for upstream, partitioner, side_output in inputs[t.id]:
+        for upstream, partitioner, side_output, target_input in inputs[t.id]:
             if side_output is None:
                 consumers[upstream.id].append(t.id)
-            edge_partitioner[(upstream.id, t.id, side_output)] = _resolve_partitioner(
+            edge_partitioner[(upstream.id, t.id, side_output, target_input)] = _resolve_partitioner(
                 upstream, t, partitioner, parallelism
             )
 
@@ -56,8 +56,8 @@ def build_job_graph(
     chains: list[list[Transformation]] = []
     for t in nodes:  # creation order is a topological order
         ups = inputs[t.id]
-        if len(ups) == 1:
-            upstream, partitioner, side_output = ups[0]
+        if len(ups) == 1 and not t.two_inputs:
+            upstream, partitioner, side_output, _ = ups[0]
             explicit = partitioner is not None
             chainable = (
                 not explicit
@@ -84,16 +84,17 @@ def build_job_graph(
     ]
     edges: list[JobEdge] = []
     for t in nodes:
-        for upstream, _, side_output in inputs[t.id]:
+        for upstream, _, side_output, target_input in inputs[t.id]:
             if vertex_of[upstream.id] == vertex_of[t.id] and side_output is None:
                 continue
             edge = JobEdge(
                 len(edges),
                 vertex_of[upstream.id],
                 vertex_of[t.id],
-                edge_partitioner[(upstream.id, t.id, side_output)],
+                edge_partitioner[(upstream.id, t.id, side_output, target_input)],
                 source_operator=chains[vertex_of[upstream.id]].index(upstream),
                 side_output=side_output,
+                target_input=target_input,
             )
             edges.append(edge)
             vertices[edge.source_vertex].outputs.append(edge)
@@ -101,11 +102,31 @@ def build_job_graph(
     return JobGraph(job_name, max_parallelism, vertices, edges, auto_watermark_interval_ms)
 
 
-_Input = tuple[Transformation, Partitioner | None, str | None]
-"""An operator's physical input: upstream operator, explicit partitioner, side output id."""
+_Input = tuple[Transformation, Partitioner | None, str | None, int]
+"""An operator's physical input: upstream operator, explicit partitioner, side output id,
+and the operator input it feeds (0, or 1 for the second input of a two-input operator)."""
 
 
-def _physical_inputs(t: Transformation, partitioner: Partitioner | None = None) -> list[_Input]:
+def _inputs_of(t: Transformation) -> list[_Input]:
+    """The physical inputs of `t`; a two-input operator keeps which logical input each feeds."""
+    if t.two_inputs:
+        if len(t.inputs) != 2:
+            raise JobDefinitionError(f"'{t.name}' needs exactly two inputs, got {len(t.inputs)}")
+        return [
+            (up, partitioner, side, index)
+            for index, logical in enumerate(t.inputs)
+            for up, partitioner, side in _physical_inputs(logical)
+        ]
+    return [
+        (up, partitioner, side, 0)
+        for i in t.inputs
+        for up, partitioner, side in _physical_inputs(i)
+    ]
+
+
+def _physical_inputs(
+    t: Transformation, partitioner: Partitioner | None = None
+) -> list[tuple[Transformation, Partitioner | None, str | None]]:
     """Resolve virtual nodes: the last partition before an operator decides the edge, a
     union contributes each of its inputs, a side-output node names the producer's output."""
     side_output = None
@@ -130,7 +151,7 @@ def _reachable_from_sinks(nodes, inputs) -> set[int]:
         node = stack.pop()
         if node not in seen:
             seen.add(node)
-            stack.extend(up.id for up, _, _ in inputs[by_id[node].id])
+            stack.extend(up.id for up, _, _, _ in inputs[by_id[node].id])
     return seen
 
 
@@ -163,8 +184,8 @@ def _assign_uids(nodes, inputs) -> dict[int, str]:
             given[t.uid] = t.name
             uids[t.id] = t.uid
             continue
-        upstream_uids = tuple(uids[up.id] for up, _, _ in inputs[t.id])
-        side_outputs = tuple(side for _, _, side in inputs[t.id] if side is not None)
+        upstream_uids = tuple(uids[up.id] for up, _, _, _ in inputs[t.id])
+        side_outputs = tuple(side for _, _, side, _ in inputs[t.id] if side is not None)
         cls = t.operator_class.__name__ if t.operator_class else t.kind
         signature: tuple = (t.kind, cls, upstream_uids)
         if side_outputs:  # only then: uids of jobs without side outputs stay as they were

@@ -39,6 +39,9 @@ class Transformation:
     parallelism: int | None = None
     side_output: str | None = None
     """The OutputTag id a "side_output" node selects."""
+    two_inputs: bool = False
+    """An "operator" with two logical inputs (connect, joins): `inputs[0]` feeds its first
+    input, `inputs[1]` its second, each possibly a union of several streams."""
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

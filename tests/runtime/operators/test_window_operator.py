@@ -1,0 +1,191 @@
+"""The WindowOperator driven directly: batches and watermarks in, window results and late
+records out; window contents and timers surviving snapshot, restore and rescaling (no Spark)."""
+
+from __future__ import annotations
+
+from operator_harness import ManualClock, fire_due, started
+
+from barrierflow import OutputTag
+from barrierflow.functions import AggregateFunction, ProcessWindowFunction
+from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.elements import Watermark
+from barrierflow.runtime.operators.base import RestoredState
+from barrierflow.runtime.operators.window import WindowOperator
+from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
+from barrierflow.window import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+)
+
+LATE = OutputTag("late")
+
+
+def add(a, b):
+    return (a[0], a[1] + b[1])
+
+
+def window_operator(assigner, contents, clock=None, restored=None, key_group_range=None, **kw):
+    clock = clock or ManualClock()
+    operator = WindowOperator(
+        "w", "w", lambda r: r[0], assigner, contents, kw.get("trigger"),
+        kw.get("allowed_lateness", 0), kw.get("late", LATE),
+    )  # fmt: skip
+    settings = {"key_group_range": key_group_range} if key_group_range else {}
+    started(operator, clock, restored, **settings)
+    return operator, operator.output, clock
+
+
+def records(*triples):
+    return RecordBatch([(k, v) for k, v, _ in triples], [t for _, _, t in triples])
+
+
+class Summary(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        window = context.window()
+        yield (key, window.start, window.end, sorted(v for _, v in elements))
+
+
+class Count(AggregateFunction):
+    def create_accumulator(self):
+        return 0
+
+    def add(self, value, accumulator):
+        return accumulator + 1
+
+    def get_result(self, accumulator):
+        return accumulator
+
+    def merge(self, a, b):
+        return a + b
+
+
+def test_a_tumbling_window_fires_at_its_max_timestamp_when_the_watermark_passes_its_end():
+    operator, out, _ = window_operator(TumblingEventTimeWindows.of(10), ("reduce", add, None))
+    operator.process_batch(records(("a", 1, 3), ("a", 2, 7), ("b", 5, 12)))
+    assert out.take() == []
+    operator.process_watermark(Watermark(8))
+    assert out.take() == [("watermark", 8)]
+    operator.process_watermark(Watermark(9))
+    assert out.take() == [("record", ("a", 3), 9), ("watermark", 9)]
+    operator.process_watermark(Watermark(30))
+    assert out.take() == [("record", ("b", 5), 19), ("watermark", 30)]
+
+
+def test_a_record_late_for_all_its_windows_goes_to_the_late_data_side_output():
+    operator, out, _ = window_operator(TumblingEventTimeWindows.of(10), ("reduce", add, None))
+    operator.process_watermark(Watermark(20))
+    out.take()
+    operator.process_batch(records(("a", 1, 5), ("a", 2, 25)))
+    assert out.take() == [("side", "late", ("a", 1), 5)]
+    assert operator.num_late_records_dropped == 0
+
+
+def test_without_a_late_data_tag_late_records_are_dropped_and_counted():
+    operator, out, _ = window_operator(
+        TumblingEventTimeWindows.of(10), ("reduce", add, None), late=None
+    )
+    operator.process_watermark(Watermark(20))
+    operator.process_batch(records(("a", 1, 5)))
+    assert out.take() == [("watermark", 20)]
+    assert operator.num_late_records_dropped == 1
+
+
+def test_allowed_lateness_fires_a_window_again_for_a_late_record():
+    operator, out, _ = window_operator(
+        TumblingEventTimeWindows.of(10), ("reduce", add, None), allowed_lateness=5
+    )
+    operator.process_batch(records(("a", 1, 3)))
+    operator.process_watermark(Watermark(10))
+    assert out.take() == [("record", ("a", 1), 9), ("watermark", 10)]
+    operator.process_batch(records(("a", 2, 4)))
+    assert out.take() == [("record", ("a", 3), 9)]
+    operator.process_watermark(Watermark(14))
+    operator.process_batch(records(("a", 4, 4)))
+    assert out.take() == [("watermark", 14), ("side", "late", ("a", 4), 4)]
+
+
+def test_sliding_windows_give_each_record_to_every_window_it_falls_in():
+    operator, out, _ = window_operator(
+        SlidingEventTimeWindows.of(10, 5), ("aggregate", Count(), None)
+    )
+    operator.process_batch(records(("a", 1, 3), ("a", 1, 7)))
+    operator.process_watermark(Watermark(100))
+    assert out.take() == [
+        ("record", 1, 4),  # [-5, 5)
+        ("record", 2, 9),  # [0, 10)
+        ("record", 1, 14),  # [5, 15)
+        ("watermark", 100),
+    ]
+
+
+def test_session_windows_merge_and_a_process_function_sees_the_merged_window():
+    operator, out, _ = window_operator(
+        EventTimeSessionWindows.with_gap(5), ("process", Summary(), None)
+    )
+    operator.process_batch(records(("a", 1, 1), ("a", 2, 10), ("a", 3, 4), ("b", 9, 2)))
+    operator.process_watermark(Watermark(100))
+    assert out.take() == [
+        ("record", ("b", 2, 7, [9]), 6),
+        ("record", ("a", 1, 9, [1, 3]), 8),  # 1 and 4 merged; 10 is past the gap
+        ("record", ("a", 10, 15, [2]), 14),
+        ("watermark", 100),
+    ]
+
+
+def test_processing_time_windows_fire_when_the_clock_reaches_their_end():
+    clock = ManualClock(1_000)
+    operator, out, _ = window_operator(
+        TumblingProcessingTimeWindows.of(100), ("reduce", add, None), clock=clock
+    )
+    operator.process_batch(RecordBatch([("a", 1), ("a", 2)]))
+    assert operator.next_wakeup() == 1_099
+    clock.advance(98)
+    fire_due(operator, clock)
+    assert out.take() == []
+    clock.advance(1)
+    fire_due(operator, clock)
+    assert out.take() == [("record", ("a", 3), 1_099)]
+
+
+def test_window_contents_and_timers_survive_a_snapshot_and_restore():
+    assigner, contents = SlidingEventTimeWindows.of(10, 5), ("reduce", add, None)
+    operator, out, _ = window_operator(assigner, contents)
+    operator.process_batch(records(("a", 1, 3), ("b", 10, 8)))
+    operator.process_watermark(Watermark(4))
+    assert out.take() == [("record", ("a", 1), 4), ("watermark", 4)]
+    snapshot = operator.snapshot_state(1)
+    assert snapshot is not None and snapshot.keyed is not None and snapshot.timers is not None
+    operator.process_batch(records(("a", 100, 6)))  # after the checkpoint: not in it
+
+    restored = RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers])
+    again, out2, _ = window_operator(assigner, contents, restored=restored)
+    again.process_batch(records(("a", 2, 6)))
+    again.process_watermark(Watermark(20))
+    assert out2.take() == [
+        ("record", ("a", 3), 9),
+        ("record", ("b", 10), 9),
+        ("record", ("a", 2), 14),
+        ("record", ("b", 10), 14),
+        ("watermark", 20),
+    ]
+
+
+def test_a_restore_at_another_parallelism_takes_only_its_own_keys_windows_and_timers():
+    assigner, contents = TumblingEventTimeWindows.of(10), ("reduce", add, None)
+    operator, _, _ = window_operator(assigner, contents)
+    keys = [f"k{i}" for i in range(20)]
+    operator.process_batch(records(*[(k, 1, 3) for k in keys]))
+    snapshot = operator.snapshot_state(1)
+    assert snapshot is not None
+
+    results = []
+    for half in (KeyGroupRange(0, 63), KeyGroupRange(64, 127)):
+        restored = RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers])
+        part, out, _ = window_operator(assigner, contents, restored=restored, key_group_range=half)
+        part.process_watermark(Watermark(10))
+        fired = [event[1][0] for event in out.take() if event[0] == "record"]
+        assert all(assign_to_key_group(k, 128) in half for k in fired)
+        results += fired
+    assert sorted(results) == sorted(keys)
