@@ -87,7 +87,7 @@ def main() -> None:
     elapsed = time.monotonic() - started
     print(
         f"job finished in {elapsed:.1f} s after {result.restarts} restart(s); "
-        f"{len(result.checkpoints)} checkpoints completed in the final attempt's run"
+        f"{len(result.checkpoints)} checkpoints completed"
     )
 
     expected, actual = expected_rows(args.records), committed_rows(output)

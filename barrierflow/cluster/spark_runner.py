@@ -50,6 +50,8 @@ def obtain_spark(master: str | None, slots_needed: int) -> Any:
     builder = SparkSession.builder.appName("barrierflow")
     builder = builder.master(master or embedded_master(slots_needed))
     if master is None or is_local_master(master):
+        # Everything stays on loopback (and Spark stops warning about the host name).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         for key, value in EMBEDDED_CONFIG.items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
