@@ -5,14 +5,28 @@ and `set_checkpoint_storage("file:///data/checkpoints")` says where they go.
 Running: every interval the sources inject a barrier; each completed checkpoint
 commits the two-phase-commit sinks. Recovering: a failed task restarts the job
 from the latest completed checkpoint, and running the same job (same name, same
-storage) again resumes from it. Caveats: only aligned EXACTLY_ONCE checkpoints
-exist so far.
+storage) again resumes from it.
+
+Modes: EXACTLY_ONCE (the default) aligns barriers; AT_LEAST_ONCE never blocks a
+channel (lower latency, duplicates after recovery); `enable_unaligned_checkpoints()`
+(EXACTLY_ONCE only) lets barriers overtake in-flight data, which is persisted with the
+checkpoint, so checkpoints complete quickly under backpressure; with
+`set_aligned_checkpoint_timeout(ms)` a checkpoint starts aligned and switches to
+unaligned when alignment takes longer. Caveats: a checkpoint holding in-flight data
+cannot be restored with changed parallelism (savepoints are always aligned).
+
+>>> config = CheckpointConfig()
+>>> config.enable_unaligned_checkpoints().set_aligned_checkpoint_timeout(500)
+CheckpointConfig(mode=EXACTLY_ONCE, unaligned=True, aligned_timeout_ms=500)
+>>> config.is_unaligned_checkpoints_enabled(), config.get_aligned_checkpoint_timeout()
+(True, 500)
 """
 
 from __future__ import annotations
 
 import enum
 import os
+from typing import Any
 
 from barrierflow.errors import ConfigurationError
 
@@ -41,6 +55,14 @@ class CheckpointConfig:
         self.max_concurrent: int = 1
         self.tolerable_failures: int = 0
         self.retained: int = 1
+        self.unaligned: bool = False
+        self.aligned_timeout_ms: int = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"CheckpointConfig(mode={self.mode.name}, unaligned={self.unaligned}, "
+            f"aligned_timeout_ms={self.aligned_timeout_ms})"
+        )
 
     def is_checkpointing_enabled(self) -> bool:
         return self.interval_ms > 0
@@ -53,12 +75,34 @@ class CheckpointConfig:
         return self.interval_ms
 
     def set_checkpointing_mode(self, mode: CheckpointingMode) -> CheckpointConfig:
-        if mode is not CheckpointingMode.EXACTLY_ONCE:
-            raise ConfigurationError(
-                f"checkpointing mode {mode.name} is not supported yet; use EXACTLY_ONCE"
-            )
+        if not isinstance(mode, CheckpointingMode):
+            raise ConfigurationError(f"not a CheckpointingMode: {mode!r}")
         self.mode = mode
         return self
+
+    def enable_unaligned_checkpoints(self, enabled: bool = True) -> CheckpointConfig:
+        """Let barriers overtake in-flight data (EXACTLY_ONCE only; checked at submit)."""
+        self.unaligned = bool(enabled)
+        return self
+
+    def disable_unaligned_checkpoints(self) -> CheckpointConfig:
+        return self.enable_unaligned_checkpoints(False)
+
+    def is_unaligned_checkpoints_enabled(self) -> bool:
+        return self.unaligned
+
+    def set_aligned_checkpoint_timeout(self, timeout: Any) -> CheckpointConfig:
+        """Align first, switch to unaligned after `timeout` (ms or a `Duration`); 0: never align.
+
+        Only matters with unaligned checkpoints enabled, as in Flink.
+        """
+        if hasattr(timeout, "to_milliseconds"):
+            timeout = timeout.to_milliseconds()
+        self.aligned_timeout_ms = _at_least(timeout, 0, "aligned checkpoint timeout (ms)")
+        return self
+
+    def get_aligned_checkpoint_timeout(self) -> int:
+        return self.aligned_timeout_ms
 
     def get_checkpointing_mode(self) -> CheckpointingMode:
         return self.mode

@@ -191,9 +191,12 @@ class StreamExecutionEnvironment:
     def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
         from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
         from barrierflow.cluster.job_master import JobMaster, JobSettings
+        from barrierflow.runtime.barriers.handler import barrier_handler_for
 
-        graph = self.get_job_graph(job_name)
         config = self._checkpoint_config
+        # Refuse impossible combinations (AT_LEAST_ONCE + unaligned) before anything runs.
+        barrier_handler_for(config.mode, config.unaligned, config.aligned_timeout_ms, 1)
+        graph = self.get_job_graph(job_name)
         enabled = config.is_checkpointing_enabled()
         storage = config.get_checkpoint_storage()
         scratch = None
@@ -214,6 +217,9 @@ class StreamExecutionEnvironment:
             checkpoint_storage=storage,
             master=self._master,
             buffer_timeout_ms=self._buffer_timeout_ms,
+            checkpointing_mode=config.mode.value,
+            unaligned_checkpoints=config.unaligned,
+            aligned_checkpoint_timeout_ms=config.aligned_timeout_ms,
         )
         return JobClient(JobMaster(graph, settings), scratch)
 
@@ -271,6 +277,11 @@ class JobClient:
             raise self._error
         assert self._result is not None
         return self._result
+
+    @property
+    def rest_url(self) -> str | None:
+        """The JobMaster's REST endpoint (`http://host:port`), None while starting or when off."""
+        return self._master.status.rest_url
 
     def get_job_status(self) -> str:
         return self._master.status.state

@@ -4,6 +4,12 @@ what each subtask of a (possibly changed) job restores.
 Metadata is keyed by operator uid, and file names are relative to the checkpoint
 folder, so a checkpoint can be moved and restored into a job with other
 parallelism.
+
+Unaligned checkpoints also hold channel state (in-flight data) per subtask, under
+"channel_state": the parallelism of every operator when it was taken, and per
+subtask the slice of its state file. Channel state maps onto channels, so such a
+checkpoint restores only into a job with the same parallelism everywhere.
+Metadata without the section (older, or aligned checkpoints) reads as none.
 """
 
 from __future__ import annotations
@@ -44,7 +50,31 @@ def build_metadata(
                     "timers": entry.get("timers"),
                 }
             )
+    channel_state = []
+    for subtask, handle in sorted(handles.items()):
+        if handle is None or handle.get("channel_state") is None:
+            continue
+        head = graph.vertex(subtask.vertex_id).operators[0].uid
+        offset, length = handle["channel_state"]
+        channel_state.append(
+            {
+                "uid": head,
+                "subtask": subtask.subtask_index,
+                "file": handle["file"],
+                "offset": offset,
+                "length": length,
+            }
+        )
+    extra: dict[str, Any] = {}
+    if channel_state:
+        extra["channel_state"] = {
+            "parallelism": {
+                op.uid: vertex.parallelism for vertex in graph.vertices for op in vertex.operators
+            },
+            "subtasks": channel_state,
+        }
     return {
+        **extra,
         "schema": METADATA_SCHEMA,
         "checkpoint_id": checkpoint_id,
         "timestamp": timestamp,
@@ -65,6 +95,22 @@ def check_compatible(graph: JobGraph, metadata: dict[str, Any], where: str) -> N
             f"{where} holds state of operators that are not in this job: {names}. "
             "Give operators stable uid()s, or start from an empty checkpoint folder"
         )
+    channel_state = metadata.get("channel_state")
+    if channel_state:
+        recorded = channel_state["parallelism"]
+        now = {op.uid: v.parallelism for v in graph.vertices for op in v.operators}
+        if recorded != now:
+            changed = sorted(
+                f"{uid} ({recorded.get(uid, 'absent')} -> {now.get(uid, 'absent')})"
+                for uid in set(recorded) | set(now)
+                if recorded.get(uid) != now.get(uid)
+            )
+            raise StateRestoreError(
+                f"{where} is an unaligned checkpoint holding in-flight data, which restores "
+                "only into the same operators with the same parallelism; changed: "
+                f"{', '.join(changed)}. Restore from a savepoint or an aligned checkpoint "
+                "to rescale"
+            )
     if metadata["max_parallelism"] != graph.max_parallelism:
         raise StateRestoreError(
             f"{where} was taken with max parallelism {metadata['max_parallelism']}, this job "
@@ -99,3 +145,18 @@ def restore_assignment(
                 timers.append((uri, *entry["timers"]))
         result[op.uid] = OperatorRestore(keyed=keyed, operator=operator, timers=timers)
     return result
+
+
+def channel_state_assignment(
+    graph: JobGraph, metadata: dict[str, Any], checkpoint_dir: _fs.Location, subtask: SubtaskId
+) -> tuple[str, int, int] | None:
+    """(file URI, offset, length) of the channel state `subtask` replays, or None."""
+    section = metadata.get("channel_state")
+    if not section:
+        return None
+    head = graph.vertex(subtask.vertex_id).operators[0].uid
+    for entry in section["subtasks"]:
+        if entry["uid"] == head and entry["subtask"] == subtask.subtask_index:
+            uri = checkpoint_dir.child(entry["file"]).uri
+            return (uri, entry["offset"], entry["length"])
+    return None

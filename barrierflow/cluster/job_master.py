@@ -33,7 +33,12 @@ from barrierflow.api.restart_strategies import RestartStrategyConfiguration
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.history import CheckpointHistoryFile
-from barrierflow.checkpoint.metadata import build_metadata, check_compatible, restore_assignment
+from barrierflow.checkpoint.metadata import (
+    build_metadata,
+    channel_state_assignment,
+    check_compatible,
+    restore_assignment,
+)
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsTracker,
@@ -91,6 +96,10 @@ class JobSettings:
     buffer_timeout_ms: int = 50
     rest_port: int | str | None = None
     """0: any free port; a number: that port; "off": no endpoint; None: $BARRIERFLOW_REST_PORT."""
+    checkpointing_mode: str = "exactly_once"
+    """A CheckpointingMode value."""
+    unaligned_checkpoints: bool = False
+    aligned_checkpoint_timeout_ms: int = 0
 
 
 class _AttemptFailed(Exception):
@@ -323,6 +332,9 @@ class JobMaster:
             partitions=self.partitions,
             buffer_size=self.settings.buffer_size,
             buffer_timeout_ms=self.settings.buffer_timeout_ms,
+            checkpointing_mode=self.settings.checkpointing_mode,
+            unaligned_checkpoints=self.settings.unaligned_checkpoints,
+            aligned_checkpoint_timeout_ms=self.settings.aligned_checkpoint_timeout_ms,
         )
         payload = cloudpickle.dumps((payload_graph, settings))
         group = f"barrierflow-{self.job_id}-{attempt}"
@@ -515,16 +527,18 @@ class _Attempt:
         for partition, conn in self.connections.items():
             subtask = master.partitions[partition]
             restore = {}
+            channel_state = None
             if latest is not None:
-                restore = restore_assignment(
-                    graph, latest[1], master.storage.checkpoint_dir(latest[0]), subtask
-                )
+                checkpoint_dir = master.storage.checkpoint_dir(latest[0])
+                restore = restore_assignment(graph, latest[1], checkpoint_dir, subtask)
+                channel_state = channel_state_assignment(graph, latest[1], checkpoint_dir, subtask)
             conn.send(
                 msg.DeployTask(
                     peers=self.addresses,
                     splits=self.splits.get(subtask, []),
                     restore_checkpoint_id=latest[0] if latest else None,
                     restore=restore,
+                    channel_state=channel_state,
                 )
             )
 
@@ -559,7 +573,10 @@ class _Attempt:
                 )
                 self.master._view_dirty = True
                 trigger = msg.TriggerCheckpoint(
-                    action.checkpoint_id, action.timestamp_ms, action.is_final
+                    action.checkpoint_id,
+                    action.timestamp_ms,
+                    action.is_final,
+                    is_savepoint=action.is_savepoint,
                 )
                 for partition in self.source_partitions:
                     self._send(partition, trigger)

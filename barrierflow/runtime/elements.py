@@ -21,6 +21,8 @@ class CheckpointBarrier:
     checkpoint_id: int
     timestamp: int
     """Trigger time on the coordinator, in epoch milliseconds."""
+    is_savepoint: bool = False
+    """A savepoint's barrier: always aligned, never unaligned nor timed out into unaligned."""
 
 
 @dataclass(frozen=True, slots=True)

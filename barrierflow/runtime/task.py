@@ -11,6 +11,17 @@ Event time: each input of the chain's first operator has a StatusWatermarkValve
 over its channels; what a valve decides goes into the chain as a watermark or a
 status, in order with the records, and leaves the task on every output edge. A
 channel that ended counts as MAX_WATERMARK.
+
+Checkpoints: the job's checkpointing settings pick the barrier handler
+(`barrier_handler_for`): aligned exactly-once, at-least-once (never blocks), or
+unaligned (optionally after an aligned timeout). For unaligned checkpoints the
+task announces every barrier the moment its frame arrives, takes the snapshot
+at the first one, sends the barrier ahead of its queued output, and persists the
+overtaken output and the input that arrives before each channel's barrier as
+channel state (`channel_state.ChannelStateWriter`) in the same state file; it
+acknowledges once the last channel's barrier arrived. A restored task re-sends
+its output channel state and puts its input channel state at the head of its
+input channels before anything new.
 """
 
 from __future__ import annotations
@@ -27,15 +38,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from barrierflow import _fs
+from barrierflow.api.checkpoint_config import CheckpointingMode
 from barrierflow.checkpoint import format as state_format
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.errors import BarrierflowError, StreamCorruptionError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
-from barrierflow.runtime.barriers.aligner import CheckpointBarrierAligner
-from barrierflow.runtime.barriers.decisions import AbortCheckpoint, TriggerCheckpoint
+from barrierflow.runtime.barriers.decisions import (
+    AbortCheckpoint,
+    ArmAlignmentTimer,
+    ChannelStateComplete,
+    TriggerCheckpoint,
+    TriggerUnaligned,
+)
+from barrierflow.runtime.barriers.handler import BarrierHandler, barrier_handler_for
+from barrierflow.runtime.barriers.unaligner import CheckpointBarrierUnaligner
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.chain_inputs import ChainInputs
 from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
+from barrierflow.runtime.channel_state import (
+    ChannelStateSnapshot,
+    ChannelStateWriter,
+    in_flight_input,
+    is_channel_state_frame,
+    read_channel_state,
+)
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
     CancelCheckpointMarker,
@@ -44,6 +70,7 @@ from barrierflow.runtime.elements import (
     StreamStatus,
     Watermark,
 )
+from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import (
     ChannelHello,
     DataServer,
@@ -102,6 +129,26 @@ class TaskSettings:
     buffer_size: int = 1000
     buffer_timeout_ms: int = 50
     connect_timeout_s: float = 60.0
+    checkpointing_mode: str = CheckpointingMode.EXACTLY_ONCE.value
+    """A CheckpointingMode value."""
+    unaligned_checkpoints: bool = False
+    aligned_checkpoint_timeout_ms: int = 0
+    """With unaligned checkpoints: align this long first (0: unaligned from the first barrier)."""
+
+    def barrier_handler(self, channel_count: int) -> BarrierHandler:
+        """The barrier handler of a task with `channel_count` input channels."""
+        return barrier_handler_for(
+            CheckpointingMode(self.checkpointing_mode),
+            self.unaligned_checkpoints,
+            self.aligned_checkpoint_timeout_ms,
+            channel_count,
+        )
+
+    @property
+    def sources_unaligned(self) -> bool:
+        """Sources send checkpoint barriers ahead of their queued output (unaligned, no
+        aligned timeout; with a timeout the barrier goes in-band and may time out downstream)."""
+        return self.unaligned_checkpoints and self.aligned_checkpoint_timeout_ms == 0
 
 
 def epoch_millis() -> int:
@@ -140,10 +187,23 @@ class StreamTask:
         self._clock = clock
         self._processing_time = processing_time
         self._next_wakeup_ms: int | None = None
+        self._first_barrier: dict[int, tuple[float, int]] = {}
+        """Checkpoint id -> (clock(), processing_time()) when its first barrier arrived."""
+        self._newest_barrier_id = -1
         inputs = graph.input_channels(self.subtask)
         self._input_names = inputs
         self.gate = InputGate(len(inputs))
-        self.aligner = CheckpointBarrierAligner(len(inputs)) if inputs else None
+        self.barriers: BarrierHandler | None = (
+            settings.barrier_handler(len(inputs)) if inputs else None
+        )
+        self._unaligner = (
+            self.barriers if isinstance(self.barriers, CheckpointBarrierUnaligner) else None
+        )
+        self.channel_state = ChannelStateWriter(len(inputs), 0)
+        self._held: dict[int, _HeldSnapshot] = {}
+        """Unaligned checkpoints whose snapshot waits for the channel state to complete."""
+        self._alignment_timers: dict[int, int] = {}
+        """Checkpoint id -> processing time (ms) its alignment times out."""
         self._ended_channels: set[int] = set()
         self.chain: list[StreamOperator] = [op.make_operator() for op in self.vertex.operators]
         self.source = self.chain[0] if isinstance(self.chain[0], SourceOperator) else None
@@ -233,12 +293,26 @@ class StreamTask:
         if self.source is not None:
             self.source.assign_splits(deploy.splits)
         self.writer = self._connect_outputs(deploy)
+        self.channel_state = ChannelStateWriter(self.gate.channel_count, len(self.writer.channels))
         files = _StateFiles()
+        if deploy.channel_state is not None:
+            self._restore_channel_state(files, deploy.channel_state)
         for operator, output in zip(self.chain, self._chain_outputs(), strict=True):
             operator.setup(context, output)
             operator.initialize_state(files.restored(deploy.restore.get(operator.uid)))
             operator.open()
         self._connect_inputs()
+
+    def _restore_channel_state(self, files: _StateFiles, where: tuple[str, int, int]) -> None:
+        """Re-send recovered output and queue recovered input, before anything new."""
+        recovered = read_channel_state(
+            files.slice(*where),
+            input_channels=self.gate.channel_count,
+            output_channels=len(self.writer.channels),
+        )
+        self.writer.send_recovered(recovered.outputs)
+        for channel, frames in sorted(recovered.inputs.items()):
+            self.gate.prepend_recovered(channel, [(codec.decode(f), f) for f in frames])
 
     def _connect_outputs(self, deploy: DeployTask) -> RecordWriter:
         settings, vertex = self.settings, self.vertex
@@ -352,13 +426,20 @@ class StreamTask:
             return False
         if self.source is not None:
             return not self._source_exhausted and not self._source_waiting
-        assert self.aligner is not None
-        return self.gate.has_available(self.aligner.is_blocked)
+        assert self.barriers is not None
+        return self.gate.has_available(self.barriers.is_blocked)
 
     def _fire_processing_time(self) -> None:
         """Call every operator whose wake-up is due; remember the next one for the wait."""
         now = self._processing_time()
         nearest = None
+        if self._alignment_timers:
+            assert self._unaligner is not None
+            for checkpoint_id, due in sorted(self._alignment_timers.items()):
+                if due <= now:
+                    del self._alignment_timers[checkpoint_id]
+                    self._act(self._unaligner.on_alignment_timeout(checkpoint_id))
+            nearest = min(self._alignment_timers.values(), default=None)
         for operator in self.chain:
             due = operator.next_wakeup()
             if due is not None and due <= now:
@@ -378,8 +459,9 @@ class StreamTask:
             self._source_waiting = True
 
     def _step_input(self) -> None:
-        assert self.aligner is not None
-        polled = self.gate.poll(self.aligner.is_blocked)
+        barriers = self.barriers
+        assert barriers is not None
+        polled = self.gate.poll(barriers.is_blocked)
         if polled is None:
             return
         channel, element = polled
@@ -393,29 +475,48 @@ class StreamTask:
         elif kind is StreamStatus:
             inputs.stream_status(channel, element)
         elif kind is CheckpointBarrier:
-            self._act(self.aligner.on_barrier(channel, element))
+            if self._unaligner is None:  # the unaligner noted it when it arrived
+                self._note_first_barrier(element)
+            self._act(barriers.on_barrier(channel, element))
         elif kind is CancelCheckpointMarker:
-            self._act(self.aligner.on_cancel_marker(channel, element))
+            self._act(barriers.on_cancel_marker(channel, element))
         elif kind is EndOfPartition:
             inputs.end_of_partition(channel)  # counts as MAX_WATERMARK from now on
-            self._act(self.aligner.on_end_of_partition(channel))
+            self._act(barriers.on_end_of_partition(channel))
 
     def _act(self, decisions: tuple[Any, ...]) -> None:
+        """Carry out a barrier handler's decisions, in order (StopPersisting needs nothing:
+        `is_persisting` already says what arriving data to keep)."""
         for decision in decisions:
             if isinstance(decision, TriggerCheckpoint):
                 self._checkpoint(decision.barrier)
+            elif isinstance(decision, TriggerUnaligned):
+                self._checkpoint_unaligned(decision.barrier, sorted(decision.channels))
+            elif isinstance(decision, ChannelStateComplete):
+                self._complete_unaligned(decision.checkpoint_id)
             elif isinstance(decision, AbortCheckpoint):
+                self.channel_state.abort(decision.checkpoint_id)
+                self._held.pop(decision.checkpoint_id, None)
                 self._decline(decision.checkpoint_id, decision.reason, "")
+            elif isinstance(decision, ArmAlignmentTimer):
+                due = self._processing_time() + decision.delay_ms
+                self._alignment_timers[decision.checkpoint_id] = due
+                if self._next_wakeup_ms is None or due < self._next_wakeup_ms:
+                    self._next_wakeup_ms = due
 
     # ---- mails -------------------------------------------------------------------------------
 
     def _handle(self, mail: tuple[Any, ...]) -> None:
         kind = mail[0]
         if kind == "input":
-            _, channel, element = mail
+            channel, element = mail[1], mail[2]
+            frame = mail[3] if len(mail) > 3 else None
             if isinstance(element, EndOfPartition):
                 self._ended_channels.add(channel)
-            self.gate.received(channel, element)
+            self.gate.received(channel, element, frame)
+            unaligner = self._unaligner
+            if unaligner is not None:
+                self._on_arrival(unaligner, channel, element, frame)
         elif kind == "credit":
             self.writer.channels[mail[1]].add_credit(mail[2])
         elif kind == "rpc":
@@ -436,6 +537,25 @@ class StreamTask:
         else:
             raise AssertionError(f"unknown mail {kind!r}")
 
+    def _on_arrival(
+        self,
+        unaligner: CheckpointBarrierUnaligner,
+        channel: int,
+        element: Any,
+        frame: bytes | None,
+    ) -> None:
+        """An element arrived (and is queued): announce barriers, persist in-flight data."""
+        if type(element) is CheckpointBarrier:
+            self._note_first_barrier(element)
+            self._act(unaligner.on_barrier_announced(channel, element, self._processing_time()))
+        elif unaligner.is_persisting(channel):
+            checkpoint_id = unaligner.current_checkpoint_id
+            assert checkpoint_id is not None
+            if frame is None:
+                frame = self.gate.queued_frames(channel)[-1]
+            if is_channel_state_frame(frame):
+                self.channel_state.add_input(checkpoint_id, channel, [frame])
+
     def _on_rpc(self, message: Any) -> None:
         if isinstance(message, DeployTask):
             self._deploy = message
@@ -443,7 +563,14 @@ class StreamTask:
             self._source_waiting = False
             if self.source is None:
                 raise StreamCorruptionError("a checkpoint trigger reached a task without a source")
-            self._checkpoint(CheckpointBarrier(message.checkpoint_id, message.timestamp))
+            barrier = CheckpointBarrier(
+                message.checkpoint_id, message.timestamp, message.is_savepoint
+            )
+            if self.settings.sources_unaligned and not barrier.is_savepoint:
+                self._checkpoint_unaligned(barrier, [])
+                self._complete_unaligned(barrier.checkpoint_id)
+            else:
+                self._checkpoint(barrier)
         elif isinstance(message, NotifyCheckpointComplete):
             for operator in self.chain:
                 operator.notify_checkpoint_complete(message.checkpoint_id)
@@ -457,19 +584,77 @@ class StreamTask:
 
     # ---- checkpoints -------------------------------------------------------------------------
 
+    def _note_first_barrier(self, barrier: CheckpointBarrier) -> None:
+        """Remember when checkpoint n's first barrier arrived (alignment time, start delay).
+
+        Only the first barrier of a newer checkpoint counts; entries of checkpoints that
+        never trigger here are dropped by `_decline` or by the next snapshot.
+        """
+        if barrier.checkpoint_id > self._newest_barrier_id:
+            self._newest_barrier_id = barrier.checkpoint_id
+            self._first_barrier[barrier.checkpoint_id] = (self._clock(), self._processing_time())
+
     def _checkpoint(self, barrier: CheckpointBarrier) -> None:
         """Snapshot synchronously, forward the barrier, upload in the background."""
+        held = self._snapshot(barrier)
+        self.writer.broadcast_event(barrier)
+        self._last_flush = self._clock()
+        self._upload(held, None)
+
+    def _checkpoint_unaligned(self, barrier: CheckpointBarrier, channels: list[int]) -> None:
+        """Snapshot, send the barrier ahead of queued output, start the channel state.
+
+        The overtaken output and, for each of `channels`, the input queued before its barrier
+        go into the channel state; the snapshot is held until it completes.
+        """
+        checkpoint_id = barrier.checkpoint_id
+        held = self._snapshot(barrier)
+        state = self.channel_state
+        state.start(checkpoint_id)
+        overtaken = self.writer.broadcast_priority_event(barrier)
+        self._last_flush = self._clock()
+        for channel, frames in sorted(overtaken.items()):
+            state.add_output(checkpoint_id, channel, frames)
+        for channel in channels:
+            queued = self.gate.queued_frames(channel)
+            state.add_input(checkpoint_id, channel, in_flight_input(queued, checkpoint_id))
+        self._held[checkpoint_id] = held
+
+    def _complete_unaligned(self, checkpoint_id: int) -> None:
+        """The channel state of `checkpoint_id` is complete: write it with the snapshot."""
+        held = self._held.pop(checkpoint_id)
+        self._upload(held, self.channel_state.finish(checkpoint_id))
+
+    def _snapshot(self, barrier: CheckpointBarrier) -> _HeldSnapshot:
+        """The synchronous part: every operator's snapshot, with timing statistics."""
         started = self._clock()
+        first = self._first_barrier.pop(barrier.checkpoint_id, None)
+        for older in [n for n in self._first_barrier if n < barrier.checkpoint_id]:
+            del self._first_barrier[older]
+        if first is None:  # a source: the trigger message is its first barrier
+            alignment_ms, reached_ms = 0.0, self._processing_time()
+        else:
+            alignment_ms, reached_ms = (started - first[0]) * 1000, first[1]
         snapshots = {}
         for operator in self.chain:
             snapshot = operator.snapshot_state(barrier.checkpoint_id)
             if snapshot is not None:
                 snapshots[operator.uid] = snapshot
-        self.writer.broadcast_event(barrier)
-        self._last_flush = self._clock()
+        return _HeldSnapshot(
+            barrier,
+            snapshots,
+            sync_ms=(self._clock() - started) * 1000,
+            alignment_ms=alignment_ms,
+            start_delay_ms=float(max(0, reached_ms - barrier.timestamp)),
+        )
+
+    def _upload(self, held: _HeldSnapshot, channel_state: ChannelStateSnapshot | None) -> None:
+        """Encode the state file (operators, then channel state) and upload it, then ack."""
+        started = self._clock()
+        barrier = held.barrier
         body = bytearray()
         index: dict[str, dict[str, list[int] | None]] = {}
-        for uid, snapshot in snapshots.items():
+        for uid, snapshot in held.snapshots.items():
             entry: dict[str, list[int] | None] = {"keyed": None, "operator": None}
             if snapshot.keyed is not None:
                 entry["keyed"] = [len(body), len(snapshot.keyed)]
@@ -482,39 +667,52 @@ class StreamTask:
                 entry["timers"] = [len(body), len(snapshot.timers)]
                 body += snapshot.timers
             index[uid] = entry
+        persisted = 0
+        channel_section = None
+        if channel_state is not None and channel_state.persisted_bytes > 0:
+            channel_section = [len(body), len(channel_state.data)]
+            body += channel_state.data
+            persisted = channel_state.persisted_bytes
         settings, subtask = self.settings, self.subtask
         target = None
         handle = None
         data = b""
-        if index:
+        if index or channel_section is not None:
             name = f"{subtask.vertex_id}-{subtask.subtask_index}-{settings.deployment_id}.state"
             target = _fs.Location(settings.checkpoint_dir).child(
                 f"chk-{barrier.checkpoint_id}", name
             )
             key_range = self._context.key_group_range
-            header = {
+            header: dict[str, Any] = {
                 "vertex": subtask.vertex_id,
                 "subtask": subtask.subtask_index,
                 "operators": index,
             }
-            data = state_format.encode(SUBTASK_STATE, header, bytes(body))
             handle = {
                 "file": name,
                 "subtask": subtask.subtask_index,
                 "key_group_range": [key_range.start, key_range.end],
                 "operators": index,
             }
+            if channel_section is not None:
+                header["channel_state"] = handle["channel_state"] = channel_section
+            data = state_format.encode(SUBTASK_STATE, header, bytes(body))
         ack = AcknowledgeCheckpoint(
             settings.attempt,
             self.partition,
             barrier.checkpoint_id,
             handle,
-            sync_ms=(self._clock() - started) * 1000,
+            sync_ms=held.sync_ms + (self._clock() - started) * 1000,
             state_bytes=len(data),
+            alignment_ms=held.alignment_ms,
+            start_delay_ms=held.start_delay_ms,
+            persisted_bytes=persisted,
+            unaligned=channel_state is not None,
         )
         self.uploader.submit(Upload(barrier.checkpoint_id, target, data, ack))
 
     def _decline(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str) -> None:
+        self._first_barrier.pop(checkpoint_id, None)
         self.writer.broadcast_event(CancelCheckpointMarker(checkpoint_id))
         self._send(
             DeclineCheckpoint(
@@ -546,11 +744,26 @@ class StreamTask:
             raise TaskCancelled(f"lost the connection to the JobMaster: {error}") from error
 
 
+@dataclass
+class _HeldSnapshot:
+    """The synchronous part of one checkpoint: operator snapshots and their statistics."""
+
+    barrier: CheckpointBarrier
+    snapshots: dict[str, Any]
+    sync_ms: float
+    alignment_ms: float
+    start_delay_ms: float
+
+
 class _StateFiles:
     """Reads a checkpoint's state files once each and slices out what an operator needs."""
 
     def __init__(self) -> None:
         self._bodies: dict[str, bytes] = {}
+
+    def slice(self, uri: str, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset + length) of the body of the state file at `uri`."""
+        return self._slice(uri, offset, length)
 
     def _slice(self, uri: str, offset: int, length: int) -> bytes:
         body = self._bodies.get(uri)

@@ -112,6 +112,9 @@ class DeployTask:
     restore_checkpoint_id: int | None
     restore: dict[str, OperatorRestore]
     """By operator uid; missing uids start empty."""
+    channel_state: tuple[str, int, int] | None = None
+    """(file URI, offset, length) of this subtask's channel state to replay (unaligned
+    checkpoints), or None."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ class TriggerCheckpoint:
     checkpoint_id: int
     timestamp: int
     is_final: bool
+    is_savepoint: bool = False
+    """A savepoint: its barriers are always aligned."""
 
 
 @dataclass(frozen=True)

@@ -93,9 +93,7 @@ class Phase(enum.Enum):
 
 
 def _is_savepoint(barrier: CheckpointBarrier) -> bool:
-    # `CheckpointBarrier` has no `is_savepoint` field yet (it is proposed, with a flag in the
-    # barrier frame); until it has, every barrier without one belongs to a checkpoint.
-    return bool(getattr(barrier, "is_savepoint", False))
+    return barrier.is_savepoint
 
 
 class _Pending:

@@ -140,9 +140,12 @@ class DataServer:
 
 
 def _read_frames(conn: Connection, channel: int, post: Post) -> None:
+    """Posts ("input", channel, element, frame): the decoded element and its raw bytes, which
+    an unaligned checkpoint persists as channel state without encoding them again."""
     try:
         while True:
-            post(("input", channel, codec.decode(conn.recv_bytes())))
+            frame = conn.recv_bytes()
+            post(("input", channel, codec.decode(frame), frame))
     except (EOFError, OSError):
         post(("input_lost", channel))
     except Exception as error:

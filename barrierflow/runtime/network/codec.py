@@ -8,7 +8,9 @@ are only decoded after the connection proved it knows the job's secret.
 
     D <pickle of values>                              records without timestamps
     T <uint32 n> <n int64 timestamps> <pickle>        records with timestamps
-    B <int64 checkpoint id> <int64 timestamp>         checkpoint barrier
+    B <int64 checkpoint id> <int64 timestamp> <uint8 flags: 1 = savepoint>
+                                                      checkpoint barrier (an older 17-byte
+                                                      frame without flags is still read)
     X <int64 checkpoint id>                           cancel checkpoint marker
     E                                                 end of partition
     W <int64 timestamp>                               watermark
@@ -45,6 +47,8 @@ STATUS = b"S"
 CREDIT = b"C"
 
 _TWO_LONGS = struct.Struct("!qq")
+_BARRIER = struct.Struct("!qqB")
+_SAVEPOINT_FLAG = 1
 _LONG = struct.Struct("!q")
 _UINT = struct.Struct("!I")
 
@@ -78,7 +82,8 @@ def encode_event(event: Event) -> bytes:
     if isinstance(event, StreamStatus):
         return _IDLE_FRAME if event is StreamStatus.IDLE else _ACTIVE_FRAME
     if isinstance(event, CheckpointBarrier):
-        return BARRIER + _TWO_LONGS.pack(event.checkpoint_id, event.timestamp)
+        flags = _SAVEPOINT_FLAG if event.is_savepoint else 0
+        return BARRIER + _BARRIER.pack(event.checkpoint_id, event.timestamp, flags)
     if isinstance(event, CancelCheckpointMarker):
         return CANCEL + _LONG.pack(event.checkpoint_id)
     if isinstance(event, EndOfPartition):
@@ -108,8 +113,11 @@ def decode(frame: bytes) -> RecordBatch | Event:
     if kind == STATUS:
         return StreamStatus.IDLE if frame[1:2] == b"\x01" else StreamStatus.ACTIVE
     if kind == BARRIER:
-        checkpoint_id, timestamp = _TWO_LONGS.unpack_from(frame, 1)
-        return CheckpointBarrier(checkpoint_id, timestamp)
+        if len(frame) == 1 + _TWO_LONGS.size:  # written before barriers carried flags
+            checkpoint_id, timestamp = _TWO_LONGS.unpack_from(frame, 1)
+            return CheckpointBarrier(checkpoint_id, timestamp)
+        checkpoint_id, timestamp, flags = _BARRIER.unpack_from(frame, 1)
+        return CheckpointBarrier(checkpoint_id, timestamp, bool(flags & _SAVEPOINT_FLAG))
     if kind == CANCEL:
         return CancelCheckpointMarker(_LONG.unpack_from(frame, 1)[0])
     if kind == END:

@@ -81,6 +81,12 @@ class EdgeWriter:
         for channel in self.channels:
             channel.send_event(frame)
 
+    def broadcast_priority_event(self, frame: bytes) -> list[list[bytes]]:
+        """Flush, then send `frame` on every channel ahead of its queue (an unaligned barrier);
+        per channel, the queued stream frames it overtook (`OutputChannel.send_priority_event`)."""
+        self.flush()
+        return [channel.send_priority_event(frame) for channel in self.channels]
+
 
 class RecordWriter:
     """All outgoing edges of a task: events that concern the whole task go to every edge."""
@@ -113,6 +119,24 @@ class RecordWriter:
         frame = codec.encode_event(event)
         for edge in self.edges:
             edge.broadcast_event(frame)
+
+    def broadcast_priority_event(self, event: codec.Event) -> dict[int, list[bytes]]:
+        """Send `event` ahead of everything queued on every channel; the overtaken stream frames
+        by channel index (over all edges, as in `channels`), only channels that had some."""
+        frame = codec.encode_event(event)
+        overtaken: dict[int, list[bytes]] = {}
+        index = 0
+        for edge in self.edges:
+            for frames in edge.broadcast_priority_event(frame):
+                if frames:
+                    overtaken[index] = frames
+                index += 1
+        return overtaken
+
+    def send_recovered(self, outputs: dict[int, list[bytes]]) -> None:
+        """Re-send recovered output channel state, by channel index, before any new output."""
+        for index, frames in sorted(outputs.items()):
+            self.channels[index].send_recovered(frames)
 
     def is_backpressured(self) -> bool:
         return any(channel.backlog > MAX_BACKLOG for channel in self.channels)

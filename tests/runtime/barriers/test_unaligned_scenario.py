@@ -51,17 +51,8 @@ from barrierflow.runtime.network import codec
 # ---- barriers ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SavepointBarrier(CheckpointBarrier):
-    """A savepoint's barrier, as `CheckpointBarrier(..., is_savepoint=True)` will be once the
-    proposed field exists; the handler reads the flag with getattr until then."""
-
-    is_savepoint: bool = True
-
-
 def barrier_of(checkpoint_id: int, *, savepoint: bool = False) -> CheckpointBarrier:
-    kind = SavepointBarrier if savepoint else CheckpointBarrier
-    return kind(checkpoint_id, timestamp_of(checkpoint_id))
+    return CheckpointBarrier(checkpoint_id, timestamp_of(checkpoint_id), is_savepoint=savepoint)
 
 
 # ---- events ------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -76,3 +78,16 @@ def test_a_frame_whose_counts_disagree_is_corruption():
 def test_an_unknown_frame_type_is_corruption():
     with pytest.raises(StreamCorruptionError, match="unknown frame"):
         codec.decode(b"Q")
+
+
+def test_a_savepoint_barrier_keeps_its_flag_through_the_frame():
+    frame = codec.encode_event(CheckpointBarrier(9, 1_234, is_savepoint=True))
+    assert len(frame) == 18
+    assert codec.decode(frame) == CheckpointBarrier(9, 1_234, is_savepoint=True)
+    assert codec.decode(codec.encode_event(CheckpointBarrier(9, 1_234))).is_savepoint is False
+
+
+def test_a_barrier_frame_of_an_older_release_without_flags_is_still_read():
+    old_frame = codec.BARRIER + struct.pack("!qq", 5, 77)
+    assert len(old_frame) == 17
+    assert codec.decode(old_frame) == CheckpointBarrier(5, 77)

@@ -1,14 +1,16 @@
 """The record writer and chain outputs: buffering with timestamps, events in order,
-watermarks broadcast to every channel, none while the output is IDLE."""
+watermarks broadcast to every channel, none while the output is IDLE; priority events
+(unaligned barriers) and recovered output."""
 
 from __future__ import annotations
 
 from barrierflow.graph.partitioners import KeyGroupStreamPartitioner, RebalancePartitioner
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput, OperatorOutput, RecordWriterOutput
-from barrierflow.runtime.elements import StreamStatus, Watermark
+from barrierflow.runtime.elements import CheckpointBarrier, StreamStatus, Watermark
 from barrierflow.runtime.network import codec
-from barrierflow.runtime.network.record_writer import EdgeWriter
+from barrierflow.runtime.network.channels import OutputChannel
+from barrierflow.runtime.network.record_writer import EdgeWriter, RecordWriter
 
 
 class FakeChannel:
@@ -88,3 +90,53 @@ def test_side_outputs_get_their_records_and_every_watermark():
     output.emit_watermark(Watermark(5))
     assert main.take() == [("record", "m", 1), ("watermark", 5)]
     assert side.take() == [("record", "s", 0), ("watermark", 5)]
+
+
+class _Wire:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def send_bytes(self, frame: bytes) -> None:
+        self.sent.append(frame)
+
+
+def test_a_priority_event_overtakes_queued_output_and_reports_it_per_channel():
+
+    wires = [_Wire(), _Wire(), _Wire()]
+    channels = [OutputChannel(wire) for wire in wires]  # type: ignore[arg-type]
+    first = EdgeWriter(RebalancePartitioner(), channels[:2], 100)
+    second = EdgeWriter(RebalancePartitioner(), channels[2:], 100, source_operator=0)
+    writer = RecordWriter([first, second])
+    channels[0].add_credit(1)
+    channels[2].add_credit(5)
+    channels[0].send_buffer(codec.encode_batch(["sent"]))
+    channels[0].send_buffer(codec.encode_batch(["queued"]))
+    first.emit(RecordBatch(["a", "b"]))  # pending: "a" on channel 0, "b" on channel 1
+    second.emit(RecordBatch(["c"]))
+    barrier = CheckpointBarrier(3, 30)
+
+    overtaken = writer.broadcast_priority_event(barrier)
+
+    assert overtaken == {
+        0: [codec.encode_batch(["queued"]), codec.encode_batch(["a"])],
+        1: [codec.encode_batch(["b"])],
+    }
+    barrier_frame = codec.encode_event(barrier)
+    assert wires[0].sent == [codec.encode_batch(["sent"]), barrier_frame]
+    assert wires[1].sent == [barrier_frame]
+    assert wires[2].sent == [codec.encode_batch(["c"]), barrier_frame]  # had credit: not state
+
+
+def test_recovered_output_is_sent_per_channel_index_before_new_output():
+
+    wires = [_Wire(), _Wire()]
+    channels = [OutputChannel(wire) for wire in wires]  # type: ignore[arg-type]
+    writer = RecordWriter([EdgeWriter(RebalancePartitioner(), channels, 100)])
+    recovered = codec.encode_batch(["old"])
+    watermark = codec.encode_event(Watermark(4))
+    writer.send_recovered({1: [recovered, watermark]})
+    writer.edges[0].emit(RecordBatch(["x", "y"]))
+    writer.flush()
+    assert wires[0].sent == [] and wires[1].sent == []  # no credit yet: all queued in order
+    channels[1].add_credit(2)
+    assert wires[1].sent == [recovered, watermark, codec.encode_batch(["y"])]
