@@ -23,6 +23,14 @@ class CheckpointBarrier:
     """Trigger time on the coordinator, in epoch milliseconds."""
     is_savepoint: bool = False
     """A savepoint's barrier: always aligned, never unaligned nor timed out into unaligned."""
+    is_final: bool = False
+    """The barrier of the final checkpoint at the end of bounded input: always aligned, so
+    it follows every record and no in-flight data is left when the tasks finish."""
+
+    @property
+    def must_align(self) -> bool:
+        """Savepoints and final checkpoints are aligned in every exactly-once mode."""
+        return self.is_savepoint or self.is_final
 
 
 @dataclass(frozen=True, slots=True)

@@ -564,9 +564,9 @@ class StreamTask:
             if self.source is None:
                 raise StreamCorruptionError("a checkpoint trigger reached a task without a source")
             barrier = CheckpointBarrier(
-                message.checkpoint_id, message.timestamp, message.is_savepoint
+                message.checkpoint_id, message.timestamp, message.is_savepoint, message.is_final
             )
-            if self.settings.sources_unaligned and not barrier.is_savepoint:
+            if self.settings.sources_unaligned and not barrier.must_align:
                 self._checkpoint_unaligned(barrier, [])
                 self._complete_unaligned(barrier.checkpoint_id)
             else:

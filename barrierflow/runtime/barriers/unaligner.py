@@ -4,7 +4,8 @@ Flink's `SingleCheckpointBarrierHandler.unaligned` and `.alternating` as one pur
 with the named constructors `CheckpointBarrierUnaligner.unaligned(channel_count)` (every
 checkpoint unaligned from its first barrier) and
 `CheckpointBarrierUnaligner.alternating(channel_count, aligned_timeout_ms)` (aligned first,
-unaligned once the alignment has taken `aligned_timeout_ms`). Savepoints are aligned in both.
+unaligned once the alignment has taken `aligned_timeout_ms`). Savepoints and final checkpoints
+(`CheckpointBarrier.must_align`) are aligned in both.
 
 Every barrier reaches the handler twice, as in Flink, where a barrier is announced ahead of the
 buffers queued in front of it:
@@ -93,7 +94,9 @@ class Phase(enum.Enum):
 
 
 def _is_savepoint(barrier: CheckpointBarrier) -> bool:
-    return barrier.is_savepoint
+    # Final checkpoints align like savepoints: when they complete the tasks finish, so no
+    # data may be left in flight (in channel state) behind them.
+    return barrier.must_align
 
 
 class _Pending:
@@ -105,7 +108,7 @@ class _Pending:
         self.barrier = barrier
         """The first barrier to arrive; the one a trigger forwards."""
         self.is_savepoint = _is_savepoint(barrier)
-        """Savepoints stay aligned: they never arm a timer nor switch."""
+        """Savepoints and final checkpoints stay aligned: they never arm a timer nor switch."""
         self.phase = Phase.ALIGNING
         self.arrived: set[int] = set()
         """Open channels whose barrier arrived (was announced)."""

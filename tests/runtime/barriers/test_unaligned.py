@@ -29,7 +29,7 @@ from test_unaligned_scenario import (
     unaligned,
 )
 
-from barrierflow.runtime.barriers.decisions import TriggerUnaligned
+from barrierflow.runtime.barriers.decisions import TriggerCheckpoint, TriggerUnaligned
 from barrierflow.runtime.barriers.unaligner import CheckpointBarrierUnaligner, Phase
 from barrierflow.runtime.elements import CheckpointBarrier
 
@@ -367,3 +367,19 @@ def test_every_checkpoint_is_decided_at_most_once_in_increasing_order(data: st.D
         for s in streams
     ):
         assert task.outcomes[newest].completed
+
+
+def test_a_final_checkpoint_is_aligned_like_a_savepoint():
+    # The tasks finish when the final checkpoint completes: nothing may stay in flight.
+    final = CheckpointBarrier(4, 100, is_final=True)
+    for handler in (
+        CheckpointBarrierUnaligner.unaligned(2),
+        CheckpointBarrierUnaligner.alternating(2, 10),
+    ):
+        assert handler.on_barrier_announced(0, final, now_ms=10_000) == ()
+        assert handler.on_alignment_timeout(4) == ()
+        assert handler.persisting_channels == frozenset()
+        assert handler.on_barrier(0, final) == ()
+        assert handler.is_blocked(0)
+        assert handler.on_barrier_announced(1, final, now_ms=10_000) == ()
+        assert handler.on_barrier(1, final) == (TriggerCheckpoint(final),)

@@ -91,3 +91,9 @@ def test_a_barrier_frame_of_an_older_release_without_flags_is_still_read():
     old_frame = codec.BARRIER + struct.pack("!qq", 5, 77)
     assert len(old_frame) == 17
     assert codec.decode(old_frame) == CheckpointBarrier(5, 77)
+
+
+def test_a_final_barrier_keeps_its_flag_through_the_frame():
+    barrier = CheckpointBarrier(3, 8, is_final=True)
+    assert codec.decode(codec.encode_event(barrier)) == barrier
+    assert barrier.must_align and not CheckpointBarrier(3, 8).must_align
