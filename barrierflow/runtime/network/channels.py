@@ -167,7 +167,7 @@ def connect_output(
         try:
             while True:
                 post(("credit", index, codec.decode_credit(conn.recv_bytes(64))))
-        except (EOFError, OSError):
+        except (EOFError, OSError, TypeError):  # TypeError: this task closed it meanwhile
             post(("output_lost", index))
 
     threading.Thread(target=read_credit, name=f"channel-out-{index}", daemon=True).start()
