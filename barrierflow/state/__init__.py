@@ -13,11 +13,18 @@ from barrierflow.state.descriptors import (
 )
 from barrierflow.state.values import ListState, MapState, State, ValueState
 
+from barrierflow.runtime.windowing.partitioned_state import (  # isort: skip (after values)
+    ReducingState,
+    ReducingStateDescriptor,
+)
+
 __all__ = [
     "ListState",
     "ListStateDescriptor",
     "MapState",
     "MapStateDescriptor",
+    "ReducingState",
+    "ReducingStateDescriptor",
     "State",
     "StateDescriptor",
     "ValueState",

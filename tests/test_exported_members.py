@@ -1,0 +1,128 @@
+"""The public import paths export exactly these names (PyFlink's, where the concept exists),
+each in a sorted `__all__` and importable from there."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PUBLIC = {
+    "barrierflow": {
+        "AsyncDataStream",
+        "AsyncFunction",
+        "AsyncRetryStrategy",
+        "CheckpointConfig",
+        "CheckpointingMode",
+        "CoGroupedStreams",
+        "ConnectedStreams",
+        "DataStream",
+        "DataStreamSink",
+        "Duration",
+        "ExecutionConfig",
+        "JobClient",
+        "JobExecutionResult",
+        "JoinedStreams",
+        "KeyedStream",
+        "OutputTag",
+        "RestartStrategies",
+        "StreamExecutionEnvironment",
+        "TimeDomain",
+        "TimestampAssigner",
+        "WatermarkStrategy",
+        "WindowedStream",
+    },
+    "barrierflow.functions": {
+        "AggregateFunction",
+        "AsyncFunction",
+        "CoFlatMapFunction",
+        "CoGroupFunction",
+        "CoMapFunction",
+        "CoProcessFunction",
+        "FilterFunction",
+        "FlatJoinFunction",
+        "FlatMapFunction",
+        "JoinFunction",
+        "KeySelector",
+        "KeyedCoProcessFunction",
+        "KeyedProcessFunction",
+        "KeyedStateStore",
+        "MapFunction",
+        "ProcessFunction",
+        "ProcessJoinFunction",
+        "ProcessWindowFunction",
+        "ReduceFunction",
+        "RuntimeContext",
+        "TimeDomain",
+        "TimerService",
+        "WindowFunction",
+    },
+    "barrierflow.state": {
+        "ListState",
+        "ListStateDescriptor",
+        "MapState",
+        "MapStateDescriptor",
+        "ReducingState",
+        "ReducingStateDescriptor",
+        "State",
+        "StateDescriptor",
+        "ValueState",
+        "ValueStateDescriptor",
+    },
+    "barrierflow.window": {
+        "MAX_TIMESTAMP",
+        "ContinuousEventTimeTrigger",
+        "CountTrigger",
+        "DynamicEventTimeSessionWindows",
+        "DynamicProcessingTimeSessionWindows",
+        "EventTimeSessionWindows",
+        "EventTimeTrigger",
+        "GlobalWindow",
+        "GlobalWindows",
+        "MergingWindowAssigner",
+        "NeverTrigger",
+        "ProcessingTimeSessionWindows",
+        "ProcessingTimeTrigger",
+        "PurgingTrigger",
+        "SessionWindowTimeGapExtractor",
+        "SlidingEventTimeWindows",
+        "SlidingProcessingTimeWindows",
+        "TimeWindow",
+        "Trigger",
+        "TriggerResult",
+        "TumblingEventTimeWindows",
+        "TumblingProcessingTimeWindows",
+        "Window",
+        "WindowAssigner",
+    },
+}
+
+
+def isort_order(name: str) -> tuple[int, str]:
+    """ruff's RUF022 order: CONSTANTS, then Classes, then functions."""
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return (kind, name)
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC))
+def test_a_public_module_exports_exactly_its_public_names(module_name):
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == PUBLIC[module_name]
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC))
+def test_all_is_sorted_and_every_name_in_it_is_importable(module_name):
+    module = importlib.import_module(module_name)
+    assert module.__all__ == sorted(module.__all__, key=isort_order)
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+
+
+def test_the_function_classes_are_the_ones_the_operators_accept():
+    import barrierflow
+    import barrierflow.functions as functions
+    from barrierflow.runtime.async_io.api import AsyncFunction
+    from barrierflow.runtime.windowing.functions import ProcessWindowFunction
+
+    assert functions.AsyncFunction is barrierflow.AsyncFunction is AsyncFunction
+    assert functions.ProcessWindowFunction is ProcessWindowFunction
