@@ -6,7 +6,12 @@ import pytest
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow._fs import location
-from barrierflow.checkpoint.metadata import build_metadata, check_compatible, restore_assignment
+from barrierflow.checkpoint.metadata import (
+    build_metadata,
+    channel_state_assignment,
+    check_compatible,
+    restore_assignment,
+)
 from barrierflow.connectors.collection import CollectionSource
 from barrierflow.connectors.print_sink import PrintSink
 from barrierflow.errors import StateRestoreError
@@ -82,3 +87,42 @@ def test_another_max_parallelism_is_refused():
     metadata = build_metadata(old, 7, 1234, False, acknowledged(old, 1))
     with pytest.raises(StateRestoreError, match="max parallelism 128"):
         check_compatible(keyed_job(2, max_parallelism=64), metadata, "checkpoint 7")
+
+
+def with_channel_state(handles, subtask_index: int):
+    """The handles, with subtask `subtask_index` holding 30 bytes of channel state at 10."""
+    for subtask, handle in handles.items():
+        if subtask.subtask_index == subtask_index:
+            handle["channel_state"] = [10, 30]
+    return handles
+
+
+def test_an_unaligned_checkpoint_gives_each_subtask_its_own_channel_state_slice():
+    graph = keyed_job(2)
+    metadata = build_metadata(graph, 7, 1234, False, with_channel_state(acknowledged(graph, 1), 1))
+    folder = location("/checkpoints/chk-7")
+    check_compatible(keyed_job(2), metadata, "checkpoint 7")
+    first, second = graph.vertex(1).subtasks()
+    assert channel_state_assignment(graph, metadata, folder, first) is None
+    assert channel_state_assignment(graph, metadata, folder, second) == (
+        folder.child("state-1").uri,
+        10,
+        30,
+    )
+
+
+def test_an_unaligned_checkpoint_with_channel_state_refuses_a_changed_parallelism():
+    old = keyed_job(2)
+    metadata = build_metadata(old, 7, 1234, False, with_channel_state(acknowledged(old, 1), 0))
+    with pytest.raises(StateRestoreError, match="unaligned checkpoint holding in-flight data"):
+        check_compatible(keyed_job(3), metadata, "checkpoint 7")
+
+
+def test_metadata_without_channel_state_still_rescales_and_restores_none():
+    old = keyed_job(2)
+    metadata = build_metadata(old, 7, 1234, False, acknowledged(old, 1))
+    assert "channel_state" not in metadata  # as written before unaligned checkpoints existed
+    new = keyed_job(3)
+    check_compatible(new, metadata, "checkpoint 7")
+    folder = location("/checkpoints/chk-7")
+    assert channel_state_assignment(new, metadata, folder, new.vertex(1).subtasks()[0]) is None
