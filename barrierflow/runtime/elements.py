@@ -27,6 +27,16 @@ class CheckpointBarrier:
     """The barrier of the final checkpoint at the end of bounded input: always aligned, so
     it follows every record and no in-flight data is left when the tasks finish."""
 
+    def __repr__(self) -> str:
+        # Flags only when set, so the repr of a plain checkpoint's barrier stays short.
+        flags = (", is_savepoint=True" if self.is_savepoint else "") + (
+            ", is_final=True" if self.is_final else ""
+        )
+        return (
+            f"CheckpointBarrier(checkpoint_id={self.checkpoint_id}, "
+            f"timestamp={self.timestamp}{flags})"
+        )
+
     @property
     def must_align(self) -> bool:
         """Savepoints and final checkpoints are aligned in every exactly-once mode."""

@@ -51,13 +51,16 @@ def durations_ms(result) -> list[int]:
     return [c.completion_ms - c.trigger_ms for c in result.checkpoints]
 
 
-def backpressured_job(tmp_path, name: str, *, unaligned: bool, records: int):
+def backpressured_job(
+    tmp_path, name: str, *, unaligned: bool, records: int, aligned_timeout_ms: int = 0
+):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     env.enable_checkpointing(300)
     config = env.get_checkpoint_config()
     config.set_checkpoint_storage(str(tmp_path / name / "checkpoints"))
     config.enable_unaligned_checkpoints(unaligned)
+    config.set_aligned_checkpoint_timeout(aligned_timeout_ms)
     (
         env.from_source(
             DataGeneratorSource(lambda i: i, records, num_splits=2),
@@ -93,6 +96,25 @@ def test_under_backpressure_unaligned_checkpoints_complete_far_faster_than_align
     assert read_rows(tmp_path / "unaligned" / "out") == {i: 1 for i in range(records)}
     assert read_rows(tmp_path / "aligned" / "out") == {i: 1 for i in range(records)}
     assert aligned.restarts == 0 and unaligned.restarts == 0
+
+
+def test_under_backpressure_aligned_checkpoints_with_a_timeout_switch_to_unaligned(spark, tmp_path):
+    records = 60_000
+    result = backpressured_job(
+        tmp_path, "timeout", unaligned=True, records=records, aligned_timeout_ms=200
+    )
+
+    periodic = [c for c in result.checkpoints if not c.is_final]
+    assert periodic, "no periodic checkpoint completed"
+    # Every periodic checkpoint timed out aligning (the backlog takes seconds to drain) and
+    # switched: the two slow subtasks persisted in-flight data.
+    for checkpoint in periodic:
+        slow = [ack for ack in checkpoint.acknowledged if ack.vertex_id == 1]
+        assert all(ack.unaligned for ack in slow), checkpoint.checkpoint_id
+    assert any(ack.persisted_bytes > 0 for c in periodic for ack in c.acknowledged)
+    assert not any(ack.unaligned for ack in result.checkpoints[-1].acknowledged)  # final
+    assert result.restarts == 0
+    assert read_rows(tmp_path / "timeout" / "out") == {i: 1 for i in range(records)}
 
 
 def running_count_job(
