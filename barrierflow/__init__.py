@@ -1,5 +1,6 @@
 """barrierflow: Apache Flink's exactly-once stream processing for Python, on Apache Spark."""
 
+from barrierflow.api.all_windowed_stream import AllWindowedStream
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.connected_streams import ConnectedStreams
 from barrierflow.api.datastream import DataStream, DataStreamSink, KeyedStream
@@ -16,6 +17,7 @@ from barrierflow.runtime.async_io.retry import AsyncRetryStrategy
 from barrierflow.runtime.joins.api import CoGroupedStreams, JoinedStreams
 
 __all__ = [
+    "AllWindowedStream",
     "AsyncDataStream",
     "AsyncFunction",
     "AsyncRetryStrategy",

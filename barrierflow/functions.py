@@ -1,5 +1,6 @@
 """User function classes (PyFlink names)."""
 
+from barrierflow.api.all_windowed_stream import AllWindowFunction, ProcessAllWindowFunction
 from barrierflow.api.co_functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -34,6 +35,7 @@ from barrierflow.runtime.windowing.functions import (
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowFunction",
     "AsyncFunction",
     "CoFlatMapFunction",
     "CoGroupFunction",
@@ -48,6 +50,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStateStore",
     "MapFunction",
+    "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessJoinFunction",
     "ProcessWindowFunction",

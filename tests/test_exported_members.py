@@ -9,6 +9,7 @@ import pytest
 
 PUBLIC = {
     "barrierflow": {
+        "AllWindowedStream",
         "AsyncDataStream",
         "AsyncFunction",
         "AsyncRetryStrategy",
@@ -34,6 +35,7 @@ PUBLIC = {
     },
     "barrierflow.functions": {
         "AggregateFunction",
+        "AllWindowFunction",
         "AsyncFunction",
         "CoFlatMapFunction",
         "CoGroupFunction",
@@ -48,6 +50,7 @@ PUBLIC = {
         "KeyedProcessFunction",
         "KeyedStateStore",
         "MapFunction",
+        "ProcessAllWindowFunction",
         "ProcessFunction",
         "ProcessJoinFunction",
         "ProcessWindowFunction",

@@ -24,6 +24,7 @@ from barrierflow.runtime.operators.timestamps_and_watermarks import (
 )
 
 if TYPE_CHECKING:
+    from barrierflow.api.all_windowed_stream import AllWindowedStream
     from barrierflow.api.connected_streams import ConnectedStreams
     from barrierflow.api.environment import StreamExecutionEnvironment
     from barrierflow.api.windowed_stream import WindowedStream
@@ -166,6 +167,12 @@ class DataStream:
         from barrierflow.runtime.joins.api import CoGroupedStreams
 
         return CoGroupedStreams(self, other)
+
+    def window_all(self, window_assigner: Any) -> AllWindowedStream:
+        """Windows over all records of this stream, evaluated in one subtask."""
+        from barrierflow.api.all_windowed_stream import AllWindowedStream
+
+        return AllWindowedStream(self, window_assigner)
 
     def _add_async_wait(self, spec: Any) -> DataStream:
         """The operator of `AsyncDataStream.ordered_wait` / `unordered_wait`."""

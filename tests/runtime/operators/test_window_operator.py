@@ -6,7 +6,12 @@ from __future__ import annotations
 from operator_harness import ManualClock, fire_due, started
 
 from barrierflow import OutputTag
-from barrierflow.functions import AggregateFunction, ProcessWindowFunction
+from barrierflow.api.all_windowed_stream import _KeylessProcess
+from barrierflow.functions import (
+    AggregateFunction,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
+)
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
@@ -189,3 +194,19 @@ def test_a_restore_at_another_parallelism_takes_only_its_own_keys_windows_and_ti
         assert all(assign_to_key_group(k, 128) in half for k in fired)
         results += fired
     assert sorted(results) == sorted(keys)
+
+
+class Everything(ProcessAllWindowFunction):
+    def process(self, context, elements):
+        yield (context.window().start, sorted(v for _, v in elements))
+
+
+def test_an_all_window_function_sees_every_key_of_its_window():
+    operator = WindowOperator(
+        "all", "all", lambda r: 0, TumblingEventTimeWindows.of(10),
+        ("process", _KeylessProcess(Everything()), None),
+    )  # fmt: skip
+    _, out = started(operator, ManualClock())
+    operator.process_batch(records(("a", 1, 3), ("b", 2, 5), ("c", 3, 12)))
+    operator.process_watermark(Watermark(9))
+    assert out.take() == [("record", (0, [1, 2]), 9), ("watermark", 9)]
