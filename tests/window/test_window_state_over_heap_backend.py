@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from window_harness import WindowHarness, add
 
+from barrierflow.runtime.operators.window import BackendWindowState
 from barrierflow.runtime.windowing import (
     InMemoryWindowTimers,
     ListWindowContents,
     ReducingWindowContents,
     WindowResult,
 )
-from barrierflow.state import MapStateDescriptor
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.window import (
@@ -25,28 +25,8 @@ from barrierflow.window import (
 )
 
 
-class HeapWindowState:
-    """A WindowStateAccess over HeapKeyedStateBackend: MapState `name`, entry `namespace`."""
-
-    def __init__(self, backend: HeapKeyedStateBackend) -> None:
-        self._backend = backend
-        self._maps: dict[str, Any] = {}
-
-    def _map(self, name: str, key: Any) -> Any:
-        self._backend.set_current_key(key)
-        state = self._maps.get(name)
-        if state is None:
-            state = self._maps[name] = self._backend.get_map_state(MapStateDescriptor(name))
-        return state
-
-    def get(self, name: str, key: Any, namespace: Any) -> Any:
-        return self._map(name, key).get(namespace)
-
-    def put(self, name: str, key: Any, namespace: Any, value: Any) -> None:
-        self._map(name, key).put(namespace, value)
-
-    def remove(self, name: str, key: Any, namespace: Any) -> None:
-        self._map(name, key).remove(namespace)
+class HeapWindowState(BackendWindowState):
+    """The window operator's adapter, plus a size for comparing with the in-memory twin."""
 
     def __len__(self) -> int:
         """How many values the states used here hold (for comparing with the twin)."""
