@@ -12,15 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow.api.co_functions import CoProcessFunction, KeyedCoProcessFunction
-from barrierflow.api.functions import TimeDomain, as_callable
+from barrierflow.api.functions import as_callable
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import TwoInputStreamOperator
 from barrierflow.runtime.operators.emitter import Emitter
-from barrierflow.runtime.operators.keyed import KeyedOperator, _ProcessContext
+from barrierflow.runtime.operators.keyed import KeyedFunctionOperator
 from barrierflow.runtime.operators.process import _Context
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
-from barrierflow.runtime.timers import Timer
 from barrierflow.runtime.watermarks import MIN_WATERMARK
 
 __all__ = ["CoProcessOperator", "KeyedCoProcessOperator"]
@@ -66,7 +65,7 @@ class CoProcessOperator(TwoInputStreamOperator):
         self.function.close()
 
 
-class KeyedCoProcessOperator(KeyedOperator, TwoInputStreamOperator):
+class KeyedCoProcessOperator(KeyedFunctionOperator, TwoInputStreamOperator):
     """Runs a KeyedCoProcessFunction: both inputs share the keyed state and timers of a key.
 
     `key_selector1` keys the first input, `key_selector2` the second; both inputs are
@@ -83,48 +82,8 @@ class KeyedCoProcessOperator(KeyedOperator, TwoInputStreamOperator):
         self.key_selector2 = key_selector2
         self._get_key2 = as_callable(key_selector2, "get_key", "KeySelector")
 
-    def open(self) -> None:
-        self._ctx = _ProcessContext(self)
-        self.emitter = Emitter(self.output)
-        self.function.open(self.runtime_context())
-
     def process_batch1(self, batch: RecordBatch) -> None:
-        self._process(batch, self._get_key, self.function.process_element1)
+        self._process_keyed(batch, self._get_key, self.function.process_element1)
 
     def process_batch2(self, batch: RecordBatch) -> None:
-        self._process(batch, self._get_key2, self.function.process_element2)
-
-    def _process(self, batch: RecordBatch, get_key: Any, process: Any) -> None:
-        backend, ctx, emitter = self.backend, self._ctx, self.emitter
-        assert backend is not None
-        ctx.domain = TimeDomain.EVENT_TIME
-        timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
-        for value, timestamp in zip(batch.values, timestamps, strict=True):
-            backend.set_current_key(get_key(value))
-            stamp = None if timestamp == NO_TIMESTAMP else timestamp
-            ctx.current_timestamp = ctx.output_timestamp = stamp
-            produced = process(value, ctx)
-            if produced is not None:
-                emitter.add_all(produced, stamp)
-        emitter.flush()
-
-    def on_event_time(self, timer: Timer) -> None:
-        self._on_timer(timer, TimeDomain.EVENT_TIME, timer.timestamp)
-
-    def on_processing_time_timer(self, timer: Timer) -> None:
-        self._on_timer(timer, TimeDomain.PROCESSING_TIME, None)
-
-    def _on_timer(self, timer: Timer, domain: TimeDomain, output_timestamp: int | None) -> None:
-        ctx = self._ctx
-        ctx.domain = domain
-        ctx.current_timestamp = timer.timestamp
-        ctx.output_timestamp = output_timestamp
-        produced = self.function.on_timer(timer.timestamp, ctx)
-        if produced is not None:
-            self.emitter.add_all(produced, output_timestamp)
-
-    def flush_timer_outputs(self) -> None:
-        self.emitter.flush()
-
-    def close(self) -> None:
-        self.function.close()
+        self._process_keyed(batch, self._get_key2, self.function.process_element2)

@@ -212,28 +212,22 @@ class _ProcessContext(KeyedProcessFunction.OnTimerContext):
         return self.domain
 
 
-class KeyedProcessOperator(KeyedOperator):
-    """Runs a KeyedProcessFunction; its outputs are whatever it returns or yields."""
+class KeyedFunctionOperator(KeyedOperator):
+    """Runs the process function of a keyed operator: per-record calls and its timers.
 
-    def __init__(self, uid: str, name: str, key_selector: Any, function: Any) -> None:
-        super().__init__(uid, name, key_selector)
-        if not isinstance(function, KeyedProcessFunction):
-            raise TypeError(f"process() needs a KeyedProcessFunction, got {function!r}")
-        self.function = function
+    Subclasses set `self.function` (with `on_timer`) and feed batches through
+    `_process_keyed` with the key selector and the function's method of that input.
+    """
+
+    function: Any
 
     def open(self) -> None:
         self._ctx = _ProcessContext(self)
         self.emitter = Emitter(self.output)
         self.function.open(self.runtime_context())
 
-    def process_batch(self, batch: RecordBatch) -> None:
-        backend, get_key, process, ctx, emitter = (
-            self.backend,
-            self._get_key,
-            self.function.process_element,
-            self._ctx,
-            self.emitter,
-        )
+    def _process_keyed(self, batch: RecordBatch, get_key: Any, process: Any) -> None:
+        backend, ctx, emitter = self.backend, self._ctx, self.emitter
         assert backend is not None
         ctx.domain = TimeDomain.EVENT_TIME
         timestamps = batch.timestamps
@@ -274,3 +268,16 @@ class KeyedProcessOperator(KeyedOperator):
 
     def close(self) -> None:
         self.function.close()
+
+
+class KeyedProcessOperator(KeyedFunctionOperator):
+    """Runs a KeyedProcessFunction; its outputs are whatever it returns or yields."""
+
+    def __init__(self, uid: str, name: str, key_selector: Any, function: Any) -> None:
+        super().__init__(uid, name, key_selector)
+        if not isinstance(function, KeyedProcessFunction):
+            raise TypeError(f"process() needs a KeyedProcessFunction, got {function!r}")
+        self.function = function
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self._process_keyed(batch, self._get_key, self.function.process_element)
