@@ -317,6 +317,8 @@ class StreamTask:
     def _connect_outputs(self, deploy: DeployTask) -> RecordWriter:
         settings, vertex = self.settings, self.vertex
         edges = []
+        self._output_targets: list[SubtaskId] = []
+        """The downstream subtask of every output channel, in channel order."""
         for edge in vertex.outputs:
             channels = []
             for target in self.graph.output_channels(self.subtask, edge):
@@ -331,6 +333,7 @@ class StreamTask:
                 address = deploy.peers[settings.partitions.index(target)]
                 conn = connect_output(address, settings.secret, hello, index, self.mailbox.put)
                 channels.append(OutputChannel(conn))
+                self._output_targets.append(target)
             source_operator = edge.source_operator
             if source_operator < 0:
                 source_operator += len(self.chain)
@@ -526,10 +529,17 @@ class StreamTask:
         elif kind == "input_lost":
             if mail[1] not in self._ended_channels and not self._finished:
                 _, upstream = self._input_names[mail[1]]
-                raise StreamCorruptionError(f"lost the input channel from subtask {upstream}")
+                raise StreamCorruptionError(
+                    f"lost the input channel from subtask {upstream} "
+                    f"('{self.graph.vertex(upstream.vertex_id).name}'): it failed or was cancelled"
+                )
         elif kind == "output_lost":
             if not self._finished:
-                raise StreamCorruptionError(f"lost output channel {mail[1]}")
+                target = self._output_targets[mail[1]]
+                raise StreamCorruptionError(
+                    f"lost the output channel to subtask {target} "
+                    f"('{self.graph.vertex(target.vertex_id).name}'): it failed or was cancelled"
+                )
         elif kind == "input_error":
             raise mail[2]
         elif kind == "rpc_lost":
