@@ -13,19 +13,15 @@ from typing import Any
 
 from barrierflow.api.co_functions import CoProcessFunction, KeyedCoProcessFunction
 from barrierflow.api.functions import as_callable
-from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
-from barrierflow.runtime.elements import Watermark
+from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.operators.base import TwoInputStreamOperator
-from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.keyed import KeyedFunctionOperator
-from barrierflow.runtime.operators.process import _Context
-from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
-from barrierflow.runtime.watermarks import MIN_WATERMARK
+from barrierflow.runtime.operators.process import FunctionOperator
 
 __all__ = ["CoProcessOperator", "KeyedCoProcessOperator"]
 
 
-class CoProcessOperator(TwoInputStreamOperator):
+class CoProcessOperator(FunctionOperator, TwoInputStreamOperator):
     """Runs a CoProcessFunction over two non-keyed inputs (clocks, side outputs, no timers)."""
 
     def __init__(self, uid: str, name: str, function: Any) -> None:
@@ -33,36 +29,12 @@ class CoProcessOperator(TwoInputStreamOperator):
         if not isinstance(function, CoProcessFunction):
             raise TypeError(f"process() needs a CoProcessFunction, got {function!r}")
         self.function = function
-        self.current_watermark = MIN_WATERMARK
-
-    def open(self) -> None:
-        self._ctx = _Context(self)  # reads current_watermark and emitter from here
-        self.emitter = Emitter(self.output)
-        self.function.open(TaskRuntimeContext(self.context, None))
 
     def process_batch1(self, batch: RecordBatch) -> None:
-        self._process(batch, self.function.process_element1)
+        self._process_with(batch, self.function.process_element1)
 
     def process_batch2(self, batch: RecordBatch) -> None:
-        self._process(batch, self.function.process_element2)
-
-    def _process(self, batch: RecordBatch, process: Any) -> None:
-        ctx, emitter = self._ctx, self.emitter
-        timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
-        for value, timestamp in zip(batch.values, timestamps, strict=True):
-            stamp = None if timestamp == NO_TIMESTAMP else timestamp
-            ctx.current_timestamp = stamp
-            produced = process(value, ctx)
-            if produced is not None:
-                emitter.add_all(produced, stamp)
-        emitter.flush()
-
-    def process_watermark(self, watermark: Watermark) -> None:
-        self.current_watermark = watermark.timestamp
-        self.output.emit_watermark(watermark)
-
-    def close(self) -> None:
-        self.function.close()
+        self._process_with(batch, self.function.process_element2)
 
 
 class KeyedCoProcessOperator(KeyedFunctionOperator, TwoInputStreamOperator):

@@ -17,7 +17,7 @@ from barrierflow.runtime.watermarks import MIN_WATERMARK
 class _ClocksOnly(TimerService):
     """Clocks without timers: Flink allows timers on keyed streams only."""
 
-    def __init__(self, operator: ProcessOperator) -> None:
+    def __init__(self, operator: FunctionOperator) -> None:
         self._operator = operator
 
     def current_processing_time(self) -> int:
@@ -37,7 +37,7 @@ class _ClocksOnly(TimerService):
 
 
 class _Context(ProcessFunction.Context):
-    def __init__(self, operator: ProcessOperator) -> None:
+    def __init__(self, operator: FunctionOperator) -> None:
         self._operator = operator
         self._timer_service = _ClocksOnly(operator)
         self.current_timestamp: int | None = None
@@ -52,23 +52,23 @@ class _Context(ProcessFunction.Context):
         self._operator.emitter.add_side(output_tag, value, self.current_timestamp)
 
 
-class ProcessOperator(StreamOperator):
-    """Runs a ProcessFunction; outputs keep the timestamp of their input record."""
+class FunctionOperator(StreamOperator):
+    """Runs a non-keyed process function: clocks and side outputs, no timers.
 
-    def __init__(self, uid: str, name: str, function: Any) -> None:
-        super().__init__(uid, name)
-        if not isinstance(function, ProcessFunction):
-            raise TypeError(f"process() needs a ProcessFunction, got {function!r}")
-        self.function = function
-        self.current_watermark = MIN_WATERMARK
+    Subclasses set `self.function` and feed batches through `_process_with` with the
+    function's method of that input; outputs keep their input record's timestamp.
+    """
+
+    function: Any
+    current_watermark: int = MIN_WATERMARK
 
     def open(self) -> None:
         self._ctx = _Context(self)
         self.emitter = Emitter(self.output)
         self.function.open(TaskRuntimeContext(self.context, None))
 
-    def process_batch(self, batch: RecordBatch) -> None:
-        process, ctx, emitter = self.function.process_element, self._ctx, self.emitter
+    def _process_with(self, batch: RecordBatch, process: Any) -> None:
+        ctx, emitter = self._ctx, self.emitter
         timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
         for value, timestamp in zip(batch.values, timestamps, strict=True):
             stamp = None if timestamp == NO_TIMESTAMP else timestamp
@@ -84,3 +84,16 @@ class ProcessOperator(StreamOperator):
 
     def close(self) -> None:
         self.function.close()
+
+
+class ProcessOperator(FunctionOperator):
+    """Runs a ProcessFunction; outputs keep the timestamp of their input record."""
+
+    def __init__(self, uid: str, name: str, function: Any) -> None:
+        super().__init__(uid, name)
+        if not isinstance(function, ProcessFunction):
+            raise TypeError(f"process() needs a ProcessFunction, got {function!r}")
+        self.function = function
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self._process_with(batch, self.function.process_element)
