@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scenario import blocked, cancel, end, latest, open_channels
-from test_unaligned_scenario import (
+from scenario_unaligned import (
     Scenario,
     arrive,
     barrier,
