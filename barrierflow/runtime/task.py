@@ -205,6 +205,8 @@ class StreamTask:
         self._alignment_timers: dict[int, int] = {}
         """Checkpoint id -> processing time (ms) its alignment times out."""
         self._ended_channels: set[int] = set()
+        self._output_targets: list[SubtaskId] = []
+        """The downstream subtask of every output channel, in channel order."""
         self.chain: list[StreamOperator] = [op.make_operator() for op in self.vertex.operators]
         self.source = self.chain[0] if isinstance(self.chain[0], SourceOperator) else None
         self.writer = RecordWriter([])
@@ -317,8 +319,7 @@ class StreamTask:
     def _connect_outputs(self, deploy: DeployTask) -> RecordWriter:
         settings, vertex = self.settings, self.vertex
         edges = []
-        self._output_targets: list[SubtaskId] = []
-        """The downstream subtask of every output channel, in channel order."""
+        self._output_targets.clear()
         for edge in vertex.outputs:
             channels = []
             for target in self.graph.output_channels(self.subtask, edge):
