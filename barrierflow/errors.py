@@ -8,6 +8,8 @@ BarrierflowError
   CheckpointStorageError      checkpoint storage cannot be read or written
   StateRestoreError           a checkpoint or savepoint cannot be restored into this job
   StreamCorruptionError       a channel delivered events in an impossible order
+  ChannelLostError            a task lost a channel to a peer (the peer failed or was cancelled)
+  RemoteTaskError             a task failed with an exception the driver cannot rebuild
   JobExecutionError           the job failed and the restart strategy gave up
   InsufficientResourcesError  the cluster has fewer task slots than the job needs
 """
@@ -45,6 +47,14 @@ class StateRestoreError(BarrierflowError):
 
 class StreamCorruptionError(BarrierflowError):
     """A channel delivered events in an order that cannot happen in a healthy job."""
+
+
+class ChannelLostError(BarrierflowError):
+    """A task lost a channel to a peer: the peer failed or was cancelled (a secondary failure)."""
+
+
+class RemoteTaskError(BarrierflowError):
+    """A task failed with an exception the driver cannot rebuild; names its type and message."""
 
 
 class JobExecutionError(BarrierflowError):

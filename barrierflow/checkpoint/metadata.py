@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow import _fs
+from barrierflow.checkpoint.handles import OperatorRestore
 from barrierflow.errors import StateRestoreError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
-from barrierflow.runtime.task_messages import OperatorRestore
 from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
 
 METADATA_SCHEMA = 1

@@ -485,7 +485,11 @@ class _Attempt:
         elif isinstance(message, msg.TaskFinished):
             self.finished.add(partition)
         elif isinstance(message, msg.TaskFailed):
-            self._fail(f"task {self._name(partition)} failed {message.error}")
+            failure = message.failure
+            self._fail(
+                f"task {self._name(partition)} failed in {failure.where}: {failure.headline}\n"
+                f"{failure.traceback}"
+            )
         return False
 
     def _report_acknowledged(self, ack: msg.AcknowledgeCheckpoint, now: int) -> None:
@@ -534,6 +538,7 @@ class _Attempt:
                 channel_state = channel_state_assignment(graph, latest[1], checkpoint_dir, subtask)
             conn.send(
                 msg.DeployTask(
+                    attempt=self.attempt,
                     peers=self.addresses,
                     splits=self.splits.get(subtask, []),
                     restore_checkpoint_id=latest[0] if latest else None,
@@ -573,6 +578,7 @@ class _Attempt:
                 )
                 self.master._view_dirty = True
                 trigger = msg.TriggerCheckpoint(
+                    self.attempt,
                     action.checkpoint_id,
                     action.timestamp_ms,
                     action.is_final,
@@ -587,7 +593,9 @@ class _Attempt:
             elif isinstance(action, cc.NotifyCheckpointAborted):
                 self._report_failed(action)
                 for partition in self.connections:
-                    self._send(partition, msg.NotifyCheckpointAborted(action.checkpoint_id))
+                    self._send(
+                        partition, msg.NotifyCheckpointAborted(self.attempt, action.checkpoint_id)
+                    )
             elif isinstance(action, cc.DiscardState):
                 self.master.storage.discard(action.checkpoint_id)
             elif isinstance(action, cc.FailJob):
@@ -621,7 +629,8 @@ class _Attempt:
         master.checkpoint_stats.append(stats)
         for partition in self.connections:
             self._send(
-                partition, msg.NotifyCheckpointComplete(action.checkpoint_id, action.is_final)
+                partition,
+                msg.NotifyCheckpointComplete(self.attempt, action.checkpoint_id, action.is_final),
             )
         master._checkpoint_ended(stats)
         master.storage.retain(master.settings.retained_checkpoints)
@@ -657,7 +666,7 @@ class _Attempt:
     def cancel_tasks(self) -> None:
         for conn in self.connections.values():
             with contextlib.suppress(OSError):
-                conn.send(msg.CancelTask("the job is failing over or cancelled"))
+                conn.send(msg.CancelTask(self.attempt, "the job is failing over or cancelled"))
             close_connection(conn)
 
     def _name(self, partition: int) -> str:

@@ -32,7 +32,6 @@ import os
 import queue
 import socket
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +40,7 @@ from barrierflow import _fs
 from barrierflow.api.checkpoint_config import CheckpointingMode
 from barrierflow.checkpoint import format as state_format
 from barrierflow.checkpoint.failure import CheckpointFailureReason
-from barrierflow.errors import BarrierflowError, StreamCorruptionError
+from barrierflow.errors import BarrierflowError, ChannelLostError, StreamCorruptionError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime.barriers.decisions import (
     AbortCheckpoint,
@@ -88,6 +87,7 @@ from barrierflow.runtime.operators.base import (
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
 from barrierflow.runtime.task_messages import (
+    JOBMASTER_TO_TASK,
     AcknowledgeCheckpoint,
     CancelTask,
     DeclineCheckpoint,
@@ -97,6 +97,7 @@ from barrierflow.runtime.task_messages import (
     NotifyCheckpointComplete,
     RegisterTask,
     TaskFailed,
+    TaskFailure,
     TaskFinished,
     TaskRunning,
 )
@@ -530,14 +531,14 @@ class StreamTask:
         elif kind == "input_lost":
             if mail[1] not in self._ended_channels and not self._finished:
                 _, upstream = self._input_names[mail[1]]
-                raise StreamCorruptionError(
+                raise ChannelLostError(
                     f"lost the input channel from subtask {upstream} "
                     f"('{self.graph.vertex(upstream.vertex_id).name}'): it failed or was cancelled"
                 )
         elif kind == "output_lost":
             if not self._finished:
                 target = self._output_targets[mail[1]]
-                raise StreamCorruptionError(
+                raise ChannelLostError(
                     f"lost the output channel to subtask {target} "
                     f"('{self.graph.vertex(target.vertex_id).name}'): it failed or was cancelled"
                 )
@@ -568,6 +569,11 @@ class StreamTask:
                 self.channel_state.add_input(checkpoint_id, channel, [frame])
 
     def _on_rpc(self, message: Any) -> None:
+        if not isinstance(message, JOBMASTER_TO_TASK):
+            raise StreamCorruptionError(f"unknown message from the JobMaster: {message!r}")
+        if message.attempt != self.settings.attempt:
+            log.warning("refused a message of attempt %d: %r", message.attempt, message)
+            return
         if isinstance(message, DeployTask):
             self._deploy = message
         elif isinstance(message, TriggerMessage):
@@ -741,7 +747,7 @@ class StreamTask:
         try:
             self._send(
                 TaskFailed(
-                    self.settings.attempt, self.partition, _describe(error, self.vertex.name)
+                    self.settings.attempt, self.partition, TaskFailure.of(error, self.vertex.name)
                 )
             )
         except TaskCancelled:
@@ -796,7 +802,3 @@ class _StateFiles:
                 self._slice(uri, off, length) for uri, off, length in getattr(restore, "timers", ())
             ],
         )
-
-
-def _describe(error: BaseException, where: str) -> str:
-    return f"in {where}: " + "".join(traceback.format_exception(error)).rstrip()

@@ -1,15 +1,21 @@
 """The messages between a StreamTask and the JobMaster.
 
-They travel pickled over an authenticated connection; every task message
-carries the deployment attempt, and the JobMaster drops those of other attempts.
+They travel pickled over an authenticated connection. Every message, in both
+directions, carries the deployment attempt it belongs to: each side refuses a
+message of another attempt by its number (zombies of an older attempt cannot
+touch a newer one), and a message of a type it does not know is an error on
+both sides, never silently dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import traceback
+from dataclasses import dataclass
 from typing import Any
 
+from barrierflow.checkpoint.handles import OperatorRestore
 from barrierflow.connectors.base import SourceSplit
+from barrierflow.errors import ChannelLostError
 
 # ---- task -> JobMaster -----------------------------------------------------------------------
 
@@ -81,30 +87,65 @@ class TaskFinished:
 
 
 @dataclass(frozen=True)
+class TaskFailure:
+    """Why a task failed, in a form that survives the trip to the driver.
+
+    The JobMaster shows the original exception first (type and message), with the
+    remote traceback attached, and re-raises it as the cause of the job's error
+    when it can be unpickled there.
+    """
+
+    type_name: str
+    """The exception's qualified class name, e.g. "builtins.ZeroDivisionError"."""
+    message: str
+    traceback: str
+    """The task-side traceback, formatted."""
+    where: str
+    """The operator chain that raised it, e.g. "words -> Map"."""
+    lost_peer: bool = False
+    """A secondary failure: the task lost a channel because a peer failed."""
+    pickled: bytes | None = None
+    """The exception itself (cloudpickle), None if it could not be pickled."""
+
+    @classmethod
+    def of(cls, error: BaseException, where: str) -> TaskFailure:
+        """Capture `error` (raised in chain `where`) for the JobMaster."""
+        from pyspark import cloudpickle
+
+        try:
+            pickled: bytes | None = cloudpickle.dumps(error)
+        except Exception:
+            pickled = None
+        kind = type(error)
+        return cls(
+            type_name=f"{kind.__module__}.{kind.__qualname__}",
+            message=str(error),
+            traceback="".join(traceback.format_exception(error)).rstrip(),
+            where=where,
+            lost_peer=isinstance(error, ChannelLostError),
+            pickled=pickled,
+        )
+
+    @property
+    def headline(self) -> str:
+        """`ZeroDivisionError: division by zero`: the type's short name and the message."""
+        short = self.type_name.rsplit(".", 1)[-1]
+        return f"{short}: {self.message}" if self.message else short
+
+
+@dataclass(frozen=True)
 class TaskFailed:
     attempt: int
     partition: int
-    error: str
-    """The formatted exception, shown in the job's error."""
+    failure: TaskFailure
 
 
 # ---- JobMaster -> task -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class OperatorRestore:
-    """What one operator restores from: its files in the checkpoint."""
-
-    keyed: list[tuple[str, int, int]] = field(default_factory=list)
-    """(file URI, offset, length) of each keyed snapshot overlapping this subtask."""
-    operator: list[tuple[int, str, int, int]] = field(default_factory=list)
-    """(old subtask index, file URI, offset, length) of every old subtask's operator state."""
-    timers: list[tuple[str, int, int]] = field(default_factory=list)
-    """(file URI, offset, length) of each timer snapshot overlapping this subtask."""
-
-
-@dataclass(frozen=True)
 class DeployTask:
+    attempt: int
     peers: dict[int, tuple[str, int]]
     """Data address of every partition of this attempt."""
     splits: list[SourceSplit]
@@ -119,6 +160,7 @@ class DeployTask:
 
 @dataclass(frozen=True)
 class TriggerCheckpoint:
+    attempt: int
     checkpoint_id: int
     timestamp: int
     is_final: bool
@@ -128,15 +170,39 @@ class TriggerCheckpoint:
 
 @dataclass(frozen=True)
 class NotifyCheckpointComplete:
+    attempt: int
     checkpoint_id: int
     is_final: bool
 
 
 @dataclass(frozen=True)
 class NotifyCheckpointAborted:
+    attempt: int
     checkpoint_id: int
 
 
 @dataclass(frozen=True)
 class CancelTask:
+    attempt: int
     reason: str
+
+
+TASK_TO_JOBMASTER = (
+    RegisterTask,
+    TaskRunning,
+    AcknowledgeCheckpoint,
+    DeclineCheckpoint,
+    EndOfInput,
+    TaskFinished,
+    TaskFailed,
+)
+"""Every message a task sends; the JobMaster refuses any other type."""
+
+JOBMASTER_TO_TASK = (
+    DeployTask,
+    TriggerCheckpoint,
+    NotifyCheckpointComplete,
+    NotifyCheckpointAborted,
+    CancelTask,
+)
+"""Every message the JobMaster sends; a task refuses any other type."""

@@ -62,7 +62,7 @@ def two_input_task(tmp_path, **checkpointing) -> tuple[StreamTask, queue.SimpleQ
 
 
 def deploy(task: StreamTask, channel_state=None) -> None:
-    task._deploy_and_restore(DeployTask({}, [], None, {}, channel_state=channel_state))
+    task._deploy_and_restore(DeployTask(0, {}, [], None, {}, channel_state=channel_state))
     for channel in range(2):
         task.gate.connected(channel, _Wire())  # type: ignore[arg-type]
 
