@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.combined_watermark import IndexedCombinedWatermarkStatus
 from barrierflow.runtime.elements import StreamStatus, Watermark
+from barrierflow.runtime.mailbox_executor import NO_MAILBOX, MailboxExecutor
 from barrierflow.state.key_groups import KeyGroupRange
 
 DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
@@ -55,6 +56,8 @@ class OperatorContext:
     processing_time: Callable[[], int] = field(default=_no_processing_time, compare=False)
     """The task's processing-time clock: epoch milliseconds (a manual clock in tests)."""
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
+    mailbox: MailboxExecutor = field(default=NO_MAILBOX, compare=False)
+    """Hands actions from other threads to the task's mailbox thread (async I/O completions)."""
     """How often periodic watermark generators are asked for a watermark."""
 
 
@@ -129,6 +132,11 @@ class StreamOperator:
     def process_stream_status(self, status: StreamStatus) -> None:
         """The input went IDLE or came back ACTIVE; by default the output follows it."""
         self.output.emit_stream_status(status)
+
+    def accepts_input(self) -> bool:
+        """False while this operator must not be given input (e.g. its async queue is full);
+        the task then only handles mails until it accepts again, and does not finish."""
+        return True
 
     def next_wakeup(self) -> int | None:
         """When (processing time, ms) the task should call `on_processing_time`; None: never."""
