@@ -1,20 +1,21 @@
 """barrierflow: Apache Flink's exactly-once stream processing for Python, on Apache Spark."""
 
 from barrierflow.api.all_windowed_stream import AllWindowedStream
+from barrierflow.api.async_data_stream import AsyncDataStream
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.connected_streams import ConnectedStreams
 from barrierflow.api.datastream import DataStream, DataStreamSink, KeyedStream
 from barrierflow.api.environment import JobClient, JobExecutionResult, StreamExecutionEnvironment
 from barrierflow.api.execution_config import ExecutionConfig
-from barrierflow.api.functions import TimeDomain
-from barrierflow.api.output_tag import OutputTag
-from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.api.time import Duration
-from barrierflow.api.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from barrierflow.api.joins import CoGroupedStreams, JoinedStreams
 from barrierflow.api.windowed_stream import WindowedStream
-from barrierflow.runtime.async_io.api import AsyncDataStream, AsyncFunction
+from barrierflow.core.async_function import AsyncFunction
+from barrierflow.core.functions import TimeDomain
+from barrierflow.core.output_tag import OutputTag
+from barrierflow.core.restart_strategies import RestartStrategies
+from barrierflow.core.time import Duration
+from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.runtime.async_io.retry import AsyncRetryStrategy
-from barrierflow.runtime.joins.api import CoGroupedStreams, JoinedStreams
 
 __all__ = [
     "AllWindowedStream",

@@ -1,13 +1,14 @@
 """User function classes (PyFlink names)."""
 
 from barrierflow.api.all_windowed_stream import AllWindowFunction, ProcessAllWindowFunction
-from barrierflow.api.co_functions import (
+from barrierflow.core.async_function import AsyncFunction
+from barrierflow.core.co_functions import (
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
     KeyedCoProcessFunction,
 )
-from barrierflow.api.functions import (
+from barrierflow.core.functions import (
     FilterFunction,
     FlatMapFunction,
     KeyedProcessFunction,
@@ -19,14 +20,13 @@ from barrierflow.api.functions import (
     TimeDomain,
     TimerService,
 )
-from barrierflow.runtime.async_io.api import AsyncFunction
-from barrierflow.runtime.joins.functions import (
+from barrierflow.core.join_functions import (
     CoGroupFunction,
     FlatJoinFunction,
     JoinFunction,
     ProcessJoinFunction,
 )
-from barrierflow.runtime.windowing.functions import (
+from barrierflow.core.window_functions import (
     AggregateFunction,
     KeyedStateStore,
     ProcessWindowFunction,

@@ -30,9 +30,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from barrierflow.api.time import Duration, to_millis
-from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.windowing.triggers import (
+from barrierflow.core.time import Duration, to_millis
+from barrierflow.core.triggers import (
     ContinuousEventTimeTrigger,
     CountTrigger,
     EventTimeTrigger,
@@ -42,6 +41,7 @@ from barrierflow.runtime.windowing.triggers import (
     Trigger,
     TriggerResult,
 )
+from barrierflow.errors import ConfigurationError
 
 __all__ = [
     "MAX_TIMESTAMP",

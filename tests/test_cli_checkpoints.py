@@ -8,8 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from barrierflow import _envelope as state_format
 from barrierflow import _fs
-from barrierflow.checkpoint import format as state_format
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.history import CheckpointHistoryFile
 from barrierflow.checkpoint.stats import (

@@ -124,8 +124,8 @@ def test_all_is_sorted_and_every_name_in_it_is_importable(module_name):
 def test_the_function_classes_are_the_ones_the_operators_accept():
     import barrierflow
     import barrierflow.functions as functions
-    from barrierflow.runtime.async_io.api import AsyncFunction
-    from barrierflow.runtime.windowing.functions import ProcessWindowFunction
+    from barrierflow.core.async_function import AsyncFunction
+    from barrierflow.core.window_functions import ProcessWindowFunction
 
     assert functions.AsyncFunction is barrierflow.AsyncFunction is AsyncFunction
     assert functions.ProcessWindowFunction is ProcessWindowFunction

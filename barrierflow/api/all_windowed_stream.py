@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from barrierflow.api.functions import Function
+from barrierflow.core.functions import Function
 
 if TYPE_CHECKING:
     from barrierflow.api.datastream import DataStream

@@ -24,21 +24,11 @@ CheckpointConfig(mode=EXACTLY_ONCE, unaligned=True, aligned_timeout_ms=500)
 
 from __future__ import annotations
 
-import enum
 import os
 from typing import Any
 
+from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.errors import ConfigurationError
-
-
-class CheckpointingMode(enum.Enum):
-    """The guarantee checkpoints give for operator state."""
-
-    EXACTLY_ONCE = "exactly_once"
-    """Barriers are aligned: every record is reflected in state exactly once."""
-    AT_LEAST_ONCE = "at_least_once"
-    """Barriers are not aligned: after recovery some records may be counted twice."""
-
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
 

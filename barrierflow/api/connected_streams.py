@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from barrierflow.api.co_functions import (
+from barrierflow.core.co_functions import (
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from barrierflow.api.output_tag import OutputTag
 from barrierflow.connectors.base import Sink
+from barrierflow.core.output_tag import OutputTag
 from barrierflow.errors import JobDefinitionError
-from barrierflow.graph.partitioners import (
-    BroadcastPartitioner,
-    ForwardPartitioner,
-    KeyGroupStreamPartitioner,
-    Partitioner,
-    RebalancePartitioner,
-)
 from barrierflow.graph.transformation import Transformation
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
 from barrierflow.runtime.operators.process import ProcessOperator
@@ -22,13 +15,20 @@ from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOpera
 from barrierflow.runtime.operators.timestamps_and_watermarks import (
     TimestampsAndWatermarksOperator,
 )
+from barrierflow.runtime.partitioners import (
+    BroadcastPartitioner,
+    ForwardPartitioner,
+    KeyGroupStreamPartitioner,
+    Partitioner,
+    RebalancePartitioner,
+)
 
 if TYPE_CHECKING:
     from barrierflow.api.all_windowed_stream import AllWindowedStream
     from barrierflow.api.connected_streams import ConnectedStreams
     from barrierflow.api.environment import StreamExecutionEnvironment
+    from barrierflow.api.joins import CoGroupedStreams, IntervalJoin, JoinedStreams
     from barrierflow.api.windowed_stream import WindowedStream
-    from barrierflow.runtime.joins.api import CoGroupedStreams, IntervalJoin, JoinedStreams
 
 
 class DataStream:
@@ -79,7 +79,7 @@ class DataStream:
         >>> [v.name for v in env.get_job_graph().vertices]
         ['Collection -> Timestamps/Watermarks -> Print']
         """
-        from barrierflow.api.watermark_strategy import WatermarkStrategy
+        from barrierflow.core.watermark_strategy import WatermarkStrategy
 
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise JobDefinitionError(
@@ -158,13 +158,13 @@ class DataStream:
 
     def join(self, other: DataStream) -> JoinedStreams:
         """A window join: `.where(k1).equal_to(k2).window(assigner).apply(join_function)`."""
-        from barrierflow.runtime.joins.api import JoinedStreams
+        from barrierflow.api.joins import JoinedStreams
 
         return JoinedStreams(self, other)
 
     def co_group(self, other: DataStream) -> CoGroupedStreams:
         """A window co-group: `.where(k1).equal_to(k2).window(assigner).apply(co_group_fn)`."""
-        from barrierflow.runtime.joins.api import CoGroupedStreams
+        from barrierflow.api.joins import CoGroupedStreams
 
         return CoGroupedStreams(self, other)
 
@@ -173,13 +173,6 @@ class DataStream:
         from barrierflow.api.all_windowed_stream import AllWindowedStream
 
         return AllWindowedStream(self, window_assigner)
-
-    def _add_async_wait(self, spec: Any) -> DataStream:
-        """The operator of `AsyncDataStream.ordered_wait` / `unordered_wait`."""
-        from barrierflow.runtime.operators.async_wait import AsyncWaitOperator
-
-        mode = "Ordered" if spec.output_mode.name == "ORDERED" else "Unordered"
-        return self._add_operator(f"AsyncWait({mode})", AsyncWaitOperator, spec)
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         if not callable(key_selector) and not hasattr(key_selector, "get_key"):
@@ -299,25 +292,11 @@ class KeyedStream(DataStream):
     def interval_join(self, other: KeyedStream) -> IntervalJoin:
         """Join with `other` on equal keys and `left.ts + lower <= right.ts <= left.ts + upper`:
         `.between(lower, upper).process(ProcessJoinFunction)`."""
-        from barrierflow.runtime.joins.api import IntervalJoin
+        from barrierflow.api.joins import IntervalJoin
 
         if not isinstance(other, KeyedStream):
             raise JobDefinitionError(f"interval_join needs a KeyedStream, got {other!r}")
         return IntervalJoin(self, other)
-
-    def _add_interval_join(self, other: KeyedStream, spec: Any) -> DataStream:
-        from barrierflow.api.connected_streams import add_two_input_operator
-        from barrierflow.runtime.operators.interval_join import IntervalJoinOperator
-
-        return add_two_input_operator(
-            self,
-            other,
-            "IntervalJoin",
-            IntervalJoinOperator,
-            self._key_selector,
-            other._key_selector,
-            spec,
-        )
 
 
 class DataStreamSink:

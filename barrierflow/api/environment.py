@@ -13,13 +13,13 @@ from typing import Any
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.execution_config import ExecutionConfig
-from barrierflow.api.restart_strategies import (
+from barrierflow.connectors.base import Source
+from barrierflow.core.restart_strategies import (
     DEFAULT_WITH_CHECKPOINTING,
     RestartStrategies,
     RestartStrategyConfiguration,
 )
-from barrierflow.api.watermark_strategy import WatermarkStrategy
-from barrierflow.connectors.base import Source
+from barrierflow.core.watermark_strategy import WatermarkStrategy
 from barrierflow.errors import ConfigurationError, JobDefinitionError
 from barrierflow.graph.builder import build_job_graph
 from barrierflow.graph.job_graph import JobGraph, SubtaskId

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from barrierflow.api.functions import as_callable
-from barrierflow.api.output_tag import OutputTag
-from barrierflow.api.time import Duration, to_millis
+from barrierflow.core.functions import as_callable
+from barrierflow.core.output_tag import OutputTag
+from barrierflow.core.time import Duration, to_millis
+from barrierflow.core.window_functions import AggregateFunction
 from barrierflow.errors import ConfigurationError, JobDefinitionError
 from barrierflow.runtime.operators.window import WindowOperator
-from barrierflow.runtime.windowing.functions import AggregateFunction
 
 if TYPE_CHECKING:
     from barrierflow.api.datastream import DataStream, KeyedStream

@@ -18,19 +18,19 @@ from typing import Any
 
 from barrierflow import _fs
 from barrierflow.checkpoint.handles import OperatorRestore
+from barrierflow.checkpoint.job_shape import JobShape, SubtaskRef
 from barrierflow.errors import StateRestoreError
-from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
 
 METADATA_SCHEMA = 1
 
 
 def build_metadata(
-    graph: JobGraph,
+    graph: JobShape,
     checkpoint_id: int,
     timestamp: int,
     is_final: bool,
-    handles: dict[SubtaskId, dict[str, Any] | None],
+    handles: dict[SubtaskRef, dict[str, Any] | None],
 ) -> dict[str, Any]:
     operators: dict[str, dict[str, Any]] = {}
     for vertex in graph.vertices:
@@ -85,7 +85,7 @@ def build_metadata(
     }
 
 
-def check_compatible(graph: JobGraph, metadata: dict[str, Any], where: str) -> None:
+def check_compatible(graph: JobShape, metadata: dict[str, Any], where: str) -> None:
     """Refuse to restore state the job cannot take (unknown operators, other key groups)."""
     uids = set(graph.operator_uids())
     unknown = sorted(set(metadata["operators"]) - uids)
@@ -119,7 +119,7 @@ def check_compatible(graph: JobGraph, metadata: dict[str, Any], where: str) -> N
 
 
 def restore_assignment(
-    graph: JobGraph, metadata: dict[str, Any], checkpoint_dir: _fs.Location, subtask: SubtaskId
+    graph: JobShape, metadata: dict[str, Any], checkpoint_dir: _fs.Location, subtask: SubtaskRef
 ) -> dict[str, OperatorRestore]:
     """What each operator of `subtask` restores: overlapping keyed state, all operator state."""
     vertex = graph.vertex(subtask.vertex_id)
@@ -148,7 +148,7 @@ def restore_assignment(
 
 
 def channel_state_assignment(
-    graph: JobGraph, metadata: dict[str, Any], checkpoint_dir: _fs.Location, subtask: SubtaskId
+    graph: JobShape, metadata: dict[str, Any], checkpoint_dir: _fs.Location, subtask: SubtaskRef
 ) -> tuple[str, int, int] | None:
     """(file URI, offset, length) of the channel state `subtask` replays, or None."""
     section = metadata.get("channel_state")

@@ -29,7 +29,6 @@ from typing import Any
 
 from pyspark import cloudpickle
 
-from barrierflow.api.restart_strategies import RestartStrategyConfiguration
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.history import CheckpointHistoryFile
@@ -52,6 +51,7 @@ from barrierflow.cluster.rest import JobView, RestServer, VertexView, resolve_re
 from barrierflow.cluster.rpc import RpcServer
 from barrierflow.cluster.user_code import register_user_modules_by_value
 from barrierflow.connectors.base import SourceSplit
+from barrierflow.core.restart_strategies import RestartStrategyConfiguration
 from barrierflow.errors import BarrierflowError, CheckpointStorageError, JobExecutionError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg

@@ -14,8 +14,8 @@ from barrierflow.graph.job_graph import (
     JobGraph,
     JobVertex,
 )
-from barrierflow.graph.partitioners import ForwardPartitioner, Partitioner, RebalancePartitioner
 from barrierflow.graph.transformation import Transformation
+from barrierflow.runtime.partitioners import ForwardPartitioner, Partitioner, RebalancePartitioner
 
 
 def build_job_graph(

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from barrierflow.graph.partitioners import Partitioner
 from barrierflow.graph.transformation import Transformation
 from barrierflow.runtime.operators.base import DEFAULT_AUTO_WATERMARK_INTERVAL_MS
+from barrierflow.runtime.partitioners import Partitioner
 
 
 @dataclass(frozen=True, order=True)

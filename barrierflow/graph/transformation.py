@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barrierflow.connectors.base import Sink, Source
-from barrierflow.graph.partitioners import Partitioner
+from barrierflow.runtime.partitioners import Partitioner
 
 _ids = itertools.count()
 

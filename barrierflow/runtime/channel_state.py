@@ -28,7 +28,7 @@ Together, the restored snapshot plus (1) plus (2) replay every record that was i
 checkpoint exactly once: the downstream task's own snapshot and input channel state end at its
 barrier, which the re-sent frames followed.
 
-File format: one envelope (`checkpoint.format`) of kind "channel-state". Its header is::
+File format: one envelope (`barrierflow._envelope`) of kind "channel-state". Its header is::
 
     {"version": 1, "checkpoint_id": n, "input_channels": I, "output_channels": O,
      "inputs":  [[channel, offset, [frame length, ...]], ...],
@@ -54,7 +54,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from barrierflow.checkpoint import format as envelope
+from barrierflow import _envelope as envelope
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.network import codec
 

@@ -10,6 +10,18 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from barrierflow.core.watermark import Watermark
+
+__all__ = [
+    "END_OF_PARTITION",
+    "MAX_WATERMARK",
+    "CancelCheckpointMarker",
+    "CheckpointBarrier",
+    "EndOfPartition",
+    "StreamStatus",
+    "Watermark",
+]
+
 MAX_WATERMARK = 2**63 - 1
 """The watermark a source emits when its input has ended."""
 
@@ -53,13 +65,6 @@ class CancelCheckpointMarker:
 @dataclass(frozen=True, slots=True)
 class EndOfPartition:
     """The sender will send nothing more on this channel."""
-
-
-@dataclass(frozen=True, slots=True)
-class Watermark:
-    """Event time has reached `timestamp` (milliseconds): no older record should follow."""
-
-    timestamp: int
 
 
 class StreamStatus(enum.Enum):

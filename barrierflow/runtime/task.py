@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from barrierflow import _fs
-from barrierflow.api.checkpoint_config import CheckpointingMode
 from barrierflow.checkpoint import format as state_format
 from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.errors import BarrierflowError, ChannelLostError, StreamCorruptionError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime.barriers.decisions import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from barrierflow.api.watermark_strategy import WatermarkGenerator, WatermarkOutput
+from barrierflow.core.watermark_strategy import WatermarkGenerator, WatermarkOutput
 from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus, Watermark
 from barrierflow.runtime.watermarks import MIN_WATERMARK, StatusWatermarkOutput
 
@@ -69,8 +69,8 @@ class SplitWatermarkMultiplexer:
     emits at most one watermark. Watermarks are not checkpointed (as in Flink): after a
     restore, splits start again from `MIN_WATERMARK`.
 
-    >>> from barrierflow.api.time import Duration
-    >>> from barrierflow.api.watermark_strategy import WatermarkStrategy
+    >>> from barrierflow.core.time import Duration
+    >>> from barrierflow.core.watermark_strategy import WatermarkStrategy
     >>> class Print:
     ...     def emit_watermark(self, watermark): print(watermark)
     ...     def emit_stream_status(self, status): print(status)

@@ -8,15 +8,11 @@
 from barrierflow.state.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
+    ReducingStateDescriptor,
     StateDescriptor,
     ValueStateDescriptor,
 )
-from barrierflow.state.values import ListState, MapState, State, ValueState
-
-from barrierflow.runtime.windowing.partitioned_state import (  # isort: skip (after values)
-    ReducingState,
-    ReducingStateDescriptor,
-)
+from barrierflow.state.values import ListState, MapState, ReducingState, State, ValueState
 
 __all__ = [
     "ListState",

@@ -1,83 +1,20 @@
-"""State descriptors: what a user function declares to get a piece of keyed state.
+"""State descriptors as `barrierflow.state` exports them; defined in `barrierflow.core`, where
+the function contracts that take them live."""
 
-As in PyFlink, a descriptor names the state; the name is what a checkpoint
-stores it under, so keep it stable across versions of a job. Type information
-is accepted for PyFlink compatibility and not used: values are pickled.
+from barrierflow.core.state_descriptors import (
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    StateKind,
+    ValueStateDescriptor,
+)
 
->>> ValueStateDescriptor("count").get_name()
-'count'
->>> ListStateDescriptor("seen").kind
-<StateKind.LIST: 'list'>
-"""
-
-from __future__ import annotations
-
-import enum
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-from barrierflow.errors import ConfigurationError
-
-
-class StateKind(enum.Enum):
-    """What shape of state a descriptor declares; stored in snapshots by value."""
-
-    VALUE = "value"
-    """One value per key (`ValueState`)."""
-    LIST = "list"
-    """A list of values per key (`ListState`)."""
-    MAP = "map"
-    """A dict of user keys to values per key (`MapState`)."""
-
-
-@dataclass(frozen=True)
-class StateDescriptor:
-    """Names a piece of keyed state; subclasses fix its kind."""
-
-    name: str
-    kind: ClassVar[StateKind]
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ConfigurationError(f"a state name must be a non-empty str, got {self.name!r}")
-
-    def get_name(self) -> str:
-        """The state's name (PyFlink's `get_name`)."""
-        return self.name
-
-
-@dataclass(frozen=True)
-class ValueStateDescriptor(StateDescriptor):
-    """Declares a `ValueState`.
-
-    >>> ValueStateDescriptor("total")
-    ValueStateDescriptor(name='total', value_type_info=None)
-    """
-
-    value_type_info: Any = field(default=None, compare=False)
-    kind: ClassVar[StateKind] = StateKind.VALUE
-
-
-@dataclass(frozen=True)
-class ListStateDescriptor(StateDescriptor):
-    """Declares a `ListState`.
-
-    >>> ListStateDescriptor("buffer").name
-    'buffer'
-    """
-
-    elem_type_info: Any = field(default=None, compare=False)
-    kind: ClassVar[StateKind] = StateKind.LIST
-
-
-@dataclass(frozen=True)
-class MapStateDescriptor(StateDescriptor):
-    """Declares a `MapState`.
-
-    >>> MapStateDescriptor("by_item").kind.value
-    'map'
-    """
-
-    key_type_info: Any = field(default=None, compare=False)
-    value_type_info: Any = field(default=None, compare=False)
-    kind: ClassVar[StateKind] = StateKind.MAP
+__all__ = [
+    "ListStateDescriptor",
+    "MapStateDescriptor",
+    "ReducingStateDescriptor",
+    "StateDescriptor",
+    "StateKind",
+    "ValueStateDescriptor",
+]

@@ -4,7 +4,7 @@ Mailbox thread only. State lives as `tables[state name][key group - start][key]`
 so a value read or write is a list index and a dict operation, and a snapshot or
 a restore handles whole key groups, which is what lets state be rescaled.
 
-Snapshot format: a "keyed-state" envelope (`barrierflow.checkpoint.format`).
+Snapshot format: a "keyed-state" envelope (`barrierflow._envelope`).
 Its msgpack header is
 
     {"version": 1,                         # KEYED_STATE_VERSION
@@ -40,15 +40,15 @@ import pickle
 from collections.abc import Iterable, Iterator
 from typing import Any, NoReturn
 
-from barrierflow.checkpoint import format as state_format
-from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
-from barrierflow.state.descriptors import (
+from barrierflow import _envelope as state_format
+from barrierflow.core.state_descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
     StateDescriptor,
     StateKind,
     ValueStateDescriptor,
 )
+from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
 from barrierflow.state.key_groups import KeyGroupRange, stable_hash
 from barrierflow.state.values import ListState, MapState, ValueState
 

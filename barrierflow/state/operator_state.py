@@ -1,7 +1,7 @@
 """Operator state (source positions, sink transactions) as msgpack in the versioned envelope.
 
 Operator state is small, plain data, so it is stored as msgpack in the header of
-an "operator-state" envelope (`barrierflow.checkpoint.format`), never pickled.
+an "operator-state" envelope (`barrierflow._envelope`), never pickled.
 A value round-trips exactly when it is built from:
 
 - None, bool, int (64-bit), float, str, bytes;
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.checkpoint import format as state_format
+from barrierflow import _envelope as state_format
 from barrierflow.errors import StateRestoreError
 
 OPERATOR_STATE = "operator-state"

@@ -105,3 +105,15 @@ class MapState(State):
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.keys())
+
+
+class ReducingState(State):
+    """One value per key (and namespace) that every `add` folds a value into."""
+
+    @abstractmethod
+    def get(self) -> Any:
+        """The folded value, or None if nothing was added."""
+
+    @abstractmethod
+    def add(self, value: Any) -> None:
+        """Fold `value` in: `reduce(current, value)`, or `value` if there is none."""

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pyspark import cloudpickle
 
-from barrierflow.api.time import Duration
-from barrierflow.api.watermark_strategy import (
+from barrierflow.core.time import Duration
+from barrierflow.core.watermark_strategy import (
     AscendingTimestampsWatermarks,
     BoundedOutOfOrdernessWatermarks,
     NoWatermarksGenerator,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from barrierflow.checkpoint import format as state_format
-from barrierflow.checkpoint.format import FORMAT_VERSION, MAGIC, decode, encode
+from barrierflow import _envelope as state_format
+from barrierflow._envelope import FORMAT_VERSION, MAGIC, decode, encode
 from barrierflow.errors import StateRestoreError
 
 EXAMPLE = encode("subtask-state", {"operators": {"count": [0, 4]}, 7: "int key"}, b"body")

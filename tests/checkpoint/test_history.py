@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from barrierflow import _envelope as state_format
 from barrierflow import _fs
-from barrierflow.checkpoint import format as state_format
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.history import HISTORY_FILE, CheckpointHistoryFile
 from barrierflow.checkpoint.stats import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from barrierflow.graph.partitioners import (
+from barrierflow.runtime.partitioners import (
     BroadcastPartitioner,
     ForwardPartitioner,
     KeyGroupStreamPartitioner,

@@ -9,7 +9,7 @@ import pytest
 from barrierflow import StreamExecutionEnvironment
 from barrierflow.errors import JobDefinitionError
 from barrierflow.functions import CoMapFunction, KeyedCoProcessFunction, ProcessJoinFunction
-from barrierflow.graph.partitioners import KeyGroupStreamPartitioner
+from barrierflow.runtime.partitioners import KeyGroupStreamPartitioner
 
 
 class Both(CoMapFunction):

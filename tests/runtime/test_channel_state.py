@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from barrierflow.checkpoint import format as envelope
+from barrierflow import _envelope as envelope
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.channel_state import (
     CHANNEL_STATE,

@@ -11,7 +11,7 @@ import queue
 import pytest
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy, _fs
-from barrierflow.checkpoint import format as state_format
+from barrierflow import _envelope as state_format
 from barrierflow.connectors.collection import CollectionSource
 from barrierflow.connectors.print_sink import PrintSink
 from barrierflow.runtime.batch import RecordBatch

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barrierflow.checkpoint import format as checkpoint_format
+from barrierflow import _envelope as checkpoint_format
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers import MIN_WATERMARK, InternalTimerService, Timer
 from barrierflow.state.key_groups import (

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from barrierflow.api.time import Duration
-from barrierflow.api.watermark_strategy import (
+from barrierflow.core.time import Duration
+from barrierflow.core.watermark_strategy import (
     WatermarkGenerator,
     WatermarkOutput,
     WatermarkStrategy,

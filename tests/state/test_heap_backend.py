@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barrierflow.checkpoint import format as state_format
+from barrierflow import _envelope as state_format
 from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
 from barrierflow.state import (
     ListState,

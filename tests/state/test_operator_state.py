@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from barrierflow.checkpoint import format as state_format
+from barrierflow import _envelope as state_format
 from barrierflow.errors import StateRestoreError
 from barrierflow.state.operator_state import (
     OPERATOR_STATE,

@@ -291,7 +291,7 @@ def test_processing_time_windows_need_a_clock():
 def test_the_window_module_exports_every_public_window_class():
     import barrierflow.window as window
 
-    defined_here = {"barrierflow.window", "barrierflow.runtime.windowing.triggers"}
+    defined_here = {"barrierflow.window", "barrierflow.core.triggers"}
     public = {
         name
         for name, value in vars(window).items()

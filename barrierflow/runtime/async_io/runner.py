@@ -44,12 +44,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from barrierflow.runtime.async_io.api import AsyncFunction, AsyncWaitSpec, as_async_function
+from barrierflow.core.async_function import AsyncFunction, as_async_function
 from barrierflow.runtime.async_io.retry import (
     NO_RETRY_STRATEGY,
     AsyncRetryStrategy,
     next_retry_delay,
 )
+from barrierflow.runtime.async_io.spec import AsyncWaitSpec
 
 __all__ = ["AsyncFunctionRunner", "Post", "check_results"]
 

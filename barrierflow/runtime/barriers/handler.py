@@ -12,7 +12,7 @@ EXACTLY_ONCE             yes, timeout >0  `CheckpointBarrierUnaligner.alternatin
 
 As in Flink, the aligned checkpoint timeout only matters with unaligned checkpoints enabled.
 
->>> from barrierflow.api.checkpoint_config import CheckpointingMode
+>>> from barrierflow.core.checkpointing_mode import CheckpointingMode
 >>> type(barrier_handler_for(CheckpointingMode.EXACTLY_ONCE, False, 0, 2)).__name__
 'CheckpointBarrierAligner'
 >>> barrier_handler_for(CheckpointingMode.EXACTLY_ONCE, True, 500, 2).aligned_timeout_ms
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from barrierflow.api.checkpoint_config import CheckpointingMode
+from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.barriers.aligner import CheckpointBarrierAligner
 from barrierflow.runtime.barriers.decisions import Decision

@@ -3,29 +3,19 @@
 - `interval_join`: `IntervalJoinLogic`, Flink's IntervalJoinOperator as pure logic.
 - `window_join`: the tagged union, its key selector and the co-group window function
   a window join is built from (the windows themselves come from the windowing package).
-- `functions`: `ProcessJoinFunction`, `JoinFunction`, `FlatJoinFunction`, `CoGroupFunction`.
-- `api`: the builders users chain (`IntervalJoin`, `JoinedStreams`, `CoGroupedStreams`).
+- `spec`: `IntervalJoinSpec`, what the interval join operator is built from.
+
+The join function classes are in `barrierflow.core.join_functions`; the builders users
+chain (`IntervalJoin`, `JoinedStreams`, `CoGroupedStreams`) in `barrierflow.api.joins`.
 """
 
-from barrierflow.runtime.joins.api import (
-    CoGroupedStreams,
-    IntervalJoin,
-    IntervalJoined,
-    IntervalJoinSpec,
-    JoinedStreams,
-)
-from barrierflow.runtime.joins.functions import (
-    CoGroupFunction,
-    FlatJoinFunction,
-    JoinFunction,
-    ProcessJoinFunction,
-)
 from barrierflow.runtime.joins.interval_join import (
     IntervalJoinLogic,
     JoinedRecord,
     JoinSide,
     LateRecord,
 )
+from barrierflow.runtime.joins.spec import IntervalJoinSpec
 from barrierflow.runtime.joins.window_join import (
     CoGroupWindowFunction,
     JoinCoGroupFunction,
@@ -34,21 +24,13 @@ from barrierflow.runtime.joins.window_join import (
 )
 
 __all__ = [
-    "CoGroupFunction",
     "CoGroupWindowFunction",
-    "CoGroupedStreams",
-    "FlatJoinFunction",
-    "IntervalJoin",
     "IntervalJoinLogic",
     "IntervalJoinSpec",
-    "IntervalJoined",
     "JoinCoGroupFunction",
-    "JoinFunction",
     "JoinSide",
     "JoinedRecord",
-    "JoinedStreams",
     "LateRecord",
-    "ProcessJoinFunction",
     "TaggedUnion",
     "UnionKeySelector",
 ]

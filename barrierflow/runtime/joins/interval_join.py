@@ -52,9 +52,9 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from barrierflow.api.time import Duration, to_millis
+from barrierflow.core.join_functions import ProcessJoinFunction, as_process_join, outputs_of
+from barrierflow.core.time import Duration, to_millis
 from barrierflow.errors import ConfigurationError, StateRestoreError
-from barrierflow.runtime.joins.functions import ProcessJoinFunction, as_process_join, outputs_of
 
 __all__ = [
     "MIN_WATERMARK",

@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from barrierflow.api.functions import Function, KeySelector, as_callable
-from barrierflow.runtime.joins.functions import (
+from barrierflow.core.functions import Function, KeySelector, as_callable
+from barrierflow.core.join_functions import (
     CoGroupFunction,
     as_co_group,
     as_flat_join,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.graph.partitioners import Partitioner
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import OutputChannel
+from barrierflow.runtime.partitioners import Partitioner
 
 MAX_BACKLOG = 2
 """Queued buffers per channel beyond its credit before the task stops producing."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.api.co_functions import CoProcessFunction, KeyedCoProcessFunction
-from barrierflow.api.functions import as_callable
+from barrierflow.core.co_functions import CoProcessFunction, KeyedCoProcessFunction
+from barrierflow.core.functions import as_callable
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.operators.base import TwoInputStreamOperator
 from barrierflow.runtime.operators.keyed import KeyedFunctionOperator

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from barrierflow.api.output_tag import OutputTag
+from barrierflow.core.output_tag import OutputTag
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.operators.base import Output
 

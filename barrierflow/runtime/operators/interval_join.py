@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.api.functions import Function, as_callable
+from barrierflow.core.functions import Function, as_callable
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.joins import IntervalJoinLogic, JoinedRecord, JoinSide

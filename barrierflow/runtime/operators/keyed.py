@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.api.functions import (
+from barrierflow.core.functions import (
     Function,
     KeyedProcessFunction,
     TimeDomain,

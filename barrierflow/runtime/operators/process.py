@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.api.functions import ProcessFunction, TimerService
+from barrierflow.core.functions import ProcessFunction, TimerService
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark

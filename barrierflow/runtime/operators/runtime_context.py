@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.api.functions import RuntimeContext
+from barrierflow.core.functions import RuntimeContext
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.operators.base import OperatorContext
 from barrierflow.state.heap_backend import HeapKeyedStateBackend

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from barrierflow.api.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.connectors.base import (
     Sink,
     SinkContext,
@@ -15,6 +14,7 @@ from barrierflow.connectors.base import (
     SourceReader,
     SourceSplit,
 )
+from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus, Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.api.functions import Function, as_callable
+from barrierflow.core.functions import Function, as_callable
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.operators.base import StreamOperator
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from barrierflow.api.watermark_strategy import (
+from barrierflow.core.watermark_strategy import (
     TimestampAssigner,
     WatermarkGenerator,
     WatermarkOutput,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Hashable, Iterator, Sequence
 
-from barrierflow.checkpoint import format as checkpoint_format
+from barrierflow import _envelope as checkpoint_format
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers.priority_queue import TimerPriorityQueue
 from barrierflow.runtime.timers.timer import (
@@ -19,7 +19,7 @@ from barrierflow.runtime.timers.timer import (
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
 
 SNAPSHOT_KIND = "timers"
-"""The kind of checkpoint envelope (barrierflow.checkpoint.format) a timer snapshot uses."""
+"""The kind of checkpoint envelope (`barrierflow._envelope`) a timer snapshot uses."""
 
 _HEADER_VERSION = 1
 """What a "timers" header and body mean (see `snapshot`); bump it and keep reading older ones."""

@@ -11,7 +11,7 @@ two protocols (keyed window state, timers) a window operator backs it with.
   `barrierflow.functions`).
 """
 
-from barrierflow.runtime.windowing.functions import (
+from barrierflow.core.window_functions import (
     AggregateFunction,
     KeyedStateStore,
     ProcessWindowFunction,

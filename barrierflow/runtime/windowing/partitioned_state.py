@@ -19,23 +19,20 @@ Flink's `ReducingState`, each stored as one value per (name, key, namespace).
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
-from barrierflow.api.functions import as_callable
-from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.windowing.functions import KeyedStateStore
-from barrierflow.runtime.windowing.window_state import WindowStateAccess
-from barrierflow.state.descriptors import (
+from barrierflow.core.state_descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
+    ReducingStateDescriptor,
     StateDescriptor,
-    StateKind,
     ValueStateDescriptor,
 )
-from barrierflow.state.values import ListState, MapState, State, ValueState
+from barrierflow.core.window_functions import KeyedStateStore
+from barrierflow.errors import ConfigurationError
+from barrierflow.runtime.windowing.window_state import WindowStateAccess
+from barrierflow.state.values import ListState, MapState, ReducingState, State, ValueState
 
 __all__ = [
     "RESERVED_STATE_NAMES",
@@ -49,41 +46,6 @@ __all__ = [
 
 RESERVED_STATE_NAMES = frozenset({"window-contents", "merging-window-set"})
 """Names the window logic keeps its own state under; user state cannot take them."""
-
-
-class ReducingState(State):
-    """One value per key (and namespace) that every `add` folds a value into."""
-
-    @abstractmethod
-    def get(self) -> Any:
-        """The folded value, or None if nothing was added."""
-
-    @abstractmethod
-    def add(self, value: Any) -> None:
-        """Fold `value` in: `reduce(current, value)`, or `value` if there is none."""
-
-
-@dataclass(frozen=True)
-class ReducingStateDescriptor(StateDescriptor):
-    """Declares a `ReducingState` (PyFlink's name); its values fold with `reduce_function`.
-
-    Stored as one value per key and namespace.
-
-    >>> ReducingStateDescriptor("sum", lambda a, b: a + b).name
-    'sum'
-    """
-
-    reduce_function: Any = field(default=None, compare=False)
-    type_info: Any = field(default=None, compare=False)
-    kind: ClassVar[StateKind] = StateKind.VALUE
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        as_callable(self.reduce_function, "reduce", "ReduceFunction")
-
-    def reducer(self) -> Callable[[Any, Any], Any]:
-        """The reduce function as a two-argument callable."""
-        return as_callable(self.reduce_function, "reduce", "ReduceFunction")
 
 
 class _Scoped:

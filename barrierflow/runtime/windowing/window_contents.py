@@ -29,9 +29,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from barrierflow.api.functions import Function, as_callable
+from barrierflow.core.functions import Function, as_callable
+from barrierflow.core.window_functions import AggregateFunction
 from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.windowing.functions import AggregateFunction
 
 __all__ = [
     "AggregatingWindowContents",

@@ -38,9 +38,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from barrierflow.api.time import Duration, to_millis
+from barrierflow.core.time import Duration, to_millis
+from barrierflow.core.window_functions import KeyedStateStore, ProcessWindowFunction
 from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.windowing.functions import KeyedStateStore, ProcessWindowFunction
 from barrierflow.runtime.windowing.merging_window_set import MergingWindowSet
 from barrierflow.runtime.windowing.partitioned_state import (
     WindowKeyedStateStore,

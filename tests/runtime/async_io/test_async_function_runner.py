@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from async_harness import Mailbox
 
-from barrierflow.runtime.async_io.api import AsyncFunction
+from barrierflow.core.async_function import AsyncFunction
 from barrierflow.runtime.async_io.retry import AsyncRetryStrategy
 from barrierflow.runtime.async_io.runner import AsyncFunctionRunner
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from async_harness import Mailbox, RecordingOutput
 
+from barrierflow.core.async_function import AsyncFunction
 from barrierflow.errors import StateRestoreError
-from barrierflow.runtime.async_io.api import AsyncFunction
 from barrierflow.runtime.async_io.errors import AsyncOperationFailedError
 from barrierflow.runtime.async_io.queue import Record
 from barrierflow.runtime.async_io.runner import AsyncFunctionRunner

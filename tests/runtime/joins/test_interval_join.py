@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barrierflow.api.time import Duration
+from barrierflow.core.join_functions import ProcessJoinFunction
+from barrierflow.core.time import Duration
 from barrierflow.errors import ConfigurationError, StateRestoreError
-from barrierflow.runtime.joins.functions import ProcessJoinFunction
 from barrierflow.runtime.joins.interval_join import (
     MIN_WATERMARK,
     IntervalJoinLogic,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from barrierflow.api.functions import KeySelector, MapFunction
-from barrierflow.runtime.joins.functions import (
+from barrierflow.core.functions import KeySelector, MapFunction
+from barrierflow.core.join_functions import (
     CoGroupFunction,
     FlatJoinFunction,
     JoinFunction,

@@ -4,13 +4,13 @@ watermarks broadcast to every channel, none while the output is IDLE; priority e
 
 from __future__ import annotations
 
-from barrierflow.graph.partitioners import KeyGroupStreamPartitioner, RebalancePartitioner
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput, OperatorOutput, RecordWriterOutput
 from barrierflow.runtime.elements import CheckpointBarrier, StreamStatus, Watermark
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import OutputChannel
 from barrierflow.runtime.network.record_writer import EdgeWriter, RecordWriter
+from barrierflow.runtime.partitioners import KeyGroupStreamPartitioner, RebalancePartitioner
 
 
 class FakeChannel:

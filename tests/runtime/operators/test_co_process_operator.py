@@ -6,7 +6,7 @@ from __future__ import annotations
 from operator_harness import ManualClock, started
 
 from barrierflow import OutputTag
-from barrierflow.api.co_functions import _CoMapAsProcess
+from barrierflow.core.co_functions import _CoMapAsProcess
 from barrierflow.functions import CoMapFunction, CoProcessFunction, KeyedCoProcessFunction
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import StreamStatus, Watermark

@@ -10,7 +10,7 @@ from barrierflow import OutputTag
 from barrierflow.functions import ProcessJoinFunction
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
-from barrierflow.runtime.joins import IntervalJoinSpec
+from barrierflow.runtime.joins.spec import IntervalJoinSpec
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.interval_join import IntervalJoinOperator
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group

@@ -6,20 +6,18 @@ from typing import Any
 
 import pytest
 
-from barrierflow.api.time import Duration
+from barrierflow import StreamExecutionEnvironment
+from barrierflow.api.async_data_stream import AsyncDataStream
+from barrierflow.api.datastream import DataStream
+from barrierflow.core.async_function import AsyncFunction
+from barrierflow.core.time import Duration
 from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.async_io.api import (
-    DEFAULT_CAPACITY,
-    AsyncDataStream,
-    AsyncFunction,
-    AsyncWaitSpec,
-    OutputMode,
-)
 from barrierflow.runtime.async_io.queue import (
     OrderedStreamElementQueue,
     UnorderedStreamElementQueue,
 )
 from barrierflow.runtime.async_io.retry import NO_RETRY_STRATEGY, AsyncRetryStrategy
+from barrierflow.runtime.async_io.spec import DEFAULT_CAPACITY, AsyncWaitSpec, OutputMode
 
 
 class Lookup(AsyncFunction):
@@ -27,15 +25,14 @@ class Lookup(AsyncFunction):
         return [value]
 
 
-class FakeDataStream:
-    """Stands in for the DataStream the wiring will provide: records the spec it gets."""
+def a_stream() -> DataStream:
+    return StreamExecutionEnvironment.get_execution_environment().from_collection([1])
 
-    def __init__(self) -> None:
-        self.specs: list[AsyncWaitSpec] = []
 
-    def _add_async_wait(self, spec: AsyncWaitSpec) -> str:
-        self.specs.append(spec)
-        return "the resulting stream"
+def spec_of(result: DataStream) -> AsyncWaitSpec:
+    """The spec the async wait operator after `result`'s input was built with."""
+    (spec,) = result._transformation.operator_args
+    return spec
 
 
 RETRY = AsyncRetryStrategy.fixed_delay(3, 100, exception_predicate=lambda e: True)
@@ -62,16 +59,16 @@ RETRY = AsyncRetryStrategy.fixed_delay(3, 100, exception_predicate=lambda e: Tru
 def test_each_wait_hands_the_stream_a_spec_of_its_mode(
     call: Any, mode: OutputMode, retry: Any
 ) -> None:
-    stream, function = FakeDataStream(), Lookup()
-    assert call(stream, function) == "the resulting stream"
-    (spec,) = stream.specs
+    stream, function = a_stream(), Lookup()
+    result = call(stream, function)
+    assert isinstance(result, DataStream)
+    assert result._transformation.inputs == [stream._transformation]
+    spec = spec_of(result)
     assert spec == AsyncWaitSpec(function, 500, 7, mode, retry or NO_RETRY_STRATEGY)
 
 
 def test_the_timeout_may_be_a_duration_and_the_capacity_defaults_to_100() -> None:
-    stream = FakeDataStream()
-    AsyncDataStream.unordered_wait(stream, Lookup(), Duration.of_seconds(2))
-    (spec,) = stream.specs
+    spec = spec_of(AsyncDataStream.unordered_wait(a_stream(), Lookup(), Duration.of_seconds(2)))
     assert spec.timeout_ms == 2_000 and spec.capacity == DEFAULT_CAPACITY == 100
 
 
@@ -79,9 +76,8 @@ def test_a_plain_async_def_function_is_wrapped_into_an_async_function() -> None:
     async def lookup(value: Any) -> list[Any]:
         return [value]
 
-    stream = FakeDataStream()
-    AsyncDataStream.ordered_wait(stream, lookup, 100)
-    assert isinstance(stream.specs[0].async_function, AsyncFunction)
+    result = AsyncDataStream.ordered_wait(a_stream(), lookup, 100)
+    assert isinstance(spec_of(result).async_function, AsyncFunction)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +90,7 @@ def test_a_plain_async_def_function_is_wrapped_into_an_async_function() -> None:
 )
 def test_a_function_that_is_not_async_is_refused(function: Any, message: str) -> None:
     with pytest.raises(TypeError, match=message):
-        AsyncDataStream.ordered_wait(FakeDataStream(), function, 100)
+        AsyncDataStream.ordered_wait(a_stream(), function, 100)
 
 
 def test_an_async_function_with_a_sync_async_invoke_is_refused() -> None:
@@ -103,37 +99,35 @@ def test_an_async_function_with_a_sync_async_invoke_is_refused() -> None:
             return [value]
 
     with pytest.raises(TypeError, match="'async_invoke' of Blocking must be declared"):
-        AsyncDataStream.unordered_wait(FakeDataStream(), Blocking(), 100)
+        AsyncDataStream.unordered_wait(a_stream(), Blocking(), 100)
 
 
 @pytest.mark.parametrize("capacity", [0, -3, 2.5, True, "10"])
 def test_the_capacity_must_be_a_positive_int(capacity: Any) -> None:
     with pytest.raises(ConfigurationError, match="capacity"):
-        AsyncDataStream.ordered_wait(FakeDataStream(), Lookup(), 100, capacity)
+        AsyncDataStream.ordered_wait(a_stream(), Lookup(), 100, capacity)
 
 
 def test_a_negative_timeout_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="timeout"):
-        AsyncDataStream.ordered_wait(FakeDataStream(), Lookup(), -1)
+        AsyncDataStream.ordered_wait(a_stream(), Lookup(), -1)
 
 
 @pytest.mark.parametrize("timeout", [1.5, "1s", None])
 def test_a_timeout_must_be_milliseconds_or_a_duration(timeout: Any) -> None:
     with pytest.raises(TypeError, match="timeout"):
-        AsyncDataStream.ordered_wait(FakeDataStream(), Lookup(), timeout)
+        AsyncDataStream.ordered_wait(a_stream(), Lookup(), timeout)
 
 
 def test_a_zero_timeout_means_no_timeout_without_retries_only() -> None:
-    stream = FakeDataStream()
-    AsyncDataStream.ordered_wait(stream, Lookup(), 0)
-    assert stream.specs[0].timeout_ms == 0
+    assert spec_of(AsyncDataStream.ordered_wait(a_stream(), Lookup(), 0)).timeout_ms == 0
     with pytest.raises(ConfigurationError, match="timeout must be set"):
-        AsyncDataStream.ordered_wait_with_retry(FakeDataStream(), Lookup(), 0, RETRY)
+        AsyncDataStream.ordered_wait_with_retry(a_stream(), Lookup(), 0, RETRY)
 
 
 def test_the_retry_strategy_must_be_a_strategy() -> None:
     with pytest.raises(TypeError, match="AsyncRetryStrategy"):
-        AsyncDataStream.unordered_wait_with_retry(FakeDataStream(), Lookup(), 100, None)  # type: ignore[arg-type]
+        AsyncDataStream.unordered_wait_with_retry(a_stream(), Lookup(), 100, None)  # type: ignore[arg-type]
 
 
 def test_only_a_data_stream_can_host_async_io() -> None:

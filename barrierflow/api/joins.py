@@ -16,15 +16,16 @@ returns `CoGroupedStreams(self, other)`. Everything is checked when the job is d
 A window join (and a co-group) is built the way Flink builds it, from ordinary
 operations of the streams: `map` (tag each side), `union`, `key_by`, `window`, then the
 window's `trigger` / `evictor` / `allowed_lateness` if set, and `apply`. An interval join
-is one two-input operator, added with `left._add_interval_join(right, spec)`.
+is one two-input operator (`runtime.operators.interval_join`) built from an
+`IntervalJoinSpec`.
 
->>> def pair(left, right, ctx):
-...     return [(left, right)]
->>> spec = IntervalJoinSpec.create(-5, 10, process_join_function=pair, upper_inclusive=False)
->>> (spec.lower_bound, spec.upper_bound, spec.lower_inclusive, spec.upper_inclusive)
-(-5, 10, True, False)
->>> spec.create_logic().upper_bound        # exclusive 10 is inclusive 9
-9
+>>> from barrierflow import StreamExecutionEnvironment
+>>> env = StreamExecutionEnvironment.get_execution_environment()
+>>> left = env.from_collection([1]).key_by(lambda v: v)
+>>> right = env.from_collection([1]).key_by(lambda v: v)
+>>> _ = left.interval_join(right).between(-5, 10).process(lambda l, r, ctx: [(l, r)]).print()
+>>> [v.name for v in env.get_job_graph().vertices]
+['Collection', 'Collection', 'IntervalJoin -> Print']
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from barrierflow.api.time import Duration, to_millis
+from barrierflow.api.connected_streams import add_two_input_operator
+from barrierflow.api.datastream import DataStream, KeyedStream
+from barrierflow.core.join_functions import as_co_group, as_flat_join
+from barrierflow.core.time import Duration, to_millis
 from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.joins.functions import as_co_group, as_flat_join, as_process_join
-from barrierflow.runtime.joins.interval_join import IntervalJoinLogic
+from barrierflow.runtime.joins.spec import IntervalJoinSpec
 from barrierflow.runtime.joins.window_join import (
     CoGroupWindowFunction,
     JoinCoGroupFunction,
@@ -43,72 +46,17 @@ from barrierflow.runtime.joins.window_join import (
     tag_first,
     tag_second,
 )
+from barrierflow.runtime.operators.interval_join import IntervalJoinOperator
 
 __all__ = [
     "CoGroupedStreams",
     "IntervalJoin",
-    "IntervalJoinSpec",
     "IntervalJoined",
     "JoinedStreams",
 ]
 
 
 # ---- interval join -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class IntervalJoinSpec:
-    """Everything the runtime needs to build one interval join operator; checked on creation."""
-
-    lower_bound: int
-    upper_bound: int
-    lower_inclusive: bool
-    upper_inclusive: bool
-    process_join_function: Any
-    left_late_data_output_tag: Any = None
-    """Where left elements below the watermark go (None: dropped and counted)."""
-    right_late_data_output_tag: Any = None
-    output_type: Any = None
-
-    @staticmethod
-    def create(
-        lower_bound: int | Duration,
-        upper_bound: int | Duration,
-        *,
-        process_join_function: Any,
-        lower_inclusive: bool = True,
-        upper_inclusive: bool = True,
-        left_late_data_output_tag: Any = None,
-        right_late_data_output_tag: Any = None,
-        output_type: Any = None,
-    ) -> IntervalJoinSpec:
-        lower = to_millis(lower_bound, "lower_bound")
-        upper = to_millis(upper_bound, "upper_bound")
-        if lower > upper:
-            raise ConfigurationError(
-                f"an interval join needs lower_bound <= upper_bound, got {lower} > {upper}"
-            )
-        as_process_join(process_join_function)  # raises for what is not a join function
-        return IntervalJoinSpec(
-            lower,
-            upper,
-            lower_inclusive,
-            upper_inclusive,
-            process_join_function,
-            left_late_data_output_tag,
-            right_late_data_output_tag,
-            output_type,
-        )
-
-    def create_logic(self) -> IntervalJoinLogic:
-        """Fresh join logic for one subtask."""
-        return IntervalJoinLogic(
-            self.lower_bound,
-            self.upper_bound,
-            self.lower_inclusive,
-            self.upper_inclusive,
-            self.process_join_function,
-        )
 
 
 class IntervalJoin:
@@ -118,7 +66,13 @@ class IntervalJoin:
     `left.ts + lower_bound <= right.ts <= left.ts + upper_bound`, in event time.
     """
 
-    def __init__(self, left: Any, right: Any) -> None:
+    def __init__(self, left: KeyedStream, right: KeyedStream) -> None:
+        for side, stream in (("left", left), ("right", right)):
+            if not isinstance(stream, KeyedStream):
+                raise TypeError(
+                    f"interval_join joins two KeyedStreams, got {type(stream).__name__} "
+                    f"on the {side}"
+                )
         self._left = left
         self._right = right
 
@@ -142,7 +96,9 @@ class IntervalJoin:
 class IntervalJoined:
     """An interval join with its bounds, waiting for its `ProcessJoinFunction`."""
 
-    def __init__(self, left: Any, right: Any, lower_bound: int, upper_bound: int) -> None:
+    def __init__(
+        self, left: KeyedStream, right: KeyedStream, lower_bound: int, upper_bound: int
+    ) -> None:
         self._left = left
         self._right = right
         self._lower_bound = lower_bound
@@ -174,7 +130,7 @@ class IntervalJoined:
         self._right_late_tag = output_tag
         return self
 
-    def process(self, process_join_function: Any, output_type: Any = None) -> Any:
+    def process(self, process_join_function: Any, output_type: Any = None) -> DataStream:
         """Complete the join: `process_join_function` is a `ProcessJoinFunction` or a plain
         `f(left, right, ctx)`; returns the joined stream."""
         spec = IntervalJoinSpec.create(
@@ -187,13 +143,15 @@ class IntervalJoined:
             right_late_data_output_tag=self._right_late_tag,
             output_type=output_type,
         )
-        add_interval_join = getattr(self._left, "_add_interval_join", None)
-        if add_interval_join is None:
-            raise TypeError(
-                "interval_join joins two KeyedStreams, got "
-                f"{type(self._left).__name__} (it has no _add_interval_join(right, spec))"
-            )
-        return add_interval_join(self._right, spec)
+        return add_two_input_operator(
+            self._left,
+            self._right,
+            "IntervalJoin",
+            IntervalJoinOperator,
+            self._left._key_selector,
+            self._right._key_selector,
+            spec,
+        )
 
 
 # ---- window join and co-group ------------------------------------------------------------------

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from barrierflow.api.functions import Function
+from barrierflow.core.functions import Function
 
 __all__ = [
     "CoGroupFunction",

@@ -2,7 +2,7 @@
 `ProcessWindowFunction` (and its `Context`), `WindowFunction`, `KeyedStateStore`.
 
 `barrierflow.functions` re-exports them; `ReduceFunction` stays in
-`barrierflow.api.functions`. A window's `reduce` also takes a plain two-argument
+`barrierflow.core.functions`. A window's `reduce` also takes a plain two-argument
 callable.
 
 >>> class Average(AggregateFunction):
@@ -28,13 +28,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
-from barrierflow.api.functions import Function
-from barrierflow.state.descriptors import (
+from barrierflow.core.functions import Function
+from barrierflow.core.state_descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
+    ReducingStateDescriptor,
     ValueStateDescriptor,
 )
-from barrierflow.state.values import ListState, MapState, ValueState
 
 __all__ = [
     "AggregateFunction",
@@ -72,17 +72,20 @@ class KeyedStateStore(ABC):
     """Keyed state scoped to one key and, for `window_state()`, to one window."""
 
     @abstractmethod
-    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState: ...
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> Any:
+        """The `barrierflow.state.ValueState` for a `ValueStateDescriptor`."""
 
     @abstractmethod
-    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState: ...
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> Any:
+        """The `barrierflow.state.ListState` for a `ListStateDescriptor`."""
 
     @abstractmethod
-    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState: ...
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> Any:
+        """The `barrierflow.state.MapState` for a `MapStateDescriptor`."""
 
     @abstractmethod
-    def get_reducing_state(self, state_descriptor: Any) -> Any:
-        """The `ReducingState` for a `ReducingStateDescriptor`."""
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> Any:
+        """The `barrierflow.state.ReducingState` for a `ReducingStateDescriptor`."""
 
 
 class ProcessWindowFunction(Function, ABC):

@@ -17,9 +17,9 @@ import operator
 from abc import ABC, abstractmethod
 from typing import Any
 
-from barrierflow.api.time import Duration, to_millis
+from barrierflow.core.state_descriptors import ReducingStateDescriptor
+from barrierflow.core.time import Duration, to_millis
 from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.windowing.partitioned_state import ReducingStateDescriptor
 
 __all__ = [
     "ContinuousEventTimeTrigger",

@@ -12,14 +12,12 @@ from typing import Any
 
 import pytest
 
-from barrierflow.api.time import Duration
+from barrierflow import StreamExecutionEnvironment
+from barrierflow.api.datastream import DataStream, KeyedStream
+from barrierflow.api.joins import CoGroupedStreams, IntervalJoin, JoinedStreams
+from barrierflow.core.time import Duration
 from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.joins.api import (
-    CoGroupedStreams,
-    IntervalJoin,
-    IntervalJoinSpec,
-    JoinedStreams,
-)
+from barrierflow.runtime.joins.spec import IntervalJoinSpec
 from barrierflow.runtime.joins.window_join import (
     CoGroupWindowFunction,
     UnionKeySelector,
@@ -35,7 +33,6 @@ class FakeStream:
         self.elements = elements
         self.log = [] if log is None else log
         self.key_selector: Any = None
-        self.interval_joins: list[Any] = []
 
     # DataStream
     def map(self, function: Any) -> FakeStream:
@@ -77,11 +74,6 @@ class FakeStream:
         for element in self.elements:
             by_key[self.key_selector.get_key(element)].append(element)
         return {key: window_function.apply(key, "w", contents) for key, contents in by_key.items()}
-
-    # KeyedStream
-    def _add_interval_join(self, right: Any, spec: IntervalJoinSpec) -> str:
-        self.interval_joins.append((right, spec))
-        return "joined stream"
 
 
 def user(value: tuple[str, int]) -> str:
@@ -167,8 +159,23 @@ def process(left: Any, right: Any, ctx: Any) -> list[Any]:
     return [(left, right)]
 
 
+def keyed_pair() -> tuple[KeyedStream, KeyedStream]:
+    """Two keyed streams of one environment, ready to be joined."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    return (
+        env.from_collection([1]).key_by(lambda v: v),
+        env.from_collection([2]).key_by(lambda v: -v),
+    )
+
+
+def spec_of(joined: DataStream) -> IntervalJoinSpec:
+    """The spec the interval join operator behind `joined` was built with."""
+    *_, spec = joined._transformation.operator_args
+    return spec
+
+
 def test_an_interval_join_hands_the_left_stream_a_spec_with_its_bounds_and_options() -> None:
-    left, right = FakeStream([]), FakeStream([])
+    left, right = keyed_pair()
     result = (
         IntervalJoin(left, right)
         .between(-2_000, Duration.of_seconds(5))
@@ -178,24 +185,22 @@ def test_an_interval_join_hands_the_left_stream_a_spec_with_its_bounds_and_optio
         .side_output_right_late_data("late-right")
         .process(process)
     )
-    assert result == "joined stream"
-    ((joined_right, spec),) = left.interval_joins
-    assert joined_right is right
+    assert result._transformation.inputs == [left._transformation, right._transformation]
+    assert result._transformation.operator_args[:2] == (left._key_selector, right._key_selector)
+    spec = spec_of(result)
     assert spec == IntervalJoinSpec(-2_000, 5_000, False, False, process, "late-left", "late-right")
     logic = spec.create_logic()
     assert (logic.lower_bound, logic.upper_bound) == (-1_999, 4_999)
 
 
 def test_interval_join_bounds_are_inclusive_by_default() -> None:
-    left = FakeStream([])
-    IntervalJoin(left, FakeStream([])).between(0, 10).process(process)
-    spec = left.interval_joins[0][1]
+    spec = spec_of(IntervalJoin(*keyed_pair()).between(0, 10).process(process))
     assert spec.lower_inclusive and spec.upper_inclusive
     assert spec.left_late_data_output_tag is None and spec.right_late_data_output_tag is None
 
 
 def test_an_interval_join_refuses_bounds_in_the_wrong_order_and_processing_time() -> None:
-    join = IntervalJoin(FakeStream([]), FakeStream([]))
+    join = IntervalJoin(*keyed_pair())
     with pytest.raises(ConfigurationError, match="lower_bound <= upper_bound"):
         join.between(10, 5)
     with pytest.raises(ConfigurationError, match="event time"):
@@ -207,8 +212,8 @@ def test_an_interval_join_refuses_bounds_in_the_wrong_order_and_processing_time(
 
 def test_an_interval_join_needs_a_join_function_and_a_keyed_left_stream() -> None:
     with pytest.raises(TypeError, match="callable"):
-        IntervalJoin(FakeStream([]), FakeStream([])).between(0, 1).process("nope")
+        IntervalJoin(*keyed_pair()).between(0, 1).process("nope")
     with pytest.raises(TypeError, match="KeyedStream"):
-        IntervalJoin([1, 2], FakeStream([])).between(0, 1).process(process)
+        IntervalJoin([1, 2], keyed_pair()[1]).between(0, 1).process(process)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="cannot be None"):
-        IntervalJoin(FakeStream([]), FakeStream([])).between(0, 1).side_output_left_late_data(None)
+        IntervalJoin(*keyed_pair()).between(0, 1).side_output_left_late_data(None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from barrierflow.api.functions import as_callable
+from barrierflow.core.functions import as_callable
 from barrierflow.state.key_groups import assign_to_key_group, subtask_for_key_group
 
 

@@ -1,0 +1,52 @@
+"""`Duration`, PyFlink's way of writing time spans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Duration:
+    """A span of time with millisecond precision.
+
+    >>> Duration.of_seconds(5).to_milliseconds()
+    5000
+    """
+
+    millis: int
+
+    def __post_init__(self) -> None:
+        if self.millis < 0:
+            raise ValueError(f"a Duration cannot be negative, got {self.millis} ms")
+
+    @staticmethod
+    def of_millis(millis: int) -> Duration:
+        return Duration(int(millis))
+
+    @staticmethod
+    def of_seconds(seconds: float) -> Duration:
+        return Duration(int(seconds * 1000))
+
+    @staticmethod
+    def of_minutes(minutes: float) -> Duration:
+        return Duration(int(minutes * 60_000))
+
+    @staticmethod
+    def of_hours(hours: float) -> Duration:
+        return Duration(int(hours * 3_600_000))
+
+    @staticmethod
+    def of_days(days: float) -> Duration:
+        return Duration(int(days * 86_400_000))
+
+    def to_milliseconds(self) -> int:
+        return self.millis
+
+
+def to_millis(value: int | Duration, what: str) -> int:
+    """Accept PyFlink's two spellings of a time span: int milliseconds or a Duration."""
+    if isinstance(value, Duration):
+        return value.millis
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be milliseconds (int) or a Duration, got {value!r}")
+    return value

@@ -1,0 +1,245 @@
+"""The layers run one way: every import inside barrierflow points down the layer order.
+
+Read statically (the AST of every module, imports inside functions and under
+`TYPE_CHECKING` included), so a lazy import cannot hide an upward dependency.
+The order, top to bottom (issue 9):
+
+    facade      barrierflow/__init__.py, functions.py, window.py, cli.py
+    api         user-facing builders (DataStream, environment, async I/O, joins)
+    cluster     JobMaster, Spark runner
+    graph       transformations -> job graph
+    runtime     tasks, operators, network
+    checkpoint  coordinator, storage, metadata
+    state       backends, key groups, state values
+    connectors  source and sink contracts and implementations
+    core        user-facing contracts: function classes, Duration, watermarks, ...
+    leaves      errors.py, _fs.py, _clock.py, _scheduler.py, _envelope.py
+
+A module may import its own unit (package or leaf module) and any unit of a lower
+layer. Modules of the same layer that are separate units (the facade modules, the
+leaves) may import each other one way only.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "barrierflow"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("barrierflow", "functions", "window", "cli"),
+    ("api",),
+    ("cluster",),
+    ("graph",),
+    ("runtime",),
+    ("checkpoint",),
+    ("state",),
+    ("connectors",),
+    ("core",),
+    ("errors", "_fs", "_clock", "_scheduler", "_envelope"),
+)
+"""Units per layer, top first. A unit is a subpackage or a module of barrierflow; the
+unit "barrierflow" is the package's own `__init__`."""
+
+FACADE = LAYERS[0]
+BELOW_THE_API = ("graph", "runtime", "checkpoint", "state", "connectors", "core")
+
+PENDING_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset(
+    {
+        # removed by the task split (issue 9): StreamTask receives per-task descriptors
+        # instead of the JobGraph.
+        ("barrierflow/runtime/task.py", "barrierflow.graph.job_graph"),
+    }
+)
+"""(importing file, imported module) pairs that break the order today, each with the change
+that removes it."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target, resolved to a barrierflow module."""
+
+    path: str
+    line: int
+    source_unit: str
+    target_module: str
+    target_unit: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: imports {self.target_module}"
+
+
+def _module_name(root: Path, file: Path) -> str:
+    parts = list(file.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _targets(node: ast.AST, module: str, is_package: bool, root: Path) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        base = module.split(".")
+        if not is_package:
+            base.pop()
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join([*base, *([node.module] if node.module else [])])
+    else:
+        target = node.module or ""
+    # `from barrierflow import _fs` imports the module barrierflow._fs.
+    package_dir = root.joinpath(*target.split("."))
+    submodules = [
+        f"{target}.{alias.name}"
+        for alias in node.names
+        if (package_dir / f"{alias.name}.py").exists() or (package_dir / alias.name).is_dir()
+    ]
+    return submodules or [target]
+
+
+def imports_between_units(root: Path = ROOT) -> list[Import]:
+    """Every import in the package under `root` from one unit into another."""
+    found = []
+    for file in sorted((root / PACKAGE).rglob("*.py")):
+        module = _module_name(root, file)
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+        for node in ast.walk(tree):
+            for target in _targets(node, module, file.name == "__init__.py", root):
+                if target != PACKAGE and not target.startswith(f"{PACKAGE}."):
+                    continue
+                source_unit, target_unit = _unit(module), _unit(target)
+                if source_unit != target_unit:
+                    path = file.relative_to(root).as_posix()
+                    found.append(Import(path, node.lineno, source_unit, target, target_unit))
+    return found
+
+
+def _layer(unit: str) -> int:
+    for index, units in enumerate(LAYERS):
+        if unit in units:
+            return index
+    raise AssertionError(f"unit {unit!r} is in no layer: add it to LAYERS in {__file__}")
+
+
+def _pending(found: Import) -> bool:
+    return (found.path, found.target_module) in PENDING_EXCEPTIONS
+
+
+def upward_imports(found: list[Import]) -> list[Import]:
+    """Imports into a higher layer."""
+    return [i for i in found if _layer(i.target_unit) < _layer(i.source_unit) and not _pending(i)]
+
+
+def imports_of_the_api_from_below(found: list[Import]) -> list[Import]:
+    """Imports from the packages below the API into the API, the cluster, the CLI or facade."""
+    above = {"api", "cluster", *FACADE}
+    return [
+        i
+        for i in found
+        if i.source_unit in BELOW_THE_API and i.target_unit in above and not _pending(i)
+    ]
+
+
+def runtime_imports_of_the_graph(found: list[Import]) -> list[Import]:
+    return [
+        i
+        for i in found
+        if i.source_unit == "runtime" and i.target_unit == "graph" and not _pending(i)
+    ]
+
+
+def mutual_imports(found: list[Import]) -> list[Import]:
+    """Imports of a unit that imports the importing unit back (both directions listed)."""
+    edges = {(i.source_unit, i.target_unit) for i in found if not _pending(i)}
+    return [i for i in found if (i.target_unit, i.source_unit) in edges and not _pending(i)]
+
+
+def _report(title: str, offending: list[Import]) -> str:
+    return f"{title}:\n" + "\n".join(f"  {i}" for i in offending)
+
+
+# ---- the contract ------------------------------------------------------------------------------
+
+
+def test_nothing_below_the_api_imports_the_api_the_cluster_the_cli_or_the_facade() -> None:
+    offending = imports_of_the_api_from_below(imports_between_units())
+    assert not offending, _report("imports from below the API into it or above", offending)
+
+
+def test_the_runtime_does_not_import_the_graph() -> None:
+    offending = runtime_imports_of_the_graph(imports_between_units())
+    assert not offending, _report("runtime/ imports graph/", offending)
+
+
+def test_no_two_packages_import_each_other() -> None:
+    offending = mutual_imports(imports_between_units())
+    assert not offending, _report("units that import each other", offending)
+
+
+def test_every_import_points_down_the_layer_order() -> None:
+    offending = upward_imports(imports_between_units())
+    assert not offending, _report("imports into a higher layer", offending)
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    units = {_unit(_module_name(ROOT, f)) for f in (ROOT / PACKAGE).rglob("*.py")}
+    assert units <= {unit for layer in LAYERS for unit in layer}
+
+
+def test_each_pending_exception_still_exists() -> None:
+    """An exception that no longer matches anything must be deleted, not kept around."""
+    found = {(i.path, i.target_module) for i in imports_between_units()}
+    assert found >= PENDING_EXCEPTIONS, sorted(PENDING_EXCEPTIONS - found)
+
+
+# ---- the checker itself ------------------------------------------------------------------------
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / PACKAGE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_checker_names_each_upward_import_by_file_and_line(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "_fs.py": "",
+            "api/__init__.py": "",
+            "api/datastream.py": "from barrierflow.runtime import task\n",
+            "runtime/__init__.py": "",
+            "runtime/task.py": (
+                "from barrierflow import _fs\n\ndef later():\n    from ..api import datastream\n"
+            ),
+            "state/__init__.py": "",
+            "state/values.py": "import barrierflow.runtime.task\n",
+        },
+    )
+    found = imports_between_units(root)
+    assert [str(i) for i in upward_imports(found)] == [
+        "barrierflow/runtime/task.py:4: imports barrierflow.api.datastream",
+        "barrierflow/state/values.py:1: imports barrierflow.runtime.task",
+    ]
+    assert [str(i) for i in mutual_imports(found)] == [
+        "barrierflow/api/datastream.py:1: imports barrierflow.runtime.task",
+        "barrierflow/runtime/task.py:4: imports barrierflow.api.datastream",
+    ]
+    assert [str(i) for i in imports_of_the_api_from_below(found)] == [
+        "barrierflow/runtime/task.py:4: imports barrierflow.api.datastream",
+    ]
+    message = _report("imports into a higher layer", upward_imports(found))
+    assert "barrierflow/state/values.py:1" in message
