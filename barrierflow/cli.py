@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import runpy
 import sys
@@ -38,7 +39,12 @@ def main() -> None:
 
 @main.command()
 @click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--parallelism", "-p", type=click.IntRange(min=1), help="Default parallelism.")
+@click.option(
+    "--parallelism",
+    "-p",
+    type=click.IntRange(min=1),
+    help="Default parallelism of operators and environments that set none.",
+)
 @click.option("--master", help="Spark master URL (default: the embedded local[*]).")
 @click.option("--checkpoint-dir", help="Checkpoint storage folder or URI.")
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
@@ -63,6 +69,7 @@ def run(
             f"(line {error.lineno}, column {error.offset})"
         )
         sys.exit(2)
+    before = dataclasses.replace(command_line_defaults)
     command_line_defaults.parallelism = parallelism
     command_line_defaults.master = master
     command_line_defaults.checkpoint_dir = checkpoint_dir
@@ -72,6 +79,9 @@ def run(
         runpy.run_path(str(job_file), run_name="__main__")
     except BarrierflowError as error:
         _fail(error)
+    finally:  # the defaults belong to this run only (tests run several in one process)
+        for name in ("parallelism", "master", "checkpoint_dir"):
+            setattr(command_line_defaults, name, getattr(before, name))
 
 
 @main.command()
