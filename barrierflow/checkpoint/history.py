@@ -81,7 +81,8 @@ class CheckpointHistoryFile:
         return [entry.stats for entry in self.read_entries()]
 
     def read_records(self) -> list[dict[str, Any]]:
-        """The readable records as JSON objects, oldest first (what `--json` prints)."""
+        """The readable records re-encoded as JSON objects, oldest first. Kept for callers
+        written against the raw lines; new code reads `read_entries()`."""
         return [encode_record(e.stats, job_id=e.job_id) for e in self.read_entries()]
 
     def highest_checkpoint_id(self) -> int | None:
