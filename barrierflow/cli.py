@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import runpy
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from barrierflow._bytes import format_bytes
 from barrierflow.api.environment import command_line_defaults
+from barrierflow.checkpoint.stats import (
+    CheckpointStats,
+    CheckpointStatsStatus,
+    SubtaskCheckpointStats,
+    SubtaskDecline,
+)
 from barrierflow.errors import BarrierflowError
+
+if TYPE_CHECKING:
+    from barrierflow.checkpoint.history import CheckpointHistoryFile
+    from barrierflow.checkpoint.history_codec import HistoryRecord
 
 console = Console(stderr=True)
 
@@ -25,7 +39,12 @@ def main() -> None:
 
 @main.command()
 @click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--parallelism", "-p", type=click.IntRange(min=1), help="Default parallelism.")
+@click.option(
+    "--parallelism",
+    "-p",
+    type=click.IntRange(min=1),
+    help="Default parallelism of operators and environments that set none.",
+)
 @click.option("--master", help="Spark master URL (default: the embedded local[*]).")
 @click.option("--checkpoint-dir", help="Checkpoint storage folder or URI.")
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
@@ -50,6 +69,7 @@ def run(
             f"(line {error.lineno}, column {error.offset})"
         )
         sys.exit(2)
+    before = dataclasses.replace(command_line_defaults)
     command_line_defaults.parallelism = parallelism
     command_line_defaults.master = master
     command_line_defaults.checkpoint_dir = checkpoint_dir
@@ -58,8 +78,10 @@ def run(
     try:
         runpy.run_path(str(job_file), run_name="__main__")
     except BarrierflowError as error:
-        console.print(f"[red]error:[/red] {error}")
-        sys.exit(1)
+        _fail(error)
+    finally:  # the defaults belong to this run only (tests run several in one process)
+        for name in ("parallelism", "master", "checkpoint_dir"):
+            setattr(command_line_defaults, name, getattr(before, name))
 
 
 @main.command()
@@ -86,15 +108,16 @@ def checkpoints(
     synchronous/asynchronous/alignment maxima and failure reasons.
     """
     from barrierflow.checkpoint.history import CheckpointHistoryFile
+    from barrierflow.checkpoint.history_codec import encode_record
     from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 
     try:
         storage = FileSystemCheckpointStorage(checkpoint_dir, job_name)
         _require_job_folder(storage, checkpoint_dir, job_name)
         history = CheckpointHistoryFile(storage.job_dir)
-        records = history.read_records()
+        entries = history.read_entries()
         if details_id is not None:
-            _show_details(records, details_id, job_name, history, as_json)
+            _show_details(entries, details_id, job_name, history, as_json)
             return
         retained = []
         for checkpoint_id in storage.completed_checkpoint_ids():
@@ -102,31 +125,31 @@ def checkpoints(
             retained.append(
                 {
                     "id": checkpoint_id,
-                    "is_final": bool(metadata["is_final"]),
-                    "operators": len(metadata["operators"]),
+                    "is_final": bool(metadata.get("is_final", False)),
+                    "operators": len(metadata.get("operators", {})),
                     "path": str(storage.checkpoint_dir(checkpoint_id)),
                 }
             )
-    except BarrierflowError as error:
-        console.print(f"[red]error:[/red] {error}")
-        sys.exit(1)
-    shown = records[-last:] if last else records
+    except (BarrierflowError, OSError) as error:
+        _fail(error)
+    shown = entries[-last:] if last else entries
     if as_json:
-        for record in shown:
-            record.pop("tasks", None)
+        summaries = [encode_record(e.stats, job_id=e.job_id) for e in reversed(shown)]
+        for summary in summaries:
+            del summary["tasks"]
         click.echo(
             json.dumps(
                 {
                     "job": job_name,
                     "folder": str(storage.job_dir),
                     "retained": retained,
-                    "history": shown[::-1],
+                    "history": summaries,
                 },
                 indent=2,
             )
         )
         return
-    if not retained and not records:
+    if not retained and not entries:
         console.print(f"no checkpoints of '{job_name}' in {storage.job_dir}")
         return
     out = Console()
@@ -142,8 +165,14 @@ def checkpoints(
         out.print(table)
     else:
         out.print(f"no completed checkpoints of '{job_name}' on disk in {storage.job_dir}")
-    if records:
-        out.print(_history_table(shown, len(records)))
+    if entries:
+        out.print(_history_table([e.stats for e in shown], len(entries)))
+
+
+def _fail(error: BaseException) -> NoReturn:
+    """One readable line and exit status 1 (checkpoint read problems name their file)."""
+    console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+    sys.exit(1)
 
 
 def _require_job_folder(storage, checkpoint_dir: str, job_name: str) -> None:
@@ -171,11 +200,9 @@ def _require_job_folder(storage, checkpoint_dir: str, job_name: str) -> None:
     raise BarrierflowError(f"no job '{job_name}' in {storage.root}{known}")
 
 
-def _history_table(records: list[dict], total: int) -> Table:
-    from barrierflow.checkpoint.stats import format_bytes
-
+def _history_table(history: list[CheckpointStats], total: int) -> Table:
     title = "Checkpoint history" + (
-        f" (last {len(records)} of {total})" if len(records) < total else ""
+        f" (last {len(history)} of {total})" if len(history) < total else ""
     )
     table = Table(
         "id",
@@ -190,42 +217,48 @@ def _history_table(records: list[dict], total: int) -> Table:
         "failure",
         title=title,
     )
-    for record in records:
-        failed = record["status"] == "FAILED"
+    for stats in history:
+        failed = stats.status is CheckpointStatsStatus.FAILED
         table.add_row(
-            str(record["id"]),
-            _status_markup(record["status"]),
-            "savepoint" if record["is_savepoint"] else ("final" if record["is_final"] else ""),
-            _time(record["trigger_timestamp"]),
-            f"{record['duration']} ms",
-            "" if failed else format_bytes(record["state_size"]),
-            "" if failed else _ms(record["sync_duration_max"]),
-            "" if failed else _ms(record["async_duration_max"]),
-            "" if failed else _ms(record["alignment_duration_max"]),
-            record["failure_message"] or "",
+            str(stats.checkpoint_id),
+            _status_markup(stats.status.name),
+            "savepoint" if stats.is_savepoint else ("final" if stats.is_final else ""),
+            _time(stats.trigger_ms),
+            f"{stats.duration_ms} ms",
+            "" if failed else format_bytes(stats.state_bytes),
+            "" if failed else _ms(stats.max_sync_ms),
+            "" if failed else _ms(stats.max_async_ms),
+            "" if failed else _ms(stats.max_alignment_ms),
+            stats.failure_message or "",
         )
     return table
 
 
-def _show_details(records, checkpoint_id: int, job_name: str, history, as_json: bool) -> None:
-    from barrierflow.checkpoint.stats import format_bytes
+def _show_details(
+    entries: list[HistoryRecord],
+    checkpoint_id: int,
+    job_name: str,
+    history: CheckpointHistoryFile,
+    as_json: bool,
+) -> None:
+    from barrierflow.checkpoint.history_codec import encode_record
 
-    matching = [r for r in records if r["id"] == checkpoint_id]
+    matching = [e for e in entries if e.stats.checkpoint_id == checkpoint_id]
     if not matching:
         raise BarrierflowError(
             f"checkpoint {checkpoint_id} of '{job_name}' is not in its history "
             f"({history.location} keeps the last {history.limit} checkpoints)"
         )
-    record = matching[-1]
+    entry = matching[-1]
+    stats = entry.stats
     if as_json:
-        click.echo(json.dumps(record, indent=2))
+        click.echo(json.dumps(encode_record(stats, job_id=entry.job_id), indent=2))
         return
     out = Console()
     out.print(
-        f"{'savepoint' if record['is_savepoint'] else 'checkpoint'} {checkpoint_id}: "
-        f"{_status_markup(record['status'])}, triggered {_time(record['trigger_timestamp'])}, "
-        f"{record['duration']} ms"
-        + (f", {record['failure_message']}" if record["failure_message"] else "")
+        f"{'savepoint' if stats.is_savepoint else 'checkpoint'} {checkpoint_id}: "
+        f"{_status_markup(stats.status.name)}, triggered {_time(stats.trigger_ms)}, "
+        f"{stats.duration_ms} ms" + (f", {stats.failure_message}" if stats.failure_message else "")
     )
     table = Table(
         "vertex",
@@ -241,28 +274,28 @@ def _show_details(records, checkpoint_id: int, job_name: str, history, as_json: 
         "unaligned",
         title=f"Subtasks of checkpoint {checkpoint_id}",
     )
-    for task in record["tasks"].values():
-        for sub in task["subtasks"]:
-            row = [task["name"], f"{sub['index'] + 1}/{task['parallelism']}"]
-            if sub["status"] == "completed":
+    for vertex in stats.vertices:
+        for index, result in enumerate(stats.subtask_results(vertex)):
+            row = [vertex.name, f"{index + 1}/{vertex.parallelism}"]
+            if isinstance(result, SubtaskCheckpointStats):
                 row += [
                     "acknowledged",
-                    f"{sub['end_to_end_duration']} ms",
-                    format_bytes(sub["state_size"]),
-                    _ms(sub["checkpoint"]["sync"]),
-                    _ms(sub["checkpoint"]["async"]),
-                    _ms(sub["alignment"]["duration"]),
-                    _ms(sub["start_delay"]),
-                    format_bytes(sub["alignment"]["persisted"]),
-                    "yes" if sub["unaligned_checkpoint"] else "",
+                    f"{result.ack_timestamp_ms - stats.trigger_ms} ms",
+                    format_bytes(result.state_bytes),
+                    _ms(result.sync_ms),
+                    _ms(result.async_ms),
+                    _ms(result.alignment_ms),
+                    _ms(result.start_delay_ms),
+                    format_bytes(result.persisted_bytes),
+                    "yes" if result.unaligned else "",
                 ]
-            elif sub["status"] == "declined":
-                said = sub["reason"] + (f": {sub['message']}" if sub["message"] else "")
-                after = sub["decline_timestamp"] - record["trigger_timestamp"]
+            elif isinstance(result, SubtaskDecline):
+                said = result.reason.name + (f": {result.message}" if result.message else "")
+                after = result.timestamp_ms - stats.trigger_ms
                 row += [f"[red]declined[/red] ({said})", f"{after} ms", *[""] * 7]
             else:
-                waiting = "pending" if record["status"] == "IN_PROGRESS" else "no answer"
-                row += [waiting, *[""] * 8]
+                in_progress = stats.status is CheckpointStatsStatus.IN_PROGRESS
+                row += ["pending" if in_progress else "no answer", *[""] * 8]
             table.add_row(*row)
     out.print(table)
 

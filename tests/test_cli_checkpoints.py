@@ -160,3 +160,47 @@ def test_a_job_folder_without_checkpoints_says_so(tmp_path):
 
     assert result.exit_code == 0
     assert "no checkpoints of 'word-count'" in result.output
+
+
+# ---- checkpoint read problems: one line naming the file, exit status 1 (issue 9, defect 6) ----
+
+
+def assert_one_error_line_naming(result, path) -> None:
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)  # no traceback
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1
+    assert str(path) in result.output
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped"])
+def test_a_damaged_metadata_file_is_one_error_line_naming_it(folder, how):
+    path = folder / JOB / "chk-4" / METADATA
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[:10])
+    else:
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 0x40]))
+
+    result = run(str(folder), JOB)
+
+    assert_one_error_line_naming(result, path)
+
+
+def test_an_unreadable_metadata_file_is_one_error_line_naming_it(folder):
+    path = folder / JOB / "chk-4" / METADATA
+    path.unlink()
+    path.mkdir()  # reading it fails with an OSError, as a missing permission would
+
+    result = run(str(folder), JOB)
+
+    assert_one_error_line_naming(result, path)
+
+
+def test_an_unreadable_history_file_is_one_error_line_naming_it(folder):
+    path = folder / JOB / "_checkpoint_history.jsonl"
+    path.unlink()
+    path.mkdir()
+
+    result = run(str(folder), JOB, "--details", "4")
+
+    assert_one_error_line_naming(result, path)

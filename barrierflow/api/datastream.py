@@ -210,9 +210,8 @@ class DataStream:
         return self._transformation.name
 
     def set_parallelism(self, parallelism: int) -> DataStream:
-        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-            raise JobDefinitionError(f"parallelism must be an integer >= 1, got {parallelism!r}")
-        self._physical("set_parallelism").parallelism = parallelism
+        """This operator's parallelism; above the environment's and the command line's."""
+        self._physical("set_parallelism").parallelism = _operator_parallelism(parallelism)
         return self
 
     # -- sinks ---------------------------------------------------------------------------------
@@ -316,7 +315,16 @@ class DataStreamSink:
         return self
 
     def set_parallelism(self, parallelism: int) -> DataStreamSink:
-        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-            raise JobDefinitionError(f"parallelism must be an integer >= 1, got {parallelism!r}")
-        self._transformation.parallelism = parallelism
+        """The sink's parallelism; above the environment's and the command line's."""
+        self._transformation.parallelism = _operator_parallelism(parallelism)
         return self
+
+
+def _operator_parallelism(value: int) -> int:
+    """An operator's parallelism: an integer >= 1, not a bool. Whether it is within the max
+    parallelism is checked when the job graph is built (the max may still change)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise JobDefinitionError(
+            f"an operator's parallelism must be an integer >= 1, got {value!r}"
+        )
+    return value

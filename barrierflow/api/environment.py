@@ -52,7 +52,8 @@ class StreamExecutionEnvironment:
     """
 
     def __init__(self) -> None:
-        self._parallelism = command_line_defaults.parallelism or (os.cpu_count() or 1)
+        self._parallelism: int | None = None
+        """Set by `set_parallelism`; None: the command line's default, else the CPU count."""
         self._max_parallelism = DEFAULT_MAX_PARALLELISM
         self._checkpoint_config = CheckpointConfig()
         if command_line_defaults.checkpoint_dir:
@@ -70,13 +71,24 @@ class StreamExecutionEnvironment:
     # ---- settings ----------------------------------------------------------------------------
 
     def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
-        if command_line_defaults.parallelism is not None:
-            return self  # `barrierflow run --parallelism` wins, as `flink run -p` does
-        self._parallelism = _positive(parallelism, "parallelism")
+        """The parallelism of every operator without its own `set_parallelism`.
+
+        As in Flink, the precedence is: an operator's `set_parallelism`, then this,
+        then the command line's default (`barrierflow run -p`), then the CPU count.
+
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> env.set_parallelism(0)
+        Traceback (most recent call last):
+        ...
+        barrierflow.errors.ConfigurationError: the environment's parallelism must be an \
+integer >= 1, got 0
+        """
+        self._parallelism = _positive(parallelism, "the environment's parallelism")
         return self
 
     def get_parallelism(self) -> int:
-        return self._parallelism
+        """The default parallelism of this job's operators (see `set_parallelism`)."""
+        return self._default_parallelism()[0]
 
     def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         value = _positive(max_parallelism, "max parallelism")
@@ -84,6 +96,20 @@ class StreamExecutionEnvironment:
             raise ConfigurationError(f"max parallelism must be <= 32768, got {value}")
         self._max_parallelism = value
         return self
+
+    def _default_parallelism(self) -> tuple[int, str]:
+        """The default parallelism and what set it (for errors), validated as an integer >= 1.
+
+        Whether it is within the max parallelism is checked when the job graph is built,
+        so the two setters may be called in either order.
+        """
+        if self._parallelism is not None:
+            return self._parallelism, "the environment's parallelism"
+        if command_line_defaults.parallelism is not None:
+            what = "the command line's parallelism (-p)"
+            return _positive(command_line_defaults.parallelism, what), what
+        # Flink's default is the cluster's slots; here the CPUs, up to the max parallelism.
+        return min(os.cpu_count() or 1, self._max_parallelism), "the CPU count"
 
     def get_max_parallelism(self) -> int:
         return self._max_parallelism
@@ -176,10 +202,14 @@ class StreamExecutionEnvironment:
     # ---- execution ---------------------------------------------------------------------------
 
     def get_job_graph(self, job_name: str = "barrierflow job") -> JobGraph:
+        """The job graph of what was defined; raises ConfigurationError for a default
+        parallelism (environment or command line) or an operator's above the max."""
+        parallelism, what = self._default_parallelism()
+        _check_within_max(parallelism, self._max_parallelism, what)
         return build_job_graph(
             job_name,
             self._transformations,
-            self._parallelism,
+            parallelism,
             self._max_parallelism,
             self._config.get_auto_watermark_interval(),
         )
@@ -346,6 +376,16 @@ _ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 
 def _positive(value: int, what: str) -> int:
+    """`value` if it is an integer >= 1 (not a bool), else a ConfigurationError naming `what`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigurationError(f"{what} must be an integer >= 1, got {value!r}")
     return value
+
+
+def _check_within_max(parallelism: int, max_parallelism: int, what: str) -> None:
+    """Key groups are spread over subtasks: no more subtasks than key groups."""
+    if parallelism > max_parallelism:
+        raise ConfigurationError(
+            f"{what} {parallelism} is above the max parallelism {max_parallelism}; "
+            "raise it with env.set_max_parallelism()"
+        )

@@ -2,8 +2,8 @@
 
 Layout: `<storage>/<job name>/_checkpoint_history.jsonl`, next to the `chk-<n>`
 folders and never inside one, so retention (which deletes old `chk-<n>` folders)
-leaves it alone. Each line is a `history_record(...)`: a versioned
-`CheckpointStats.to_json(details=True)` with the job id of the run that wrote it.
+leaves it alone. Each line is one record of `history_codec` (a versioned
+checkpoint with every subtask, and the job id of the run that wrote it).
 Runs of the same job (same name, same folder) append to the same file, so the
 command line shows the history across restarts and reruns.
 """
@@ -15,6 +15,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from barrierflow import _fs
+from barrierflow.checkpoint.history_codec import (
+    HISTORY_FORMAT_VERSION,
+    HistoryRecord,
+    UnreadableRecordError,
+    decode_record,
+    encode_record,
+)
 from barrierflow.checkpoint.stats import CheckpointStats
 from barrierflow.errors import CheckpointStorageError
 
@@ -23,16 +30,12 @@ __all__ = [
     "HISTORY_FILE",
     "HISTORY_FORMAT_VERSION",
     "CheckpointHistoryFile",
-    "history_record",
-    "iter_history_lines",
-    "parse_history_record",
+    "HistoryRecord",
 ]
 
 HISTORY_FILE = "_checkpoint_history.jsonl"
 DEFAULT_HISTORY_LIMIT = 1000
 """Readers see the last this many checkpoints; the file holds at most twice as many lines."""
-HISTORY_FORMAT_VERSION = 1
-"""The version of one history record; a reader skips records of versions it does not know."""
 
 
 class CheckpointHistoryFile:
@@ -58,21 +61,39 @@ class CheckpointHistoryFile:
 
     # ---- reading -------------------------------------------------------------------------------
 
-    def read_records(self) -> list[dict[str, Any]]:
-        """The last `limit` readable records (JSON objects), oldest first; [] if no file."""
-        text = self._read_text()
-        records = [r for r in iter_history_lines(text) if parse_history_record(r) is not None]
-        return records[-self.limit :]
+    def read_entries(self) -> list[HistoryRecord]:
+        """The last `limit` readable records, oldest first; [] if there is no file.
+
+        A line torn by a crash, a damaged record and a record of a version this code does
+        not know are skipped. Raises CheckpointStorageError, naming the file, when the file
+        exists but cannot be read.
+        """
+        entries = []
+        for raw in _json_lines(self._read_text()):
+            try:
+                entries.append(decode_record(raw))
+            except UnreadableRecordError:
+                continue
+        return entries[-self.limit :]
 
     def read(self) -> list[CheckpointStats]:
         """The last `limit` checkpoints, oldest first."""
-        return [s for r in self.read_records() if (s := parse_history_record(r)) is not None]
+        return [entry.stats for entry in self.read_entries()]
+
+    def read_records(self) -> list[dict[str, Any]]:
+        """The readable records re-encoded as JSON objects, oldest first. Kept for callers
+        written against the raw lines; new code reads `read_entries()`."""
+        return [encode_record(e.stats, job_id=e.job_id) for e in self.read_entries()]
+
+    def highest_checkpoint_id(self) -> int | None:
+        """The largest checkpoint id in the history, None when it holds none."""
+        return max((e.stats.checkpoint_id for e in self.read_entries()), default=None)
 
     # ---- writing -------------------------------------------------------------------------------
 
     def append(self, stats: CheckpointStats, *, job_id: str) -> None:
         """Add one finished checkpoint. Raises CheckpointStorageError if it cannot be written."""
-        line = json.dumps(history_record(stats, job_id=job_id), separators=(",", ":")) + "\n"
+        line = json.dumps(encode_record(stats, job_id=job_id), separators=(",", ":")) + "\n"
         try:
             if self._lines is None:
                 _fs.make_dirs(self.job_dir)
@@ -117,32 +138,15 @@ class CheckpointHistoryFile:
             ) from error
 
 
-# ---- one record -----------------------------------------------------------------------------
+# ---- lines -----------------------------------------------------------------------------------
 
 
-def history_record(stats: CheckpointStats, *, job_id: str) -> dict[str, Any]:
-    """One line of the persisted history: a versioned `to_json(details=True)`."""
-    return {"version": HISTORY_FORMAT_VERSION, "job_id": job_id, **stats.to_json(details=True)}
-
-
-def parse_history_record(record: dict[str, Any]) -> CheckpointStats | None:
-    """The statistics in one persisted line; None for a version this code cannot read."""
-    if record.get("version") != HISTORY_FORMAT_VERSION:
-        return None
-    try:
-        return CheckpointStats.from_json(record)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None  # damaged by hand or by a broken write: skip it, as a torn line
-
-
-def iter_history_lines(text: str) -> Iterator[dict[str, Any]]:
-    """The records of a JSON-lines history; a torn or unreadable line is skipped."""
+def _json_lines(text: str) -> Iterator[Any]:
+    """The JSON values of a JSON-lines text; a line torn by a crash mid-append is skipped."""
     for line in text.splitlines():
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            yield json.loads(line)
         except ValueError:
-            continue  # a line torn by a crash mid-append
-        if isinstance(record, dict):
-            yield record
+            continue

@@ -10,6 +10,9 @@ Unaligned checkpoints also hold channel state (in-flight data) per subtask, unde
 subtask the slice of its state file. Channel state maps onto channels, so such a
 checkpoint restores only into a job with the same parallelism everywhere.
 Metadata without the section (older, or aligned checkpoints) reads as none.
+
+A savepoint's metadata says so ("is_savepoint"); retention never deletes it.
+Metadata written before the flag existed reads as a checkpoint.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ def build_metadata(
     timestamp: int,
     is_final: bool,
     handles: dict[SubtaskRef, dict[str, Any] | None],
+    *,
+    is_savepoint: bool = False,
 ) -> dict[str, Any]:
     operators: dict[str, dict[str, Any]] = {}
     for vertex in graph.vertices:
@@ -80,9 +85,15 @@ def build_metadata(
         "timestamp": timestamp,
         "job_name": graph.job_name,
         "is_final": is_final,
+        "is_savepoint": is_savepoint,
         "max_parallelism": graph.max_parallelism,
         "operators": {uid: o for uid, o in operators.items() if o["subtasks"]},
     }
+
+
+def is_savepoint(metadata: dict[str, Any]) -> bool:
+    """Whether the metadata is a savepoint's (absent in metadata older than the flag: no)."""
+    return bool(metadata.get("is_savepoint", False))
 
 
 def check_compatible(graph: JobShape, metadata: dict[str, Any], where: str) -> None:

@@ -2,18 +2,25 @@
 
 Layout: `<storage>/<job name>/chk-<n>/` holds the subtasks' state files and,
 once the checkpoint is complete, `_metadata`, written atomically. A folder
-without `_metadata` is an incomplete checkpoint and is never restored.
+without `_metadata` is an incomplete checkpoint and is never restored. Savepoints
+live in the same folders, marked in their `_metadata`; retention never deletes
+them. Every read error names the file (`checkpoint/files.py`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from typing import Any
 
 from barrierflow import _fs
 from barrierflow.checkpoint import format as state_format
-from barrierflow.errors import CheckpointStorageError
+from barrierflow.checkpoint.files import read_checkpoint_file
+from barrierflow.checkpoint.metadata import is_savepoint
+from barrierflow.errors import CheckpointStorageError, StateRestoreError
+
+log = logging.getLogger(__name__)
 
 METADATA = "_metadata"
 METADATA_KIND = "checkpoint-metadata"
@@ -55,9 +62,12 @@ class FileSystemCheckpointStorage:
         return sorted(int(m.group(1)) for name in names if (m := _CHK.match(name)))
 
     def completed_checkpoint_ids(self) -> list[int]:
-        return [
-            n for n in self._checkpoint_ids() if _fs.exists(self.checkpoint_dir(n).child(METADATA))
-        ]
+        """Ids of the folders holding `_metadata`, ascending."""
+        ids = self._checkpoint_ids()
+        try:
+            return [n for n in ids if _fs.exists(self.checkpoint_dir(n).child(METADATA))]
+        except OSError as error:
+            raise CheckpointStorageError(f"cannot list {self.job_dir}: {error}") from error
 
     def next_checkpoint_id(self) -> int:
         """Above every folder ever created, so a zombie's late files never mix with new ones."""
@@ -73,9 +83,17 @@ class FileSystemCheckpointStorage:
             raise CheckpointStorageError(f"cannot write {target}: {error}") from error
 
     def load_metadata(self, checkpoint_id: int) -> dict[str, Any]:
+        """The `_metadata` of a checkpoint. Raises CheckpointStorageError (unreadable) or
+        StateRestoreError (damaged), each naming the file."""
         target = self.checkpoint_dir(checkpoint_id).child(METADATA)
-        header, _ = state_format.decode(_fs.read_bytes(target), METADATA_KIND)
+        header, _ = read_checkpoint_file(target, METADATA_KIND)
+        if not isinstance(header, dict):
+            raise StateRestoreError(f"{target}: the metadata is not a map but {type(header)}")
         return header
+
+    def is_savepoint(self, checkpoint_id: int) -> bool:
+        """Whether the completed checkpoint `checkpoint_id` is a savepoint (reads `_metadata`)."""
+        return is_savepoint(self.load_metadata(checkpoint_id))
 
     def latest_completed(self) -> tuple[int, dict[str, Any]] | None:
         ids = self.completed_checkpoint_ids()
@@ -85,11 +103,28 @@ class FileSystemCheckpointStorage:
         _fs.delete_dir(self.checkpoint_dir(checkpoint_id))
 
     def retain(self, count: int) -> list[int]:
-        """Keep the newest `count` completed checkpoints; delete older and abandoned folders."""
+        """Keep the newest `count` completed checkpoints; delete older and abandoned folders.
+
+        Savepoints are never deleted and do not count among the `count` (they belong to
+        the user, as in Flink). A completed folder whose `_metadata` cannot be read is
+        kept too: it might be a savepoint. Folders newer than the newest completed one
+        may still be in flight and are left alone.
+        """
         completed = self.completed_checkpoint_ids()
-        keep = set(completed[-count:])
+        checkpoints, kept = [], set()
+        for n in completed:
+            try:
+                savepoint = self.is_savepoint(n)
+            except (CheckpointStorageError, StateRestoreError) as error:
+                log.warning("retention keeps %s: %s", self.checkpoint_dir(n), error)
+                savepoint = True
+            if savepoint:
+                kept.add(n)
+            else:
+                checkpoints.append(n)
+        kept.update(checkpoints[-count:])
         newest = completed[-1] if completed else 0
-        removed = [n for n in self._checkpoint_ids() if n < newest and n not in keep]
+        removed = [n for n in self._checkpoint_ids() if n < newest and n not in kept]
         for n in removed:
             self.discard(n)
         return removed

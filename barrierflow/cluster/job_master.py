@@ -605,7 +605,12 @@ class _Attempt:
         master = self.master
         handles = {master.partitions[p]: h for p, h in action.task_states.items()}
         metadata = build_metadata(
-            self.graph, action.checkpoint_id, action.timestamp_ms, action.is_final, handles
+            self.graph,
+            action.checkpoint_id,
+            action.timestamp_ms,
+            action.is_final,
+            handles,
+            is_savepoint=action.is_savepoint,
         )
         try:
             master.storage.write_metadata(action.checkpoint_id, metadata)

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
+from barrierflow.cluster import rest_json
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
@@ -78,6 +79,8 @@ def resolve_rest_port(setting: int | str | None, environ: Mapping[str, str]) -> 
 
 @dataclass(frozen=True)
 class VertexView:
+    """A vertex of the job graph as the endpoint shows it."""
+
     vertex_id: int
     name: str
     parallelism: int
@@ -101,35 +104,6 @@ class JobView:
     checkpoint_config: dict[str, Any] = field(default_factory=dict)
     restored_from: int | None = None
 
-    def overview_json(self) -> dict[str, Any]:
-        return {
-            "jid": self.job_id,
-            "name": self.name,
-            "state": self.state,
-            "attempt": self.attempt,
-            "start-time": self.start_ms,
-            "end-time": -1,
-            "duration": self.published_ms - self.start_ms,
-            "last-modification": self.published_ms,
-            "tasks": {"total": sum(v.parallelism for v in self.vertices)},
-        }
-
-    def job_json(self) -> dict[str, Any]:
-        return {
-            **self.overview_json(),
-            "now": self.published_ms,
-            "restored_from": self.restored_from,
-            "vertices": [
-                {
-                    "id": v.vertex_id,
-                    "name": v.name,
-                    "parallelism": v.parallelism,
-                    "operators": [{"uid": uid, "name": name} for uid, name in v.operators],
-                }
-                for v in self.vertices
-            ],
-        }
-
 
 class _NotFound(Exception):
     pass
@@ -148,7 +122,7 @@ def _checkpoint(view: JobView, job_id: str, checkpoint_id: str) -> dict[str, Any
             f"checkpoint {checkpoint_id} of job {job_id} is not in the statistics history "
             "(it keeps the newest checkpoints; `barrierflow checkpoints` shows older ones)"
         )
-    return stats.to_json(details=True)
+    return rest_json.checkpoint_json(stats, details=True)
 
 
 def _vertex(view: JobView, job_id: str, checkpoint_id: str, vertex_id: str) -> dict[str, Any]:
@@ -160,9 +134,12 @@ def _vertex(view: JobView, job_id: str, checkpoint_id: str, vertex_id: str) -> d
 
 _ROUTES: list[tuple[re.Pattern[str], Callable[..., Any]]] = [
     (re.compile(r"/jobs"), lambda v: {"jobs": [{"id": v.job_id, "status": v.state}]}),
-    (re.compile(r"/jobs/overview"), lambda v: {"jobs": [v.overview_json()]}),
-    (re.compile(r"/jobs/([^/]+)"), lambda v, j: _job(v, j).job_json()),
-    (re.compile(r"/jobs/([^/]+)/checkpoints"), lambda v, j: _job(v, j).checkpoints.to_json()),
+    (re.compile(r"/jobs/overview"), lambda v: {"jobs": [rest_json.job_overview_json(v)]}),
+    (re.compile(r"/jobs/([^/]+)"), lambda v, j: rest_json.job_json(_job(v, j))),
+    (
+        re.compile(r"/jobs/([^/]+)/checkpoints"),
+        lambda v, j: rest_json.checkpoints_json(_job(v, j).checkpoints),
+    ),
     (re.compile(r"/jobs/([^/]+)/checkpoints/config"), lambda v, j: _job(v, j).checkpoint_config),
     (re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)"), _checkpoint),
     (re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)/subtasks/(\d+)"), _vertex),

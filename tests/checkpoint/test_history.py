@@ -62,16 +62,18 @@ def test_finished_checkpoints_come_back_from_the_file_as_they_went_in(tmp_path):
     assert (tmp_path / "job" / HISTORY_FILE).is_file()
     assert history.read() == written
     assert CheckpointHistoryFile(job_dir).read() == written  # what another process reads
-    records = history.read_records()
-    assert [(r["version"], r["job_id"], r["id"], r["status"]) for r in records] == [
+    entries = history.read_entries()
+    assert [(e.version, e.job_id, e.stats.checkpoint_id, e.stats.status.name) for e in entries] == [
         (1, "job-a", 1, "FAILED"),
         (1, "job-a", 2, "COMPLETED"),
         (1, "job-a", 3, "FAILED"),
         (1, "job-a", 4, "COMPLETED"),
     ]
-    assert records[0]["failure_message"] == "a task declined the checkpoint: 'Sink' (2/2) " + (
+    assert entries[0].stats.failure_message == "a task declined the checkpoint: 'Sink' (2/2) " + (
         "declined: busy"
     )
+    assert [r["id"] for r in history.read_records()] == [1, 2, 3, 4]
+    assert history.highest_checkpoint_id() == 4
     assert len(lines_of(history)) == 4
 
 
@@ -104,7 +106,7 @@ def test_a_second_run_appends_to_the_same_file_and_counts_its_lines_for_the_boun
         second.append(stats, job_id="run-2")
 
     assert len(lines_of(second)) == 3  # 5 + 1 = 6 lines, then the 7th forced a rewrite
-    assert [(r["id"], r["job_id"]) for r in second.read_records()] == [
+    assert [(e.stats.checkpoint_id, e.job_id) for e in second.read_entries()] == [
         (5, "run-1"),
         (6, "run-2"),
         (7, "run-2"),
@@ -136,7 +138,7 @@ def test_records_of_unknown_versions_and_damaged_records_are_skipped(tmp_path):
         file.write("[1, 2]\n")
 
     assert history.read() == [one]
-    assert [r["id"] for r in history.read_records()] == [2]
+    assert [e.stats.checkpoint_id for e in history.read_entries()] == [2]
 
 
 def test_retention_of_checkpoint_folders_leaves_the_history_alone(tmp_path):

@@ -10,6 +10,7 @@ from barrierflow.checkpoint.metadata import (
     build_metadata,
     channel_state_assignment,
     check_compatible,
+    is_savepoint,
     restore_assignment,
 )
 from barrierflow.connectors.collection import CollectionSource
@@ -126,3 +127,25 @@ def test_metadata_without_channel_state_still_rescales_and_restores_none():
     check_compatible(new, metadata, "checkpoint 7")
     folder = location("/checkpoints/chk-7")
     assert channel_state_assignment(new, metadata, folder, new.vertex(1).subtasks()[0]) is None
+
+
+# ---- savepoints are marked (issue 9, defect 3) ---------------------------------------------------
+
+
+def test_a_savepoints_metadata_says_it_is_a_savepoint():
+    graph = keyed_job(2)
+
+    savepoint = build_metadata(graph, 7, 1234, False, acknowledged(graph, 1), is_savepoint=True)
+    checkpoint = build_metadata(graph, 8, 1235, False, acknowledged(graph, 1))
+
+    assert is_savepoint(savepoint) is True
+    assert is_savepoint(checkpoint) is False
+    assert savepoint["is_savepoint"] is True and checkpoint["is_savepoint"] is False
+
+
+def test_metadata_written_before_savepoints_were_marked_reads_as_a_checkpoint():
+    graph = keyed_job(2)
+    old = build_metadata(graph, 7, 1234, False, acknowledged(graph, 1))
+    del old["is_savepoint"]
+
+    assert is_savepoint(old) is False

@@ -1,6 +1,7 @@
 """The checkpoint statistics tracker, event by event: a completed checkpoint with several
 subtasks, a declined one, an expired one, counts and summaries computed by hand, the
-latest of each kind, late and duplicate reports, illegal moves, and the JSON shapes."""
+latest of each kind, late and duplicate reports, illegal moves, the REST JSON shapes
+(`cluster/rest_json.py`) and the history codec's round trip."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import pytest
 
 from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.checkpoint.history_codec import HistoryRecord, decode_record, encode_record
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsCounts,
@@ -19,6 +21,12 @@ from barrierflow.checkpoint.stats import (
     SubtaskCheckpointStats,
     SubtaskDecline,
     TaskVertexInfo,
+)
+from barrierflow.cluster.rest_json import (
+    checkpoint_json,
+    checkpoints_json,
+    restored_json,
+    summary_json,
 )
 
 SOURCE = TaskVertexInfo(0, "Source: words", 1)
@@ -95,7 +103,7 @@ def test_the_details_of_a_completed_checkpoint_list_every_subtask_of_every_verte
     tracker = tracker_builder()
     stats = complete(tracker, 3, 1_000, [1_010, 1_030, 1_020], 1_035, sync_ms=2.0, state_bytes=10)
 
-    details = stats.to_json(details=True)
+    details = checkpoint_json(stats, details=True)
 
     assert sorted(details["tasks"]) == ["0", "1"]
     counter = details["tasks"]["1"]
@@ -144,7 +152,7 @@ def test_a_declined_checkpoint_fails_with_the_reason_and_the_subtask_that_declin
     )
     assert stats.end_to_end_duration_ms == stats.duration_ms == 41
     assert stats.describe() == f"checkpoint 8 failed after 41 ms: {stats.failure_message}"
-    subtasks = stats.to_json(details=True)["tasks"]["1"]["subtasks"]
+    subtasks = checkpoint_json(stats, details=True)["tasks"]["1"]["subtasks"]
     assert subtasks == [
         {"index": 0, "status": "pending_or_failed"},
         {
@@ -318,7 +326,7 @@ def test_a_summary_of_no_completed_checkpoints_is_empty_not_zero():
     tracker = tracker_builder()
     tracker.report_triggered(1, 0)
 
-    summary = tracker.snapshot().summary.to_json()
+    summary = summary_json(tracker.snapshot().summary)
 
     assert summary["end_to_end_duration"] == {
         "count": 0, "min": None, "max": None, "avg": None, "p50": None, "p99": None
@@ -341,9 +349,12 @@ def test_latest_completed_savepoint_failed_and_restored_are_kept_apart():
 
     assert snapshot.latest_completed is first  # a savepoint is not the latest checkpoint
     assert snapshot.latest_savepoint is savepoint
-    assert savepoint.kind == "savepoint" and savepoint.to_json()["checkpoint_type"] == "SAVEPOINT"
+    assert (
+        savepoint.kind == "savepoint"
+        and checkpoint_json(savepoint)["checkpoint_type"] == "SAVEPOINT"
+    )
     assert snapshot.latest_failed is failed
-    assert snapshot.latest_restored.to_json() == {
+    assert restored_json(snapshot.latest_restored) == {
         "id": 11,
         "restore_timestamp": 1_000,
         "is_savepoint": False,
@@ -391,7 +402,7 @@ def test_the_snapshot_json_has_flinks_checkpoints_shape_and_survives_json_dumps(
     complete(tracker, 1, 0, [5, 6, 7], 8, state_bytes=3)
     tracker.report_triggered(2, 10)
 
-    document = json.loads(json.dumps(tracker.snapshot().to_json()))
+    document = json.loads(json.dumps(checkpoints_json(tracker.snapshot())))
 
     assert set(document) == {"counts", "summary", "latest", "history"}
     assert document["counts"] == {
@@ -407,7 +418,7 @@ def test_the_snapshot_json_has_flinks_checkpoints_shape_and_survives_json_dumps(
     assert document["summary"]["state_size"]["max"] == 9
 
 
-def test_detailed_json_turns_back_into_the_same_statistics():
+def test_a_history_record_turns_back_into_the_same_statistics():
     tracker = tracker_builder()
     tracker.report_triggered(1, 100, is_final=True)
     tracker.report_acknowledged(
@@ -419,6 +430,7 @@ def test_detailed_json_turns_back_into_the_same_statistics():
     tracker.report_declined(1, SubtaskDecline(COUNT.vertex_id, 0, 160, reason, "no"))
     stats = tracker.report_failed(1, 170, reason)
 
-    restored = CheckpointStats.from_json(json.loads(json.dumps(stats.to_json(details=True))))
+    line = json.dumps(encode_record(stats, job_id="run-1"))
+    restored = decode_record(json.loads(line))
 
-    assert restored == stats
+    assert restored == HistoryRecord(job_id="run-1", stats=stats)

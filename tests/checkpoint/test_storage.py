@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from barrierflow.checkpoint.storage import FileSystemCheckpointStorage, job_folder_name
-from barrierflow.errors import CheckpointStorageError
+from barrierflow.checkpoint import format as envelope
+from barrierflow.checkpoint.storage import (
+    METADATA_KIND,
+    FileSystemCheckpointStorage,
+    job_folder_name,
+)
+from barrierflow.errors import CheckpointStorageError, StateRestoreError
 
 
-def storage_with(tmp_path, completed=(), incomplete=()):
+def storage_with(tmp_path, completed=(), incomplete=(), savepoints=()):
     storage = FileSystemCheckpointStorage(str(tmp_path), "my job")
     storage.prepare()
-    for n in completed:
-        storage.write_metadata(n, {"checkpoint_id": n, "operators": {}})
+    for n in sorted({*completed, *savepoints}):
+        metadata = {"checkpoint_id": n, "operators": {}}
+        if n in savepoints:
+            metadata["is_savepoint"] = True
+        storage.write_metadata(n, metadata)
     for n in incomplete:
         (tmp_path / "my_job" / f"chk-{n}").mkdir(parents=True)
     return storage
@@ -56,3 +66,71 @@ def test_an_unwritable_folder_is_named_in_the_error(tmp_path):
     storage = FileSystemCheckpointStorage(str(blocker / "checkpoints"), "job")
     with pytest.raises(CheckpointStorageError, match="not writable"):
         storage.prepare()
+
+
+# ---- retention never deletes a savepoint (issue 9, defect 3) ------------------------------------
+
+
+def test_retain_never_deletes_a_savepoint_and_does_not_count_it_as_a_retained_checkpoint(
+    tmp_path,
+):
+    storage = storage_with(tmp_path, completed=(1, 3, 5, 6), savepoints=(2, 4))
+
+    removed = storage.retain(1)
+
+    assert removed == [1, 3, 5]
+    assert storage.completed_checkpoint_ids() == [2, 4, 6]
+    assert storage.is_savepoint(2) and storage.is_savepoint(4) and not storage.is_savepoint(6)
+
+
+def test_retain_keeps_a_folder_whose_metadata_it_cannot_read(tmp_path):
+    storage = storage_with(tmp_path, completed=(1, 2, 3))
+    metadata = tmp_path / "my_job" / "chk-1" / "_metadata"
+    metadata.write_bytes(metadata.read_bytes()[:-3])  # truncated: savepoint or not, unknown
+
+    assert storage.retain(1) == [2]
+    assert (tmp_path / "my_job" / "chk-1").is_dir()
+
+
+# ---- read errors name the file (issue 9, defect 6) -----------------------------------------------
+
+
+def damage(path, how: str) -> None:
+    """Truncate the file, flip one byte of it, or put a folder in its place."""
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "flipped":
+        at = len(data) - 2
+        path.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :])
+    else:
+        os.remove(path)
+        path.mkdir()
+
+
+@pytest.mark.parametrize(
+    "how, error",
+    [
+        ("truncated", StateRestoreError),
+        ("flipped", StateRestoreError),
+        ("a-folder", CheckpointStorageError),
+    ],
+)
+def test_a_damaged_or_unreadable_metadata_file_is_named_in_the_error(tmp_path, how, error):
+    storage = storage_with(tmp_path, completed=(4,))
+    path = tmp_path / "my_job" / "chk-4" / "_metadata"
+    damage(path, how)
+
+    with pytest.raises(error, match=f"file://{path}") as raised:
+        storage.load_metadata(4)
+
+    assert raised.value.__cause__ is not None
+
+
+def test_a_metadata_file_of_another_kind_is_named_in_the_error(tmp_path):
+    storage = storage_with(tmp_path, completed=(4,))
+    path = tmp_path / "my_job" / "chk-4" / "_metadata"
+    path.write_bytes(envelope.encode("subtask-state", {}, b""))
+
+    with pytest.raises(StateRestoreError, match=f"file://{path}: expected a '{METADATA_KIND}'"):
+        storage.load_metadata(4)

@@ -18,6 +18,7 @@ from barrierflow.checkpoint.stats import (
     TaskVertexInfo,
 )
 from barrierflow.cluster.rest import JobView, RestServer, VertexView, resolve_rest_port
+from barrierflow.cluster.rest_json import checkpoints_json
 from barrierflow.errors import ConfigurationError
 
 JOB_ID = "4f1c0ffee"
@@ -127,7 +128,7 @@ def test_checkpoints_are_the_trackers_snapshot_as_json(served):
     status, checkpoints = get(server, f"/jobs/{JOB_ID}/checkpoints")
 
     assert status == 200
-    assert checkpoints == json.loads(json.dumps(views[0].checkpoints.to_json()))
+    assert checkpoints == json.loads(json.dumps(checkpoints_json(views[0].checkpoints)))
     assert checkpoints["counts"] == {
         "restored": 1,
         "total": 3,

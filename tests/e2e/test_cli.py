@@ -21,7 +21,8 @@ JOB = textwrap.dedent(
     from barrierflow.connectors.files import FileSink, FileSource
 
     env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(4)  # the command line's --parallelism wins
+    # No env.set_parallelism: the command line's --parallelism is the default. (A job file's
+    # own set_parallelism wins over it, as in Flink: tests/api/test_parallelism.py.)
     env.enable_checkpointing(500)
     (
         env.from_source(FileSource.for_lines(sys.argv[1]), WatermarkStrategy.no_watermarks(), "in")
