@@ -4,12 +4,6 @@ and the root cause of its failure. Fake RPC, fake Spark runner, ManualClock."""
 from __future__ import annotations
 
 import pytest
-
-from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.cluster.attempt import LOST_PEER_GRACE_MS
-from barrierflow.errors import ChannelLostError, JobExecutionError, RemoteTaskError
-from barrierflow.runtime import task_messages as msg
-
 from job_master_builder import (
     COUNTERS,
     INTERVAL_MS,
@@ -18,6 +12,11 @@ from job_master_builder import (
     failure,
     job_master_builder,
 )
+
+from barrierflow.api.restart_strategies import RestartStrategies
+from barrierflow.cluster.attempt import LOST_PEER_GRACE_MS
+from barrierflow.errors import ChannelLostError, JobExecutionError, RemoteTaskError
+from barrierflow.runtime import task_messages as msg
 
 
 def test_tasks_are_deployed_only_after_every_task_registered(tmp_path):
@@ -168,7 +167,7 @@ def test_a_lost_peer_without_a_primary_cause_is_reported_after_the_grace_period(
     assert job.master.status.state == "RUNNING"
     job.advance(1)
     assert job.master.status.state == "FAILED"
-    with pytest.raises(JobExecutionError, match="^ChannelLostError: lost a channel") as raised:
+    with pytest.raises(JobExecutionError, match=r"^ChannelLostError: lost a channel") as raised:
         job.master.result()
     assert isinstance(raised.value.__cause__, ChannelLostError)
 
