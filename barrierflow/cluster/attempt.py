@@ -130,13 +130,15 @@ class Attempt:
             timer.cancel()
         if self._tick_timer is not None:
             self._tick_timer.cancel()
-        if self.checkpoints is not None:
-            self.checkpoints.abort_on_failover()
-        for conn in self.connections.values():
-            with contextlib.suppress(OSError):
-                conn.send(msg.CancelTask(self.number, "the job is failing over or cancelled"))
-            with contextlib.suppress(OSError):
-                conn.close()
+        try:
+            if self.checkpoints is not None:
+                self.checkpoints.abort_on_failover()
+        finally:  # the tasks go even if aborting the checkpoints failed (the crash path)
+            for conn in self.connections.values():
+                with contextlib.suppress(OSError):
+                    conn.send(msg.CancelTask(self.number, "the job is failing over or cancelled"))
+                with contextlib.suppress(OSError):
+                    conn.close()
 
     # ---- registration and deployment ---------------------------------------------------------
 
