@@ -154,3 +154,13 @@ def test_an_unexpected_error_reaches_the_job_client_as_a_job_execution_error(tmp
     assert isinstance(raised.value.__cause__, IndexError)
     assert client.get_job_status() == "FAILED"
     assert conn.closed and job.runner.cancelled == [job.master._group(0)]
+
+
+def test_a_mail_of_unknown_type_is_an_error_that_fails_the_job(tmp_path):
+    job = job_master_builder(tmp_path)
+    job.run_all()
+    job.post(("task_message", job.tasks[0], msg.TaskRunning(0, 0)))  # the old tuple mails
+    assert job.master.status.state == "FAILED"
+    with pytest.raises(JobExecutionError, match="mail of unknown type") as raised:
+        job.master.result()
+    assert isinstance(raised.value.__cause__, TypeError)
