@@ -21,7 +21,9 @@ from barrierflow.checkpoint.metadata import channel_state_assignment, restore_as
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure, task_failure
 from barrierflow.cluster.checkpoint_actions import CheckpointActions
 from barrierflow.cluster.mails import TaskConnection
+from barrierflow.cluster.spark_runner import spark_error_headline
 from barrierflow.connectors.base import SourceSplit
+from barrierflow.errors import RemoteTaskError
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 
@@ -113,9 +115,10 @@ class Attempt:
     def on_spark_job_ended(self, error: str | None) -> None:
         """The attempt's Spark job ended: returns if the attempt finished, else raises."""
         if error is not None:
-            first_line = error.strip().splitlines()[0] if error.strip() else "no detail"
+            cause = RemoteTaskError(spark_error_headline(error))
+            cause.add_note(f"Spark's report:\n{error}")
             self._fail(
-                AttemptFailure(f"the Spark job of attempt {self.number} failed: {first_line}")
+                AttemptFailure(f"the Spark job of attempt {self.number} failed: {cause}", cause)
             )
         if len(self.finished) < len(self.partitions):
             self._fail(AttemptFailure("the Spark job ended before every task finished"))

@@ -104,6 +104,27 @@ def spark_error_summary(error: BaseException) -> str:
     return text[:2000]
 
 
+def spark_error_headline(summary: str) -> str:
+    """One line of a Spark error summary: the Python exception line of its traceback if it
+    has one, else its first line.
+
+    >>> spark_error_headline(
+    ...     "PythonException: Traceback (most recent call last):\\n"
+    ...     '  File "job.py", line 3, in f\\n    1 / 0\\nZeroDivisionError: division by zero\\n'
+    ... )
+    'ZeroDivisionError: division by zero'
+    """
+    lines = [line for line in summary.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no detail"
+    for index, line in enumerate(lines):
+        if "Traceback (most recent call last)" in line:
+            for after in lines[index + 1 :]:
+                if not after[:1].isspace():
+                    return after.strip()
+    return lines[0].strip()
+
+
 class AttemptRunner(Protocol):
     """Where an attempt's tasks run. Called on the JobMaster thread; never blocks it."""
 

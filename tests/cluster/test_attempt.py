@@ -177,3 +177,20 @@ def test_tasks_that_do_not_all_register_in_time_fail_the_attempt(tmp_path):
     job.advance(120_000)
     with pytest.raises(JobExecutionError, match="only 0 of 4 tasks"):
         job.master.result()
+
+
+def test_a_failed_spark_job_is_named_by_its_python_exception_line(tmp_path):
+    job = job_master_builder(tmp_path, RestartStrategies.no_restart())
+    job.register_all()
+    job.end_spark_job(
+        0,
+        "PythonException: Traceback (most recent call last):\n"
+        '  File "task_entry.py", line 9, in run\n    start()\n'
+        "ImportError: no module named 'mylib'\n\tat org.apache.spark.Something",
+    )
+    with pytest.raises(
+        JobExecutionError,
+        match=r"^the Spark job of attempt 0 failed: ImportError: no module named 'mylib'; ",
+    ) as raised:
+        job.master.result()
+    assert isinstance(raised.value.__cause__, RemoteTaskError)
