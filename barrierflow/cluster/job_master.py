@@ -50,7 +50,7 @@ from barrierflow.cluster.mails import (
     TaskConnectionLost,
     TaskMessageReceived,
 )
-from barrierflow.cluster.rest import JobView, resolve_rest_port
+from barrierflow.cluster.rest import resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
 from barrierflow.cluster.rpc import RpcServer
 from barrierflow.cluster.spark_runner import AttemptRunner, SparkAttemptRunner
@@ -160,11 +160,6 @@ class JobMaster:
     def status(self) -> JobStatus:
         return self.publisher.status
 
-    @property
-    def view(self) -> JobView | None:
-        """What the REST endpoint serves; replaced, never mutated."""
-        return self.publisher.view
-
     def request_cancel(self, reason: str = "cancelled by the user") -> None:
         self.mailbox.put(CancelRequested(reason))
 
@@ -192,6 +187,9 @@ class JobMaster:
         try:
             self._prepare()
         except BaseException:
+            if self.attempt is not None:
+                with contextlib.suppress(Exception):
+                    self._stop_attempt()
             self.publisher.publish(state="FAILED")
             self.close()
             raise
@@ -240,8 +238,9 @@ class JobMaster:
         )
         self._rpc = self._start_rpc(self._runner.bind_host, self.secret, self.mailbox.put)
         self.publisher.publish_view()
+        publisher, host = self.publisher, self._runner.bind_host
         self._rest = start_rest_endpoint(
-            self.graph.job_name, self.job_id, self._runner.bind_host, rest_port, lambda: self.view
+            self.graph.job_name, self.job_id, host, rest_port, lambda: publisher.view
         )
         if self._rest is not None:
             self.publisher.publish(rest_url=self._rest.url)
