@@ -296,8 +296,7 @@ class JobClient:
         finally:
             if self._scratch:
                 shutil.rmtree(self._scratch, ignore_errors=True)
-            with self._master._status_changed:
-                self._master._status_changed.notify_all()
+            self._master.wake_waiters()
 
     def wait(self, timeout: float | None = None) -> JobExecutionResult:
         self._thread.join(timeout)

@@ -80,11 +80,6 @@ class CheckpointHistoryFile:
         """The last `limit` checkpoints, oldest first."""
         return [entry.stats for entry in self.read_entries()]
 
-    def read_records(self) -> list[dict[str, Any]]:
-        """The readable records re-encoded as JSON objects, oldest first. Kept for callers
-        written against the raw lines; new code reads `read_entries()`."""
-        return [encode_record(e.stats, job_id=e.job_id) for e in self.read_entries()]
-
     def highest_checkpoint_id(self) -> int | None:
         """The largest checkpoint id in the history, None when it holds none."""
         return max((e.stats.checkpoint_id for e in self.read_entries()), default=None)

@@ -1,7 +1,9 @@
 """The authenticated connection between the JobMaster and its tasks.
 
 Both ends prove they know the job's secret (HMAC challenge) before anything is
-unpickled. Reader threads only turn received messages into mails.
+unpickled. Reader threads only turn received messages into mails. The server
+keeps every connection it accepted, so closing it ends every task's connection:
+no task outlives its job's endpoint.
 """
 
 from __future__ import annotations
@@ -13,28 +15,43 @@ from collections.abc import Callable
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
+from barrierflow.cluster.mails import Mail, TaskConnectionLost, TaskMessageReceived
 from barrierflow.runtime.network.connections import close_connection
 
 log = logging.getLogger(__name__)
 
 
 class RpcServer:
-    """The JobMaster's endpoint. Posts ("task_message", conn, message) and ("task_lost", conn)."""
+    """The JobMaster's endpoint. Posts TaskMessageReceived and TaskConnectionLost mails."""
 
-    def __init__(self, host: str, secret: bytes, post: Callable[[tuple[Any, ...]], None]) -> None:
+    def __init__(self, host: str, secret: bytes, post: Callable[[Mail], None]) -> None:
         self._listener = Listener((host, 0), family="AF_INET", authkey=secret)
         self._post = post
         self._closed = False
+        self._lock = threading.Lock()
+        self._connections: set[Connection] = set()
         threading.Thread(target=self._accept_loop, name="rpc-accept", daemon=True).start()
 
     @property
     def address(self) -> tuple[str, int]:
         return self._listener.address
 
+    @property
+    def open_connections(self) -> int:
+        """How many accepted connections are not closed yet (tests)."""
+        with self._lock:
+            return sum(1 for conn in self._connections if not conn.closed)
+
     def close(self) -> None:
-        self._closed = True
+        """Stop listening and close every accepted connection."""
+        with self._lock:
+            self._closed = True
+            connections = list(self._connections)
+            self._connections.clear()
         with contextlib.suppress(OSError):
             self._listener.close()
+        for conn in connections:
+            close_connection(conn)
 
     def _accept_loop(self) -> None:
         while not self._closed:
@@ -48,17 +65,27 @@ class RpcServer:
             except Exception:  # failed authentication: a stranger, not a task
                 log.warning("refused an RPC connection that failed authentication", exc_info=True)
                 continue
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._connections.add(conn)
+            if closed:
+                close_connection(conn)
+                return
             threading.Thread(target=self._read, args=(conn,), name="rpc-read", daemon=True).start()
 
     def _read(self, conn: Connection) -> None:
         try:
             while True:
-                self._post(("task_message", conn, conn.recv()))
+                self._post(TaskMessageReceived(conn, conn.recv()))
         except (EOFError, OSError, TypeError):  # TypeError: closed by the JobMaster meanwhile
-            self._post(("task_lost", conn))
+            pass
         except Exception as error:  # an unreadable message: treat the task as lost
             log.warning("unreadable RPC message: %s", error)
-            self._post(("task_lost", conn))
+        with self._lock:
+            self._connections.discard(conn)
+        close_connection(conn)
+        self._post(TaskConnectionLost(conn))
 
 
 class RpcClient:

@@ -1,7 +1,9 @@
 """The Spark side: obtain a session, check slots, and run one attempt as a barrier stage.
 
 One attempt is one Spark job with a single barrier-mode stage of one task per
-subtask; Spark gang-schedules them, so every subtask runs at once.
+subtask; Spark gang-schedules them, so every subtask runs at once. The JobMaster
+sees only the narrow `AttemptRunner` protocol (submit, cancel); `SparkAttemptRunner`
+is its production side, and tests pass a fake.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ import functools
 import logging
 import os
 import sys
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from barrierflow.cluster.java import ensure_java_home
+from barrierflow.cluster.mails import Mail, SparkJobEnded
 from barrierflow.errors import InsufficientResourcesError
 
 log = logging.getLogger(__name__)
@@ -97,3 +102,84 @@ def spark_error_summary(error: BaseException) -> str:
         if position >= 0:
             return text[position : position + 2000]
     return text[:2000]
+
+
+def spark_error_headline(summary: str) -> str:
+    """One line of a Spark error summary: the Python exception line of its traceback if it
+    has one, else its first line.
+
+    >>> spark_error_headline(
+    ...     "PythonException: Traceback (most recent call last):\\n"
+    ...     '  File "job.py", line 3, in f\\n    1 / 0\\nZeroDivisionError: division by zero\\n'
+    ... )
+    'ZeroDivisionError: division by zero'
+    """
+    lines = [line for line in summary.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no detail"
+    for index, line in enumerate(lines):
+        if "Traceback (most recent call last)" in line:
+            for after in lines[index + 1 :]:
+                if not after[:1].isspace():
+                    return after.strip()
+    return lines[0].strip()
+
+
+class AttemptRunner(Protocol):
+    """Where an attempt's tasks run. Called on the JobMaster thread; never blocks it."""
+
+    bind_host: str
+    """The address tasks reach the driver at (the RPC endpoint listens there)."""
+
+    def submit(self, payload: bytes, group: str, attempt: int) -> None:
+        """Start one task per subtask running `payload`; post SparkJobEnded(attempt, ...)
+        once they all ended."""
+        ...
+
+    def cancel(self, group: str) -> None:
+        """Kill the tasks of the attempt submitted as `group` (its SparkJobEnded follows)."""
+        ...
+
+
+class SparkAttemptRunner:
+    """Runs each attempt as one Spark barrier job, waited for on a thread of its own."""
+
+    def __init__(self, spark: Any, subtask_count: int, job_name: str, post: Callable[[Mail], None]):
+        self._spark = spark
+        self._subtask_count = subtask_count
+        self._job_name = job_name
+        self._post = post
+        master = spark.sparkContext.master
+        self.bind_host = (
+            "127.0.0.1"
+            if is_local_master(master)
+            else spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
+        )
+
+    @classmethod
+    def connect(
+        cls, master: str | None, subtask_count: int, job_name: str, post: Callable[[Mail], None]
+    ) -> SparkAttemptRunner:
+        """Obtain a session on `master` and check it offers a slot per subtask."""
+        spark = obtain_spark(master, subtask_count)
+        check_slots(spark, subtask_count)
+        return cls(spark, subtask_count, job_name, post)
+
+    def submit(self, payload: bytes, group: str, attempt: int) -> None:
+        threading.Thread(
+            target=self._run,
+            args=(payload, group, attempt),
+            daemon=True,
+            name=f"spark-attempt-{attempt}",
+        ).start()
+
+    def cancel(self, group: str) -> None:
+        cancel_attempt(self._spark, group)
+
+    def _run(self, payload: bytes, group: str, attempt: int) -> None:
+        try:
+            run_attempt(self._spark, payload, self._subtask_count, group, self._job_name)
+        except BaseException as error:
+            self._post(SparkJobEnded(attempt, spark_error_summary(error)))
+        else:
+            self._post(SparkJobEnded(attempt, None))

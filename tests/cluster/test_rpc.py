@@ -6,6 +6,7 @@ import queue
 
 import pytest
 
+from barrierflow.cluster.mails import TaskConnectionLost, TaskMessageReceived
 from barrierflow.cluster.rpc import RpcClient, RpcServer
 
 SECRET = b"k" * 32
@@ -24,12 +25,28 @@ def test_a_task_with_the_secret_reaches_the_jobmaster_and_hears_back(server):
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     client = RpcClient(endpoint.address, SECRET, inbox.put)
     client.send(("hello", 1))
-    kind, conn, message = mailbox.get(timeout=5)
-    assert (kind, message) == ("task_message", ("hello", 1))
-    conn.send("deploy")
+    mail = mailbox.get(timeout=5)
+    assert isinstance(mail, TaskMessageReceived) and mail.message == ("hello", 1)
+    mail.conn.send("deploy")
     assert inbox.get(timeout=5) == ("rpc", "deploy")
     client.close()
-    assert mailbox.get(timeout=5)[0] == "task_lost"
+    lost = mailbox.get(timeout=5)
+    assert isinstance(lost, TaskConnectionLost) and lost.conn is mail.conn
+    assert endpoint.open_connections == 0
+
+
+def test_closing_the_endpoint_closes_every_task_connection(server):
+    # Regression (issue 9, defect 1): close() closed only the listener, so tasks ran on.
+    endpoint, mailbox = server
+    inboxes = [queue.SimpleQueue() for _ in range(3)]
+    clients = [RpcClient(endpoint.address, SECRET, inbox.put) for inbox in inboxes]
+    for index, client in enumerate(clients):
+        client.send(index)
+    for _ in clients:
+        assert isinstance(mailbox.get(timeout=5), TaskMessageReceived)
+    endpoint.close()
+    for inbox in inboxes:
+        assert inbox.get(timeout=5) == ("rpc_lost",)
 
 
 def test_a_peer_without_the_secret_is_refused_before_any_message_is_read(server):

@@ -1,0 +1,289 @@
+"""One attempt of a job: its tasks register, are deployed, report, and end.
+
+An attempt starts when the JobMaster submits its Spark job and ends when that job
+ends (success), or when something fails it: a task's failure, a task's process
+dying, the registration timeout, the coordinator giving up, a cancel request. Any
+of those raises `AttemptFailed` with the attempt's root cause; the JobMaster then
+decides whether to restart. JobMaster thread only; time is read from and waited
+for through the JobMaster's clock and scheduler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from barrierflow._scheduler import ScheduledAction
+from barrierflow.checkpoint import coordinator as cc
+from barrierflow.checkpoint.metadata import channel_state_assignment, restore_assignment
+from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure, task_failure
+from barrierflow.cluster.checkpoint_actions import CheckpointActions
+from barrierflow.cluster.mails import TaskConnection
+from barrierflow.cluster.spark_runner import spark_error_headline
+from barrierflow.connectors.base import SourceSplit
+from barrierflow.errors import RemoteTaskError
+from barrierflow.graph.job_graph import SubtaskId
+from barrierflow.runtime import task_messages as msg
+
+if TYPE_CHECKING:
+    from barrierflow.cluster.job_master import JobMaster
+
+log = logging.getLogger(__name__)
+
+TICK_MS = 20
+"""How often the coordinator is asked whether a checkpoint is due."""
+REGISTRATION_TIMEOUT_MS = 120_000
+"""How long every task of an attempt has to register and report running."""
+LOST_PEER_GRACE_MS = 1_500
+"""How long a lost-peer failure waits for its primary cause (the peer's own failure or
+its lost connection) before it is reported as the attempt's cause itself."""
+
+
+class Attempt:
+    """One deployment: registration, deployment, task messages, checkpoints, end.
+
+    Guarantees every handler either returns or raises `AttemptFailed` naming the root
+    cause: a lost peer (a secondary failure) is reported only if no primary cause
+    arrives within LOST_PEER_GRACE_MS. Assumes the JobMaster passes only messages of
+    this attempt's number (it refuses older ones) and calls `stop` once it failed.
+    """
+
+    def __init__(
+        self,
+        master: JobMaster,
+        number: int,
+        splits: dict[SubtaskId, list[SourceSplit]],
+        latest: tuple[int, dict[str, Any]] | None,
+    ) -> None:
+        self.master = master
+        self.number = number
+        self.splits = splits
+        self.latest = latest
+        self.partitions = master.partitions
+        self.connections: dict[int, TaskConnection] = {}
+        self.partition_of: dict[TaskConnection, int] = {}
+        self.addresses: dict[int, tuple[str, int]] = {}
+        self.running: set[int] = set()
+        self.finished: set[int] = set()
+        self.failed: set[int] = set()
+        self.end_of_input: set[int] = set()
+        self.source_partitions = frozenset(self.partitions.index(s) for s in master.sources)
+        self.checkpoints: CheckpointActions | None = None
+        self._secondary: AttemptFailure | None = None
+        self._tick_timer: ScheduledAction | None = None
+        self._timers: list[ScheduledAction] = [
+            master.scheduler.schedule(
+                REGISTRATION_TIMEOUT_MS,
+                self._registration_timed_out,
+                f"registration timeout of attempt {number}",
+            )
+        ]
+        self._handlers: dict[type, Callable[[int, Any], None]] = {
+            msg.TaskRunning: self._on_running,
+            msg.AcknowledgeCheckpoint: self._on_acknowledge,
+            msg.DeclineCheckpoint: self._on_decline,
+            msg.EndOfInput: self._on_end_of_input,
+            msg.TaskFinished: self._on_finished,
+            msg.TaskFailed: self._on_failed,
+        }
+
+    # ---- mails (the JobMaster dispatches them here) -------------------------------------------
+
+    def on_task_message(self, conn: TaskConnection, message: Any) -> None:
+        if isinstance(message, msg.RegisterTask):
+            self._register(conn, message)
+        elif self.partition_of.get(conn) != message.partition:
+            log.warning("refused %s: not from the connection that registered it", message)
+        else:
+            self._handlers[type(message)](message.partition, message)
+
+    def on_connection_lost(self, conn: TaskConnection) -> None:
+        partition = self.partition_of.get(conn)
+        if partition is None or partition in self.finished or partition in self.failed:
+            return  # not ours, or the task already said how it ended
+        subtask = self.partitions[partition]
+        host, pid = self.master.publisher.status.processes.get(subtask, ("?", "?"))
+        self._fail(
+            AttemptFailure(
+                f"task {self.task_name(partition)} (pid {pid} on {host}) died: "
+                "its process was killed or exited"
+            )
+        )
+
+    def on_spark_job_ended(self, error: str | None) -> None:
+        """The attempt's Spark job ended: returns if the attempt finished, else raises."""
+        if error is not None:
+            cause = RemoteTaskError(spark_error_headline(error))
+            cause.add_note(f"Spark's report:\n{error}")
+            self._fail(
+                AttemptFailure(f"the Spark job of attempt {self.number} failed: {cause}", cause)
+            )
+        if len(self.finished) < len(self.partitions):
+            self._fail(AttemptFailure("the Spark job ended before every task finished"))
+
+    def cancel(self, reason: str) -> None:
+        raise AttemptFailed(AttemptFailure(reason))
+
+    def stop(self) -> None:
+        """End this attempt after a failure: no more timers, pending checkpoints aborted,
+        every task told to cancel and its connection closed."""
+        for timer in self._timers:
+            timer.cancel()
+        if self._tick_timer is not None:
+            self._tick_timer.cancel()
+        try:
+            if self.checkpoints is not None:
+                self.checkpoints.abort_on_failover()
+        finally:  # the tasks go even if aborting the checkpoints failed (the crash path)
+            for conn in self.connections.values():
+                with contextlib.suppress(OSError):
+                    conn.send(msg.CancelTask(self.number, "the job is failing over or cancelled"))
+                with contextlib.suppress(OSError):
+                    conn.close()
+
+    # ---- registration and deployment ---------------------------------------------------------
+
+    def _register(self, conn: TaskConnection, message: msg.RegisterTask) -> None:
+        partition = message.partition
+        if partition in self.addresses:
+            log.warning("refused a second registration of task %s", self.task_name(partition))
+            conn.close()
+            return
+        self.connections[partition] = conn
+        self.partition_of[conn] = partition
+        self.addresses[partition] = message.data_address
+        publisher = self.master.publisher
+        processes = dict(publisher.status.processes)
+        processes[self.partitions[partition]] = (message.host, message.pid)
+        publisher.publish(processes=processes)
+        if len(self.addresses) == len(self.partitions):
+            self._deploy()
+
+    def _deploy(self) -> None:
+        master, latest = self.master, self.latest
+        for partition in sorted(self.connections):
+            subtask = self.partitions[partition]
+            restore = {}
+            channel_state = None
+            if latest is not None:
+                checkpoint_dir = master.storage.checkpoint_dir(latest[0])
+                restore = restore_assignment(master.graph, latest[1], checkpoint_dir, subtask)
+                channel_state = channel_state_assignment(
+                    master.graph, latest[1], checkpoint_dir, subtask
+                )
+            self.send(
+                partition,
+                msg.DeployTask(
+                    attempt=self.number,
+                    peers=self.addresses,
+                    splits=self.splits.get(subtask, []),
+                    restore_checkpoint_id=latest[0] if latest else None,
+                    restore=restore,
+                    channel_state=channel_state,
+                ),
+            )
+
+    def _registration_timed_out(self) -> None:
+        self._fail(
+            AttemptFailure(
+                f"only {len(self.running)} of {len(self.partitions)} tasks registered and "
+                f"started within {REGISTRATION_TIMEOUT_MS / 1000:.0f} s"
+            )
+        )
+
+    # ---- task messages -----------------------------------------------------------------------
+
+    def _on_running(self, partition: int, message: msg.TaskRunning) -> None:
+        self.running.add(partition)
+        if len(self.running) == len(self.partitions) and self.checkpoints is None:
+            self._start_checkpointing()
+
+    def _on_acknowledge(self, partition: int, message: msg.AcknowledgeCheckpoint) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.acknowledged(message)
+
+    def _on_decline(self, partition: int, message: msg.DeclineCheckpoint) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.declined(message)
+
+    def _on_end_of_input(self, partition: int, message: msg.EndOfInput) -> None:
+        self.end_of_input.add(partition)
+        if self.end_of_input >= self.source_partitions and self.checkpoints is not None:
+            self._request_final_checkpoint()
+
+    def _on_finished(self, partition: int, message: msg.TaskFinished) -> None:
+        self.finished.add(partition)
+
+    def _on_failed(self, partition: int, message: msg.TaskFailed) -> None:
+        self.failed.add(partition)
+        failure = task_failure(message.failure, self.task_name(partition))
+        if not failure.secondary:
+            self._fail(failure)
+        if self._secondary is None:
+            # A lost channel is a consequence: give the primary cause a moment to arrive.
+            self._secondary = failure
+            self._timers.append(
+                self.master.scheduler.schedule(
+                    LOST_PEER_GRACE_MS,
+                    lambda: self._fail(failure),
+                    f"attempt {self.number}: no primary cause after a lost peer",
+                )
+            )
+
+    # ---- checkpoints -------------------------------------------------------------------------
+
+    def _start_checkpointing(self) -> None:
+        master = self.master
+        self._timers[0].cancel()  # every task registered and runs
+        coordinator = cc.CheckpointCoordinator(
+            master.settings.coordinator,
+            tasks_to_trigger=self.source_partitions,
+            tasks_to_ack=frozenset(range(len(self.partitions))),
+            next_checkpoint_id=master.next_checkpoint_id(),
+        )
+        self.checkpoints = CheckpointActions(master, self, coordinator)
+        self.checkpoints.carry_out(coordinator.start(master.clock.epoch_millis()))
+        master.publisher.publish(state="RUNNING")
+        if self.end_of_input >= self.source_partitions:
+            self._request_final_checkpoint()
+        self._tick_timer = master.scheduler.schedule(TICK_MS, self._tick, "coordinator tick")
+
+    def _request_final_checkpoint(self) -> None:
+        assert self.checkpoints is not None
+        coordinator = self.checkpoints.coordinator
+        self.checkpoints.carry_out(
+            coordinator.request_final_checkpoint(self.master.clock.epoch_millis())
+        )
+
+    def _tick(self) -> None:
+        master = self.master
+        self._tick_timer = master.scheduler.schedule(TICK_MS, self._tick, "coordinator tick")
+        assert self.checkpoints is not None
+        self.checkpoints.carry_out(
+            self.checkpoints.coordinator.on_tick(master.clock.epoch_millis())
+        )
+        master.publisher.publish_view_if_due()
+
+    # ---- sending and failing -----------------------------------------------------------------
+
+    def send(self, partition: int, message: Any) -> None:
+        try:
+            self.connections[partition].send(message)
+        except OSError:
+            if partition not in self.finished:
+                self._fail(AttemptFailure(f"task {self.task_name(partition)} is unreachable"))
+
+    def send_to_all(self, message: Any) -> None:
+        for partition in sorted(self.connections):
+            self.send(partition, message)
+
+    def _fail(self, failure: AttemptFailure) -> None:
+        raise AttemptFailed(failure)
+
+    def task_name(self, partition: int) -> str:
+        """`'words -> Map' (2/2)`: the vertex name and the subtask's 1-based index."""
+        subtask = self.partitions[partition]
+        vertex = self.master.graph.vertex(subtask.vertex_id)
+        return f"'{vertex.name}' ({subtask.subtask_index + 1}/{vertex.parallelism})"

@@ -1,0 +1,61 @@
+"""Why an attempt failed, as the user reads it: one line first, the original exception chained.
+
+A task's failure arrives as a `TaskFailure`; the driver rebuilds the task's own
+exception from its pickled form (falling back to `RemoteTaskError` naming type and
+message) and attaches the remote traceback as a note, so the user sees the
+original type and message first and the task-side stack below it.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+
+from barrierflow.errors import RemoteTaskError
+from barrierflow.runtime.task_messages import TaskFailure
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    """The root cause of an attempt's failure."""
+
+    summary: str
+    """One line, e.g. "ZeroDivisionError: division by zero (task 'words -> Map' (2/2))"."""
+    cause: BaseException | None = None
+    """The original exception (chained as the job error's __cause__), if there is one."""
+    secondary: bool = False
+    """A consequence of another failure (a lost peer): never preferred as the root cause."""
+
+
+class AttemptFailed(Exception):
+    """Raised on the JobMaster thread to end an attempt; carries its root cause."""
+
+    def __init__(self, failure: AttemptFailure) -> None:
+        super().__init__(failure.summary)
+        self.failure = failure
+
+
+def task_failure(failure: TaskFailure, task: str) -> AttemptFailure:
+    """The failure a task reported, named by `task` (e.g. "'count' (1/2)")."""
+    headline = failure.headline.splitlines()[0] if failure.headline else failure.type_name
+    return AttemptFailure(
+        summary=f"{headline} (task {task})",
+        cause=rebuild_exception(failure, task),
+        secondary=failure.lost_peer,
+    )
+
+
+def rebuild_exception(failure: TaskFailure, task: str) -> BaseException:
+    """The task's exception, unpickled if possible, with the remote traceback as a note."""
+    error: BaseException | None = None
+    if failure.pickled is not None:
+        try:
+            loaded = pickle.loads(failure.pickled)
+        except Exception:
+            loaded = None
+        if isinstance(loaded, BaseException):
+            error = loaded
+    if error is None:
+        error = RemoteTaskError(failure.headline)
+    error.add_note(f"Remote traceback of task {task} in {failure.where}:\n{failure.traceback}")
+    return error

@@ -1,0 +1,54 @@
+"""The JobMaster's mails: what other threads hand to the JobMaster thread.
+
+RPC reader threads post a task's message or its lost connection, the Spark runner
+posts the end of an attempt's Spark job, the JobClient posts a cancel request. Each
+mail is a frozen value dispatched by type; one that names an attempt carries its
+number, so the JobMaster refuses what belongs to an older attempt (a zombie).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class TaskConnection(Protocol):
+    """The JobMaster's end of one task's RPC connection (a multiprocessing Connection)."""
+
+    def send(self, message: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, eq=False)
+class TaskMessageReceived:
+    """A task sent `message` (one of task_messages.TASK_TO_JOBMASTER; it carries its attempt)."""
+
+    conn: TaskConnection
+    message: Any
+
+
+@dataclass(frozen=True, eq=False)
+class TaskConnectionLost:
+    """A task's RPC connection ended: the task finished, was cancelled, or its process died."""
+
+    conn: TaskConnection
+
+
+@dataclass(frozen=True)
+class SparkJobEnded:
+    """The Spark job of `attempt` ended; `error` is the useful part of its failure, or None."""
+
+    attempt: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class CancelRequested:
+    """The user (JobClient.cancel) asked the job to stop."""
+
+    reason: str
+
+
+Mail = TaskMessageReceived | TaskConnectionLost | SparkJobEnded | CancelRequested
+"""Everything the JobMaster's mailbox holds."""
