@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow import _fs
-from barrierflow.checkpoint.handles import OperatorRestore
+from barrierflow.checkpoint.handles import OperatorRestore, Section, SubtaskStateHandle
 from barrierflow.errors import StateRestoreError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
@@ -30,7 +30,7 @@ def build_metadata(
     checkpoint_id: int,
     timestamp: int,
     is_final: bool,
-    handles: dict[SubtaskId, dict[str, Any] | None],
+    handles: dict[SubtaskId, SubtaskStateHandle | None],
 ) -> dict[str, Any]:
     operators: dict[str, dict[str, Any]] = {}
     for vertex in graph.vertices:
@@ -39,28 +39,28 @@ def build_metadata(
     for _subtask, handle in sorted(handles.items()):
         if handle is None:
             continue
-        for uid, entry in handle["operators"].items():
+        for uid, entry in handle.operators.items():
             operators[uid]["subtasks"].append(
                 {
-                    "subtask": handle["subtask"],
-                    "file": handle["file"],
-                    "key_group_range": handle["key_group_range"],
-                    "keyed": entry["keyed"],
-                    "operator": entry["operator"],
-                    "timers": entry.get("timers"),
+                    "subtask": handle.subtask,
+                    "file": handle.file,
+                    "key_group_range": list(handle.key_group_range),
+                    "keyed": _listed(entry.keyed),
+                    "operator": _listed(entry.operator),
+                    "timers": _listed(entry.timers),
                 }
             )
     channel_state = []
     for subtask, handle in sorted(handles.items()):
-        if handle is None or handle.get("channel_state") is None:
+        if handle is None or handle.channel_state is None:
             continue
         head = graph.vertex(subtask.vertex_id).operators[0].uid
-        offset, length = handle["channel_state"]
+        offset, length = handle.channel_state
         channel_state.append(
             {
                 "uid": head,
                 "subtask": subtask.subtask_index,
-                "file": handle["file"],
+                "file": handle.file,
                 "offset": offset,
                 "length": length,
             }
@@ -83,6 +83,11 @@ def build_metadata(
         "max_parallelism": graph.max_parallelism,
         "operators": {uid: o for uid, o in operators.items() if o["subtasks"]},
     }
+
+
+def _listed(section: Section | None) -> list[int] | None:
+    """A section as metadata stores it: [offset, length]."""
+    return None if section is None else list(section)
 
 
 def check_compatible(graph: JobGraph, metadata: dict[str, Any], where: str) -> None:

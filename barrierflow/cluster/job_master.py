@@ -53,6 +53,7 @@ from barrierflow.cluster.rpc import RpcServer
 from barrierflow.cluster.user_code import register_user_modules_by_value
 from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import BarrierflowError, CheckpointStorageError, JobExecutionError
+from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.network.connections import close_connection
@@ -336,7 +337,7 @@ class JobMaster:
             unaligned_checkpoints=self.settings.unaligned_checkpoints,
             aligned_checkpoint_timeout_ms=self.settings.aligned_checkpoint_timeout_ms,
         )
-        payload = cloudpickle.dumps((payload_graph, settings))
+        payload = cloudpickle.dumps((build_task_descriptors(payload_graph), settings))
         group = f"barrierflow-{self.job_id}-{attempt}"
         self._publish(
             state="DEPLOYING",

@@ -7,6 +7,7 @@ import queue
 import pytest
 
 from barrierflow.cluster.rpc import RpcClient, RpcServer
+from barrierflow.runtime.mails import RpcLost, RpcReceived
 
 SECRET = b"k" * 32
 
@@ -27,9 +28,10 @@ def test_a_task_with_the_secret_reaches_the_jobmaster_and_hears_back(server):
     kind, conn, message = mailbox.get(timeout=5)
     assert (kind, message) == ("task_message", ("hello", 1))
     conn.send("deploy")
-    assert inbox.get(timeout=5) == ("rpc", "deploy")
+    assert inbox.get(timeout=5) == RpcReceived("deploy")
     client.close()
     assert mailbox.get(timeout=5)[0] == "task_lost"
+    assert inbox.get(timeout=5) == RpcLost()
 
 
 def test_a_peer_without_the_secret_is_refused_before_any_message_is_read(server):
