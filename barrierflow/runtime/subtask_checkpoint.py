@@ -20,6 +20,7 @@ from barrierflow._clock import Clock
 from barrierflow._scheduler import Scheduler
 from barrierflow.checkpoint import subtask_state_file
 from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.runtime.barriers.decisions import (
     AbortCheckpoint,
     ArmAlignmentTimer,
@@ -31,9 +32,11 @@ from barrierflow.runtime.channel_state import (
     ChannelStateSnapshot,
     ChannelStateWriter,
     in_flight_input,
+    read_channel_state,
 )
 from barrierflow.runtime.deployment import SubtaskId, TaskSettings
 from barrierflow.runtime.elements import CancelCheckpointMarker, CheckpointBarrier
+from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.checkpointed_input_gate import CheckpointedInputGate
 from barrierflow.runtime.network.record_writer import RecordWriter
 from barrierflow.runtime.operator_chain import OperatorChain
@@ -90,6 +93,19 @@ class SubtaskCheckpointCoordinator:
         self._first_barrier: dict[int, tuple[float, int]] = {}
         """Checkpoint id -> (monotonic s, epoch ms) when its first barrier arrived."""
         self._newest_barrier_id = -1
+
+    def restore_channel_state(self, reader: SubtaskStateReader, where: tuple[str, int, int]):
+        """Re-send recovered output and queue recovered input, before anything new."""
+        gate = self._gate
+        recovered = read_channel_state(
+            reader.slice(*where),
+            input_channels=gate.channel_count if gate is not None else 0,
+            output_channels=len(self._writer.channels),
+        )
+        self._writer.send_recovered(recovered.outputs)
+        for channel, frames in sorted(recovered.inputs.items()):
+            assert gate is not None
+            gate.prepend_recovered(channel, [(codec.decode(f), f) for f in frames])
 
     # ---- from the JobMaster ------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from barrierflow._scheduler import Scheduler
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import BarrierflowError, ChannelLostError, StreamCorruptionError
 from barrierflow.runtime.batch import RecordBatch
-from barrierflow.runtime.channel_state import read_channel_state
 from barrierflow.runtime.deployment import SubtaskId, TaskDescriptor, TaskSettings
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
@@ -50,12 +49,11 @@ from barrierflow.runtime.mails import (
     RunAction,
     TaskMailboxExecutor,
 )
-from barrierflow.runtime.network import codec
-from barrierflow.runtime.network.channels import ChannelHello, DataServer, OutputChannel
-from barrierflow.runtime.network.channels import connect_output as connect_output
+from barrierflow.runtime.network import task_channels
+from barrierflow.runtime.network.channels import DataServer
 from barrierflow.runtime.network.checkpointed_input_gate import CheckpointedInputGate
 from barrierflow.runtime.network.input_gate import InputGate
-from barrierflow.runtime.network.record_writer import EdgeWriter, RecordWriter
+from barrierflow.runtime.network.record_writer import RecordWriter
 from barrierflow.runtime.operator_chain import OperatorChain
 from barrierflow.runtime.operators.base import OperatorContext
 from barrierflow.runtime.operators.source_sink import SourceOperator
@@ -170,18 +168,7 @@ class StreamTask:
         """Run the current attempt: register, deploy and restore, process, finish or fail."""
         settings = self.settings
         try:
-            self._server = DataServer(
-                settings.bind_host,
-                settings.secret,
-                settings.job_id,
-                settings.attempt,
-                (self.subtask.vertex_id, self.subtask.subtask_index),
-                {
-                    (c.edge_id, (c.upstream.vertex_id, c.upstream.subtask_index)): index
-                    for index, c in enumerate(self.descriptor.inputs)
-                },
-                self.mailbox.put,
-            )
+            self._server = task_channels.data_server(self.descriptor, settings, self.mailbox.put)
             self._server.start()
             self._send(
                 RegisterTask(
@@ -265,56 +252,14 @@ class StreamTask:
         )
         if self.chain.source is not None:
             self.chain.source.assign_splits(deploy.splits)
-        self.writer = self._connect_outputs(deploy)
+        self.writer, self._output_targets = task_channels.connect_outputs(
+            descriptor, settings, deploy.peers, self.mailbox.put
+        )
         self.checkpoints = self._checkpoint_coordinator()
         reader = SubtaskStateReader()
         if deploy.channel_state is not None:
-            self._restore_channel_state(reader, deploy.channel_state)
+            self.checkpoints.restore_channel_state(reader, deploy.channel_state)
         self.chain.open(context, self.writer, deploy.restore, reader)
-
-    def _restore_channel_state(self, reader: SubtaskStateReader, where: tuple[str, int, int]):
-        """Re-send recovered output and queue recovered input, before anything new."""
-        gate = self.gate
-        recovered = read_channel_state(
-            reader.slice(*where),
-            input_channels=gate.channel_count if gate is not None else 0,
-            output_channels=len(self.writer.channels),
-        )
-        self.writer.send_recovered(recovered.outputs)
-        for channel, frames in sorted(recovered.inputs.items()):
-            assert gate is not None
-            gate.prepend_recovered(channel, [(codec.decode(f), f) for f in frames])
-
-    def _connect_outputs(self, deploy: DeployTask) -> RecordWriter:
-        settings = self.settings
-        me = (self.subtask.vertex_id, self.subtask.subtask_index)
-        edges: list[EdgeWriter] = []
-        self._output_targets.clear()
-        for edge in self.descriptor.outputs:
-            channels = []
-            for target in edge.targets:
-                hello = ChannelHello(
-                    settings.job_id,
-                    settings.attempt,
-                    edge.edge_id,
-                    me,
-                    (target.vertex_id, target.subtask_index),
-                )
-                address = deploy.peers[settings.partitions.index(target)]
-                index = len(self._output_targets)
-                conn = connect_output(address, settings.secret, hello, index, self.mailbox.put)
-                channels.append(OutputChannel(conn))
-                self._output_targets.append(target)
-            edges.append(
-                EdgeWriter(
-                    edge.partitioner,
-                    channels,
-                    settings.buffer_size,
-                    source_operator=edge.source_operator,
-                    side_output=edge.side_output,
-                )
-            )
-        return RecordWriter(edges)
 
     def _finish(self) -> None:
         """End normally: close the chain first, so what it emits while closing goes out,
