@@ -75,8 +75,6 @@ from barrierflow.runtime.task_messages import (
 )
 from barrierflow.state.key_groups import key_group_range_for_subtask
 
-__all__ = ["StreamTask", "TaskCancelled", "TaskSettings"]
-
 log = logging.getLogger(__name__)
 
 
@@ -114,7 +112,7 @@ class StreamTask:
             InputFailed: self._on_input_failed,
             RpcReceived: self._on_rpc,
             RpcLost: self._on_rpc_lost,
-            RunAction: self._on_run_action,
+            RunAction: lambda mail: mail.action(),
         }
         self._prepare(settings)
 
@@ -400,9 +398,6 @@ class StreamTask:
     def _on_rpc_lost(self, mail: RpcLost) -> None:
         raise TaskCancelled("lost the connection to the JobMaster")
 
-    def _on_run_action(self, mail: RunAction) -> None:
-        mail.action()
-
     def _on_rpc(self, mail: RpcReceived) -> None:
         message = mail.message
         if not isinstance(message, JOBMASTER_TO_TASK):
@@ -430,11 +425,8 @@ class StreamTask:
     # ---- talking to the JobMaster ------------------------------------------------------------
 
     def _report_failure(self, error: Exception) -> bool:
-        """Tell the JobMaster why this task failed; True if it heard it.
-
-        The JobMaster then fails the deployment over, so the Spark task ends quietly
-        instead of adding a second copy of the traceback to the executor log.
-        """
+        """Tell the JobMaster why this task failed; True if it heard it (then the Spark task
+        ends quietly instead of adding a second copy of the traceback to the executor log)."""
         name = self.descriptor.vertex_name
         log.warning("task %s (%s) failed: %s", name, self.subtask, error)
         try:
