@@ -47,16 +47,6 @@ unit "barrierflow" is the package's own `__init__`."""
 FACADE = LAYERS[0]
 BELOW_THE_API = ("graph", "runtime", "checkpoint", "state", "connectors", "core")
 
-PENDING_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # removed by the task split (issue 9): StreamTask receives per-task descriptors
-        # instead of the JobGraph.
-        ("barrierflow/runtime/task.py", "barrierflow.graph.job_graph"),
-    }
-)
-"""(importing file, imported module) pairs that break the order today, each with the change
-that removes it."""
-
 
 @dataclass(frozen=True)
 class Import:
@@ -131,37 +121,25 @@ def _layer(unit: str) -> int:
     raise AssertionError(f"unit {unit!r} is in no layer: add it to LAYERS in {__file__}")
 
 
-def _pending(found: Import) -> bool:
-    return (found.path, found.target_module) in PENDING_EXCEPTIONS
-
-
 def upward_imports(found: list[Import]) -> list[Import]:
     """Imports into a higher layer."""
-    return [i for i in found if _layer(i.target_unit) < _layer(i.source_unit) and not _pending(i)]
+    return [i for i in found if _layer(i.target_unit) < _layer(i.source_unit)]
 
 
 def imports_of_the_api_from_below(found: list[Import]) -> list[Import]:
     """Imports from the packages below the API into the API, the cluster, the CLI or facade."""
     above = {"api", "cluster", *FACADE}
-    return [
-        i
-        for i in found
-        if i.source_unit in BELOW_THE_API and i.target_unit in above and not _pending(i)
-    ]
+    return [i for i in found if i.source_unit in BELOW_THE_API and i.target_unit in above]
 
 
 def runtime_imports_of_the_graph(found: list[Import]) -> list[Import]:
-    return [
-        i
-        for i in found
-        if i.source_unit == "runtime" and i.target_unit == "graph" and not _pending(i)
-    ]
+    return [i for i in found if i.source_unit == "runtime" and i.target_unit == "graph"]
 
 
 def mutual_imports(found: list[Import]) -> list[Import]:
     """Imports of a unit that imports the importing unit back (both directions listed)."""
-    edges = {(i.source_unit, i.target_unit) for i in found if not _pending(i)}
-    return [i for i in found if (i.target_unit, i.source_unit) in edges and not _pending(i)]
+    edges = {(i.source_unit, i.target_unit) for i in found}
+    return [i for i in found if (i.target_unit, i.source_unit) in edges]
 
 
 def _report(title: str, offending: list[Import]) -> str:
@@ -194,12 +172,6 @@ def test_every_import_points_down_the_layer_order() -> None:
 def test_every_module_belongs_to_a_layer() -> None:
     units = {_unit(_module_name(ROOT, f)) for f in (ROOT / PACKAGE).rglob("*.py")}
     assert units <= {unit for layer in LAYERS for unit in layer}
-
-
-def test_each_pending_exception_still_exists() -> None:
-    """An exception that no longer matches anything must be deleted, not kept around."""
-    found = {(i.path, i.target_module) for i in imports_between_units()}
-    assert found >= PENDING_EXCEPTIONS, sorted(PENDING_EXCEPTIONS - found)
 
 
 # ---- the checker itself ------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Reading one checkpoint file: every read or decode error names the file.
 
-The envelope decoder (`checkpoint/format.py`) knows bytes, not where they came
+The envelope decoder (`barrierflow/_envelope.py`) knows bytes, not where they came
 from, and the filesystem raises bare `OSError`s. Every reader of a checkpoint or
 savepoint file (the JobMaster's `_metadata`, a task's state files, the command
 line) goes through `read_checkpoint_file`, so a damaged, truncated or unreadable
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from barrierflow import _envelope as envelope
 from barrierflow import _fs
-from barrierflow.checkpoint import format as envelope
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 
 __all__ = ["read_checkpoint_file"]

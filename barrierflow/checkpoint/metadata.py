@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow import _fs
-from barrierflow.checkpoint.handles import OperatorRestore
+from barrierflow.checkpoint.handles import OperatorRestore, SubtaskStateHandle, section_as_list
 from barrierflow.checkpoint.job_shape import JobShape, SubtaskRef
 from barrierflow.errors import StateRestoreError
 from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
@@ -33,7 +33,7 @@ def build_metadata(
     checkpoint_id: int,
     timestamp: int,
     is_final: bool,
-    handles: dict[SubtaskRef, dict[str, Any] | None],
+    handles: dict[SubtaskRef, SubtaskStateHandle | None],
     *,
     is_savepoint: bool = False,
 ) -> dict[str, Any]:
@@ -44,28 +44,28 @@ def build_metadata(
     for _subtask, handle in sorted(handles.items()):
         if handle is None:
             continue
-        for uid, entry in handle["operators"].items():
+        for uid, entry in handle.operators.items():
             operators[uid]["subtasks"].append(
                 {
-                    "subtask": handle["subtask"],
-                    "file": handle["file"],
-                    "key_group_range": handle["key_group_range"],
-                    "keyed": entry["keyed"],
-                    "operator": entry["operator"],
-                    "timers": entry.get("timers"),
+                    "subtask": handle.subtask,
+                    "file": handle.file,
+                    "key_group_range": list(handle.key_group_range),
+                    "keyed": section_as_list(entry.keyed),
+                    "operator": section_as_list(entry.operator),
+                    "timers": section_as_list(entry.timers),
                 }
             )
     channel_state = []
     for subtask, handle in sorted(handles.items()):
-        if handle is None or handle.get("channel_state") is None:
+        if handle is None or handle.channel_state is None:
             continue
         head = graph.vertex(subtask.vertex_id).operators[0].uid
-        offset, length = handle["channel_state"]
+        offset, length = handle.channel_state
         channel_state.append(
             {
                 "uid": head,
                 "subtask": subtask.subtask_index,
-                "file": handle["file"],
+                "file": handle.file,
                 "offset": offset,
                 "length": length,
             }

@@ -14,8 +14,8 @@ import re
 import uuid
 from typing import Any
 
+from barrierflow import _envelope as state_format
 from barrierflow import _fs
-from barrierflow.checkpoint import format as state_format
 from barrierflow.checkpoint.files import read_checkpoint_file
 from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.errors import CheckpointStorageError, StateRestoreError

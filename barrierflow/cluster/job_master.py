@@ -55,6 +55,7 @@ from barrierflow.cluster.rpc import RpcServer
 from barrierflow.cluster.spark_runner import AttemptRunner, SparkAttemptRunner
 from barrierflow.core.restart_strategies import RestartStrategyConfiguration
 from barrierflow.errors import CheckpointStorageError, JobExecutionError
+from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.task import TaskSettings
@@ -337,7 +338,7 @@ class JobMaster:
 
     def _payload(self, settings: TaskSettings) -> bytes:
         """What every Spark task of an attempt unpacks (task_entry.py)."""
-        return cloudpickle.dumps((self._payload_graph, settings))
+        return cloudpickle.dumps((build_task_descriptors(self._payload_graph), settings))
 
     def _group(self, number: int) -> str:
         return f"barrierflow-{self.job_id}-{number}"

@@ -16,6 +16,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 from barrierflow.cluster.mails import Mail, TaskConnectionLost, TaskMessageReceived
+from barrierflow.runtime.mails import RpcLost, RpcReceived
 from barrierflow.runtime.network.connections import close_connection
 
 log = logging.getLogger(__name__)
@@ -89,10 +90,10 @@ class RpcServer:
 
 
 class RpcClient:
-    """A task's connection to the JobMaster. Posts ("rpc", message) and ("rpc_lost",)."""
+    """A task's connection to the JobMaster. Posts RpcReceived(message) and RpcLost()."""
 
     def __init__(
-        self, address: tuple[str, int], secret: bytes, post: Callable[[tuple[Any, ...]], None]
+        self, address: tuple[str, int], secret: bytes, post: Callable[[Any], None]
     ) -> None:
         self._conn = Client(tuple(address), family="AF_INET", authkey=secret)
         self._lock = threading.Lock()
@@ -110,6 +111,6 @@ class RpcClient:
     def _read(self) -> None:
         try:
             while True:
-                self._post(("rpc", self._conn.recv()))
+                self._post(RpcReceived(self._conn.recv()))
         except (EOFError, OSError, TypeError):  # TypeError: closed by this task meanwhile
-            self._post(("rpc_lost",))
+            self._post(RpcLost())

@@ -1,4 +1,8 @@
-"""What a Spark task runs: unpack the job, connect to the JobMaster, run the StreamTask."""
+"""What a Spark task runs: unpack its descriptor, connect to the JobMaster, run the StreamTask.
+
+The payload is `(descriptors, settings)`: the `TaskDescriptor` of every subtask by
+SubtaskId (`graph.deployment.build_task_descriptors`) and the attempt's `TaskSettings`.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +19,13 @@ from barrierflow.runtime.task import StreamTask
 def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
     """The mapPartitions function of the barrier stage: one partition = one subtask."""
     logging.basicConfig(level=logging.WARNING)
-    graph, settings = pickle.loads(payload)
+    descriptors, settings = pickle.loads(payload)
     for partition in partitions:
         mailbox: queue.SimpleQueue = queue.SimpleQueue()
         rpc = RpcClient(settings.jobmaster_address, settings.secret, mailbox.put)
+        descriptor = descriptors[settings.partitions[partition]]
         try:
-            StreamTask(graph, settings, partition, rpc.send, mailbox).run()
+            StreamTask(descriptor, settings, partition, rpc.send, mailbox).run()
         finally:
             rpc.close()
     return iter(())

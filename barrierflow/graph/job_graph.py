@@ -7,19 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barrierflow.graph.transformation import Transformation
+from barrierflow.runtime.deployment import SubtaskId
 from barrierflow.runtime.operators.base import DEFAULT_AUTO_WATERMARK_INTERVAL_MS
 from barrierflow.runtime.partitioners import Partitioner
 
-
-@dataclass(frozen=True, order=True)
-class SubtaskId:
-    """One parallel instance of a vertex: one Spark task, one process."""
-
-    vertex_id: int
-    subtask_index: int
-
-    def __str__(self) -> str:
-        return f"{self.vertex_id}.{self.subtask_index}"
+__all__ = ["ChainedOperator", "JobEdge", "JobGraph", "JobVertex", "SubtaskId"]
 
 
 @dataclass

@@ -1,21 +1,22 @@
-"""Writes snapshot files off the mailbox thread, then acknowledges the checkpoint.
+"""Writes snapshot files off the mailbox thread, then acknowledges or declines the checkpoint.
 
 Helper thread; it holds only bytes and messages, never operator objects.
-Uploads run one after another, in checkpoint order.
+Uploads run one after another, in checkpoint order. Nothing that goes wrong with
+one upload (writing, or sending its acknowledgement or decline) stops the thread:
+a failed write declines that checkpoint with its cause, and later uploads go on.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from barrierflow import _fs
+from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint, DeclineCheckpoint
 
@@ -32,11 +33,22 @@ class Upload:
 
 
 class SnapshotUploader:
-    def __init__(self, send: Callable[[Any], None]) -> None:
+    """One upload thread per task process; `submit` and `close` from the mailbox thread.
+
+    `send` must be thread-safe (the RPC client's); whatever it raises is logged: a
+    JobMaster that is gone is the mailbox thread's to notice, not this thread's.
+    """
+
+    def __init__(self, send: Callable[[Any], None], clock: Clock = SYSTEM_CLOCK) -> None:
         self._send = send
+        self._clock = clock
         self._queue: queue.SimpleQueue[Upload | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="snapshot-upload", daemon=True)
         self._thread.start()
+
+    @property
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
 
     def submit(self, upload: Upload) -> None:
         self._queue.put(upload)
@@ -48,30 +60,35 @@ class SnapshotUploader:
 
     def _run(self) -> None:
         while (upload := self._queue.get()) is not None:
-            started = time.monotonic()
             try:
-                if upload.target is not None:
-                    parent_uri = upload.target.uri.rsplit("/", 1)[0]
-                    _fs.make_dirs(_fs.Location(parent_uri))
-                    _fs.write_bytes(upload.target, upload.data)
-            except Exception as error:
-                log.warning(
-                    "writing state of checkpoint %d failed", upload.checkpoint_id, exc_info=True
-                )
-                self._deliver(
-                    DeclineCheckpoint(
-                        upload.ack.attempt,
-                        upload.ack.partition,
-                        upload.checkpoint_id,
-                        CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION.name,
-                        f"{type(error).__name__}: {error}",
-                    )
-                )
-                continue
-            async_ms = (time.monotonic() - started) * 1000
-            self._deliver(replace(upload.ack, async_ms=async_ms))
+                self._deliver(self._upload(upload))
+            except Exception:  # never let one checkpoint end the uploads of the later ones
+                log.warning("upload of checkpoint %d failed", upload.checkpoint_id, exc_info=True)
+
+    def _upload(self, upload: Upload) -> AcknowledgeCheckpoint | DeclineCheckpoint:
+        """Write the file; the acknowledgement with its duration, or a decline with the cause."""
+        started = self._clock.monotonic()
+        try:
+            if upload.target is not None:
+                parent_uri = upload.target.uri.rsplit("/", 1)[0]
+                _fs.make_dirs(_fs.Location(parent_uri))
+                _fs.write_bytes(upload.target, upload.data)
+        except Exception as error:
+            log.warning(
+                "writing state of checkpoint %d failed", upload.checkpoint_id, exc_info=True
+            )
+            return DeclineCheckpoint(
+                upload.ack.attempt,
+                upload.ack.partition,
+                upload.checkpoint_id,
+                CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION.name,
+                f"writing {upload.target.uri if upload.target else 'state'} failed: "
+                f"{type(error).__name__}: {error}",
+            )
+        return replace(upload.ack, async_ms=(self._clock.monotonic() - started) * 1000)
 
     def _deliver(self, message: Any) -> None:
-        # The JobMaster may be gone or on a newer attempt: then there is nothing to acknowledge.
-        with contextlib.suppress(OSError):
+        try:
             self._send(message)
+        except Exception as error:  # the JobMaster is gone or on a newer attempt
+            log.warning("could not send %s: %s", type(message).__name__, error)

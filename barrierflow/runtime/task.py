@@ -1,27 +1,17 @@
-"""StreamTask: one subtask, one process, one single-threaded mailbox loop.
+"""StreamTask: one subtask's lifecycle and its single-threaded mailbox loop.
 
-Everything that happens to a task arrives as a mail in one queue: records and
-events from input channels, credit from output channels, and messages from
-the JobMaster. Helper threads only read sockets and write snapshot files.
-The loop takes mails, fires what is due in processing time (timers, periodic
-watermarks), then does one unit of work (a source batch or an input element),
-and flushes output buffers when the buffer timeout has passed.
+Everything that happens to a task arrives as a typed mail (`runtime.mails`) in one
+queue: records and events from input channels, credit from output channels,
+messages from the JobMaster, and actions handed over by operators' helpers. The
+loop takes mails, runs what is due (scheduled timers, processing-time wake-ups),
+then does one unit of work (a source batch, or an element from the input gate)
+unless an operator does not accept input, and flushes output buffers when the
+buffer timeout has passed.
 
-Event time: each input of the chain's first operator has a StatusWatermarkValve
-over its channels; what a valve decides goes into the chain as a watermark or a
-status, in order with the records, and leaves the task on every output edge. A
-channel that ended counts as MAX_WATERMARK.
-
-Checkpoints: the job's checkpointing settings pick the barrier handler
-(`barrier_handler_for`): aligned exactly-once, at-least-once (never blocks), or
-unaligned (optionally after an aligned timeout). For unaligned checkpoints the
-task announces every barrier the moment its frame arrives, takes the snapshot
-at the first one, sends the barrier ahead of its queued output, and persists the
-overtaken output and the input that arrives before each channel's barrier as
-channel state (`channel_state.ChannelStateWriter`) in the same state file; it
-acknowledges once the last channel's barrier arrived. A restored task re-sends
-its output channel state and puts its input channel state at the head of its
-input channels before anything new.
+The task delegates: the `OperatorChain` runs the operators, the
+`CheckpointedInputGate` queues input and consults the barrier handler, and the
+`SubtaskCheckpointCoordinator` snapshots, reports and keeps channel state. An attempt
+can be torn down and the next one deployed in the same process (`restart`).
 """
 
 from __future__ import annotations
@@ -31,66 +21,47 @@ import logging
 import os
 import queue
 import socket
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from barrierflow import _fs
-from barrierflow.checkpoint import format as state_format
-from barrierflow.checkpoint.failure import CheckpointFailureReason
-from barrierflow.core.checkpointing_mode import CheckpointingMode
+from barrierflow._clock import SYSTEM_CLOCK, Clock
+from barrierflow._scheduler import Scheduler
+from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import BarrierflowError, ChannelLostError, StreamCorruptionError
-from barrierflow.graph.job_graph import JobGraph, SubtaskId
-from barrierflow.runtime.barriers.decisions import (
-    AbortCheckpoint,
-    ArmAlignmentTimer,
-    ChannelStateComplete,
-    TriggerCheckpoint,
-    TriggerUnaligned,
-)
-from barrierflow.runtime.barriers.handler import BarrierHandler, barrier_handler_for
-from barrierflow.runtime.barriers.unaligner import CheckpointBarrierUnaligner
 from barrierflow.runtime.batch import RecordBatch
-from barrierflow.runtime.chain_inputs import ChainInputs
-from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
-from barrierflow.runtime.channel_state import (
-    ChannelStateSnapshot,
-    ChannelStateWriter,
-    in_flight_input,
-    is_channel_state_frame,
-    read_channel_state,
-)
+from barrierflow.runtime.deployment import SubtaskId, TaskDescriptor, TaskSettings
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
-    CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfPartition,
     StreamStatus,
     Watermark,
 )
-from barrierflow.runtime.network import codec
-from barrierflow.runtime.network.channels import (
-    ChannelHello,
-    DataServer,
-    OutputChannel,
-    connect_output,
+from barrierflow.runtime.mails import (
+    ChannelConnected,
+    CreditReceived,
+    InputChannelLost,
+    InputFailed,
+    InputReceived,
+    OutputChannelLost,
+    RpcLost,
+    RpcReceived,
+    RunAction,
+    TaskMailboxExecutor,
 )
+from barrierflow.runtime.network import task_channels
+from barrierflow.runtime.network.channels import DataServer
+from barrierflow.runtime.network.checkpointed_input_gate import CheckpointedInputGate
 from barrierflow.runtime.network.input_gate import InputGate
-from barrierflow.runtime.network.record_writer import EdgeWriter, RecordWriter
-from barrierflow.runtime.operators.base import (
-    OperatorContext,
-    Output,
-    RestoredState,
-    StreamOperator,
-)
+from barrierflow.runtime.network.record_writer import RecordWriter
+from barrierflow.runtime.operator_chain import OperatorChain
+from barrierflow.runtime.operators.base import OperatorContext
 from barrierflow.runtime.operators.source_sink import SourceOperator
-from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
+from barrierflow.runtime.snapshot_uploader import SnapshotUploader
+from barrierflow.runtime.subtask_checkpoint import SubtaskCheckpointCoordinator
 from barrierflow.runtime.task_messages import (
     JOBMASTER_TO_TASK,
-    AcknowledgeCheckpoint,
     CancelTask,
-    DeclineCheckpoint,
     DeployTask,
     EndOfInput,
     NotifyCheckpointAborted,
@@ -100,65 +71,11 @@ from barrierflow.runtime.task_messages import (
     TaskFailure,
     TaskFinished,
     TaskRunning,
-)
-from barrierflow.runtime.task_messages import (
-    TriggerCheckpoint as TriggerMessage,
+    TriggerCheckpoint,
 )
 from barrierflow.state.key_groups import key_group_range_for_subtask
-from barrierflow.state.operator_state import decode_operator_state, encode_operator_state
 
 log = logging.getLogger(__name__)
-
-SUBTASK_STATE = "subtask-state"
-"""Envelope kind of the one state file a subtask writes per checkpoint."""
-
-
-@dataclass(frozen=True)
-class TaskSettings:
-    """Everything a task needs besides the job graph; the same for all tasks of an attempt."""
-
-    job_id: str
-    attempt: int
-    deployment_id: str
-    secret: bytes
-    jobmaster_address: tuple[str, int]
-    bind_host: str
-    checkpoint_dir: str
-    """URI of this job's checkpoint folder (chk-<n> folders go below it)."""
-    partitions: tuple[SubtaskId, ...]
-    """Spark partition index -> subtask."""
-    buffer_size: int = 1000
-    buffer_timeout_ms: int = 50
-    connect_timeout_s: float = 60.0
-    checkpointing_mode: str = CheckpointingMode.EXACTLY_ONCE.value
-    """A CheckpointingMode value."""
-    unaligned_checkpoints: bool = False
-    aligned_checkpoint_timeout_ms: int = 0
-    """With unaligned checkpoints: align this long first (0: unaligned from the first barrier)."""
-
-    def barrier_handler(self, channel_count: int) -> BarrierHandler:
-        """The barrier handler of a task with `channel_count` input channels."""
-        return barrier_handler_for(
-            CheckpointingMode(self.checkpointing_mode),
-            self.unaligned_checkpoints,
-            self.aligned_checkpoint_timeout_ms,
-            channel_count,
-        )
-
-    @property
-    def sources_unaligned(self) -> bool:
-        """Sources send checkpoint barriers ahead of their queued output (unaligned, no
-        aligned timeout; with a timeout the barrier goes in-band and may time out downstream)."""
-        return self.unaligned_checkpoints and self.aligned_checkpoint_timeout_ms == 0
-
-
-def epoch_millis() -> int:
-    """The production processing-time clock: wall-clock epoch milliseconds.
-
-    Processing-time timers are epoch timestamps (as in Flink), so this is the one
-    wall clock of the runtime; tests inject a manual one into StreamTask.
-    """
-    return time.time_ns() // 1_000_000
 
 
 class TaskCancelled(Exception):
@@ -166,78 +83,90 @@ class TaskCancelled(Exception):
 
 
 class StreamTask:
-    """Runs one subtask until the job finishes, is cancelled, or fails."""
+    """Runs one subtask, one attempt at a time, until it finishes, is cancelled, or fails."""
 
     def __init__(
         self,
-        graph: JobGraph,
+        descriptor: TaskDescriptor,
         settings: TaskSettings,
         partition: int,
         send_rpc: Callable[[Any], None],
         mailbox: queue.SimpleQueue,
-        clock: Callable[[], float] = time.monotonic,
-        processing_time: Callable[[], int] = epoch_millis,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self.graph = graph
-        self.settings = settings
+        self.descriptor = descriptor
         self.partition = partition
-        self.subtask = settings.partitions[partition]
-        self.vertex = graph.vertex(self.subtask.vertex_id)
+        self.subtask: SubtaskId = settings.partitions[partition]
+        if self.subtask != descriptor.subtask:
+            raise ValueError(f"partition {partition} runs {self.subtask}, not {descriptor.subtask}")
         self._send_rpc = send_rpc
         self.mailbox = mailbox
         self._clock = clock
-        self._processing_time = processing_time
-        self._next_wakeup_ms: int | None = None
-        self._first_barrier: dict[int, tuple[float, int]] = {}
-        """Checkpoint id -> (clock(), processing_time()) when its first barrier arrived."""
-        self._newest_barrier_id = -1
-        inputs = graph.input_channels(self.subtask)
-        self._input_names = inputs
-        self.gate = InputGate(len(inputs))
-        self.barriers: BarrierHandler | None = (
-            settings.barrier_handler(len(inputs)) if inputs else None
+        self.uploader = SnapshotUploader(send_rpc, clock)
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            InputReceived: self._on_input,
+            CreditReceived: self._on_credit,
+            ChannelConnected: self._on_channel_connected,
+            InputChannelLost: self._on_input_lost,
+            OutputChannelLost: self._on_output_lost,
+            InputFailed: self._on_input_failed,
+            RpcReceived: self._on_rpc,
+            RpcLost: self._on_rpc_lost,
+            RunAction: lambda mail: mail.action(),
+        }
+        self._prepare(settings)
+
+    def _prepare(self, settings: TaskSettings) -> None:
+        """Fresh per-attempt state: a new chain, gate, writer, timers and checkpoints."""
+        descriptor = self.descriptor
+        self.settings = settings
+        self.attempt = settings.attempt
+        self.scheduler = Scheduler(self._clock)
+        self.chain = OperatorChain(descriptor)
+        channels = len(descriptor.inputs)
+        self.gate: CheckpointedInputGate | None = (
+            CheckpointedInputGate(InputGate(channels), settings.barrier_handler(channels))
+            if channels
+            else None
         )
-        self._unaligner = (
-            self.barriers if isinstance(self.barriers, CheckpointBarrierUnaligner) else None
-        )
-        self.channel_state = ChannelStateWriter(len(inputs), 0)
-        self._held: dict[int, _HeldSnapshot] = {}
-        """Unaligned checkpoints whose snapshot waits for the channel state to complete."""
-        self._alignment_timers: dict[int, int] = {}
-        """Checkpoint id -> processing time (ms) its alignment times out."""
-        self._ended_channels: set[int] = set()
-        self._output_targets: list[SubtaskId] = []
-        """The downstream subtask of every output channel, in channel order."""
-        self.chain: list[StreamOperator] = [op.make_operator() for op in self.vertex.operators]
-        self.source = self.chain[0] if isinstance(self.chain[0], SourceOperator) else None
         self.writer = RecordWriter([])
-        self.uploader = SnapshotUploader(self._send)
+        self.checkpoints = self._checkpoint_coordinator()
         self._server: DataServer | None = None
+        self._deploy: DeployTask | None = None
+        self._output_targets: list[SubtaskId] = []
         self._finished = False
-        self._cancelled: str | None = None
         self._source_exhausted = False
         self._source_waiting = False
-        self._last_flush = clock()
-        self._channel_inputs = graph.input_channel_inputs(self.subtask)
-        self._inputs: ChainInputs | None = None
+        self._next_wakeup_ms: int | None = None
+        self._last_flush = self._clock.monotonic()
+        self._torn_down = False
+
+    def _checkpoint_coordinator(self) -> SubtaskCheckpointCoordinator:
+        descriptor = self.descriptor
+        key_range = key_group_range_for_subtask(
+            descriptor.max_parallelism, descriptor.parallelism, self.subtask.subtask_index
+        )
+        return SubtaskCheckpointCoordinator(
+            self.settings,
+            self.partition,
+            self.subtask,
+            (key_range.start, key_range.end),
+            self.chain,
+            self.writer,
+            self.gate,
+            self.uploader,
+            self._send,
+            self._clock,
+            self.scheduler,
+        )
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def run(self) -> None:
+        """Run the current attempt: register, deploy and restore, process, finish or fail."""
         settings = self.settings
         try:
-            self._server = DataServer(
-                settings.bind_host,
-                settings.secret,
-                settings.job_id,
-                settings.attempt,
-                (self.subtask.vertex_id, self.subtask.subtask_index),
-                {
-                    (edge_id, (up.vertex_id, up.subtask_index)): index
-                    for index, (edge_id, up) in enumerate(self._input_names)
-                },
-                self.mailbox.put,
-            )
+            self._server = task_channels.data_server(self.descriptor, settings, self.mailbox.put)
             self._server.start()
             self._send(
                 RegisterTask(
@@ -248,215 +177,146 @@ class StreamTask:
                     os.getpid(),
                 )
             )
-            deploy = self._wait_until(lambda: self._deploy is not None, "deployment")
-            self._deploy_and_restore(deploy)
-            self._wait_until(lambda: self.gate.all_connected, "input channels")
+            self._wait_until(lambda: self._deploy is not None, "deployment")
+            assert self._deploy is not None
+            self.deploy_and_restore(self._deploy)
+            self._wait_until(lambda: self.gate is None or self.gate.all_connected, "inputs")
             self._send(TaskRunning(settings.attempt, self.partition))
             self._loop()
             if self._finished:
                 self._finish()
         except TaskCancelled:
-            self._abort()
+            pass
         except Exception as error:
-            self._abort()
+            self.chain.abort()
             if not self._report_failure(error):
                 raise  # the JobMaster is unreachable: let Spark carry the cause
         finally:
-            self._close_network()
+            self.tear_down()
 
-    _deploy: DeployTask | None = None
+    def restart(self, settings: TaskSettings) -> None:
+        """Tear the current attempt down (if still up) and prepare attempt `settings.attempt`
+        in this process; `run()` then registers, deploys and restores it.
 
-    def _wait_until(self, condition: Callable[[], bool], what: str) -> Any:
-        deadline = self._clock() + self.settings.connect_timeout_s
+        The uploader stays: uploads of the old attempt finish, and the JobMaster refuses
+        their acknowledgements by attempt number, as every mail of the old attempt still
+        queued here is refused by this task.
+        """
+        if settings.attempt <= self.attempt:
+            raise ValueError(f"attempt {settings.attempt} does not follow {self.attempt}")
+        self.tear_down()
+        if not self.uploader.is_alive:
+            self.uploader = SnapshotUploader(self._send_rpc, self._clock)
+        self._prepare(settings)
+
+    def tear_down(self) -> None:
+        """Abort the chain unless it closed, and close the channels and the data server."""
+        if self._torn_down:
+            return
+        self._torn_down = True
+        self.chain.abort()
+        if self._server is not None:
+            self._server.close()
+        if self.gate is not None:
+            self.gate.close()
+        self.writer.close()
+
+    def _wait_until(self, condition: Callable[[], bool], what: str) -> None:
+        deadline = self._clock.monotonic() + self.settings.connect_timeout_s
         while not condition():
-            if self._clock() > deadline:
+            if self._clock.monotonic() > deadline:
                 raise BarrierflowError(
-                    f"task {self.vertex.name} ({self.subtask}) waited "
+                    f"task {self.descriptor.vertex_name} ({self.subtask}) waited "
                     f"{self.settings.connect_timeout_s:.0f} s for its {what}"
                 )
             with contextlib.suppress(queue.Empty):
-                self._handle(self.mailbox.get(timeout=0.1))
-        return self._deploy
+                self.handle(self.mailbox.get(timeout=0.1))
 
-    def _deploy_and_restore(self, deploy: DeployTask) -> None:
-        settings, vertex = self.settings, self.vertex
+    def deploy_and_restore(self, deploy: DeployTask) -> None:
+        """Connect the outputs, restore channel state and operators, open the chain."""
+        descriptor, settings = self.descriptor, self.settings
         context = OperatorContext(
             subtask_index=self.subtask.subtask_index,
-            parallelism=vertex.parallelism,
-            max_parallelism=self.graph.max_parallelism,
+            parallelism=descriptor.parallelism,
+            max_parallelism=descriptor.max_parallelism,
             key_group_range=key_group_range_for_subtask(
-                self.graph.max_parallelism, vertex.parallelism, self.subtask.subtask_index
+                descriptor.max_parallelism, descriptor.parallelism, self.subtask.subtask_index
             ),
             attempt=settings.attempt,
             deployment_id=settings.deployment_id,
-            processing_time=self._processing_time,
-            auto_watermark_interval_ms=self.graph.auto_watermark_interval_ms,
+            processing_time=self._clock.epoch_millis,
+            auto_watermark_interval_ms=descriptor.auto_watermark_interval_ms,
+            mailbox=TaskMailboxExecutor(self.mailbox.put, settings.attempt),
         )
-        self._context = context
-        if self.source is not None:
-            self.source.assign_splits(deploy.splits)
-        self.writer = self._connect_outputs(deploy)
-        self.channel_state = ChannelStateWriter(self.gate.channel_count, len(self.writer.channels))
-        files = _StateFiles()
+        if self.chain.source is not None:
+            self.chain.source.assign_splits(deploy.splits)
+        self.writer, self._output_targets = task_channels.connect_outputs(
+            descriptor, settings, deploy.peers, self.mailbox.put
+        )
+        self.checkpoints = self._checkpoint_coordinator()
+        reader = SubtaskStateReader()
         if deploy.channel_state is not None:
-            self._restore_channel_state(files, deploy.channel_state)
-        for operator, output in zip(self.chain, self._chain_outputs(), strict=True):
-            operator.setup(context, output)
-            operator.initialize_state(files.restored(deploy.restore.get(operator.uid)))
-            operator.open()
-        self._connect_inputs()
-
-    def _restore_channel_state(self, files: _StateFiles, where: tuple[str, int, int]) -> None:
-        """Re-send recovered output and queue recovered input, before anything new."""
-        recovered = read_channel_state(
-            files.slice(*where),
-            input_channels=self.gate.channel_count,
-            output_channels=len(self.writer.channels),
-        )
-        self.writer.send_recovered(recovered.outputs)
-        for channel, frames in sorted(recovered.inputs.items()):
-            self.gate.prepend_recovered(channel, [(codec.decode(f), f) for f in frames])
-
-    def _connect_outputs(self, deploy: DeployTask) -> RecordWriter:
-        settings, vertex = self.settings, self.vertex
-        edges = []
-        self._output_targets.clear()
-        for edge in vertex.outputs:
-            channels = []
-            for target in self.graph.output_channels(self.subtask, edge):
-                hello = ChannelHello(
-                    settings.job_id,
-                    settings.attempt,
-                    edge.edge_id,
-                    (self.subtask.vertex_id, self.subtask.subtask_index),
-                    (target.vertex_id, target.subtask_index),
-                )
-                index = len([c for e in edges for c in e.channels]) + len(channels)
-                address = deploy.peers[settings.partitions.index(target)]
-                conn = connect_output(address, settings.secret, hello, index, self.mailbox.put)
-                channels.append(OutputChannel(conn))
-                self._output_targets.append(target)
-            source_operator = edge.source_operator
-            if source_operator < 0:
-                source_operator += len(self.chain)
-            edges.append(
-                EdgeWriter(
-                    edge.partitioner,
-                    channels,
-                    settings.buffer_size,
-                    source_operator=source_operator,
-                    side_output=edge.side_output,
-                )
-            )
-        return RecordWriter(edges)
-
-    def _chain_outputs(self) -> list[Output]:
-        """One output per operator: the next operator or the main edges, plus side edges."""
-        writer, chain = self.writer, self.chain
-        outputs: list[Output] = []
-        for index in range(len(chain)):
-            main: Output
-            if index + 1 < len(chain):
-                main = ChainingOutput(chain[index + 1])
-            else:
-                main = RecordWriterOutput(writer.edges_of(index, None))
-            sides: dict[str, Output] = {
-                tag: RecordWriterOutput(writer.edges_of(index, tag))
-                for tag in sorted(writer.side_outputs_of(index))
-            }
-            outputs.append(OperatorOutput(main, sides))
-        return outputs
-
-    def _connect_inputs(self) -> None:
-        """A valve per input of the first operator, over the channels that feed it."""
-        if self._channel_inputs:
-            self._inputs = ChainInputs(self.chain[0], self._channel_inputs)
+            self.checkpoints.restore_channel_state(reader, deploy.channel_state)
+        self.chain.open(context, self.writer, deploy.restore, reader)
 
     def _finish(self) -> None:
+        """End normally: close the chain first, so what it emits while closing goes out,
+        then end every output partition, wait for the uploads, and say so."""
+        self.chain.close()
+        self.writer.flush()
         self.writer.broadcast_event(END_OF_PARTITION)
-        for operator in self.chain:
-            operator.close()
         self.uploader.close()
         self._send(TaskFinished(self.settings.attempt, self.partition))
-
-    def _abort(self) -> None:
-        for operator in self.chain:
-            try:
-                operator.abort()
-            except Exception:
-                log.warning("aborting %s failed", operator.name, exc_info=True)
-
-    def _close_network(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        self.gate.close()
-        self.writer.close()
 
     # ---- the mailbox loop ------------------------------------------------------------------
 
     def _loop(self) -> None:
         timeout_s = self.settings.buffer_timeout_ms / 1000
-        while not self._finished:
-            busy = self._can_work()
+        while not (self._finished and self.chain.accepts_input()):
             try:
-                if busy:
+                if self._can_work():
                     mail = self.mailbox.get_nowait()
                 else:
-                    wait = 0.002 if self._source_waiting else timeout_s
-                    if self._next_wakeup_ms is not None:
-                        until = (self._next_wakeup_ms - self._processing_time()) / 1000
-                        wait = min(wait, max(until, 0.0))
-                    mail = self.mailbox.get(timeout=wait)
-                self._handle(mail)
+                    mail = self.mailbox.get(timeout=self._wait_s(timeout_s))
+                self.handle(mail)
                 for _ in range(256):
-                    self._handle(self.mailbox.get_nowait())
+                    self.handle(self.mailbox.get_nowait())
             except queue.Empty:
                 pass
             self._source_waiting = False  # waited a moment: ask the source again
             if self._finished:
-                break
-            self._fire_processing_time()
+                continue
+            self.scheduler.run_due()
+            self._next_wakeup_ms = self.chain.fire_processing_time(self._clock.epoch_millis())
             if self._can_work():
-                if self.source is not None:
+                if self.chain.source is not None:
                     self._step_source()
                 else:
                     self._step_input()
-            now = self._clock()
+            now = self._clock.monotonic()
             if now - self._last_flush >= timeout_s:
                 self.writer.flush()
                 self._last_flush = now
 
-    def _can_work(self) -> bool:
-        if self.writer.is_backpressured():
-            return False
-        if self.source is not None:
-            return not self._source_exhausted and not self._source_waiting
-        assert self.barriers is not None
-        return self.gate.has_available(self.barriers.is_blocked)
+    def _wait_s(self, longest: float) -> float:
+        """How long the loop may block on its mailbox."""
+        wait = 0.002 if self._source_waiting else longest
+        if self._next_wakeup_ms is not None:
+            until = (self._next_wakeup_ms - self._clock.epoch_millis()) / 1000
+            wait = min(wait, max(until, 0.0))
+        return self.scheduler.wait_s(wait)
 
-    def _fire_processing_time(self) -> None:
-        """Call every operator whose wake-up is due; remember the next one for the wait."""
-        now = self._processing_time()
-        nearest = None
-        if self._alignment_timers:
-            assert self._unaligner is not None
-            for checkpoint_id, due in sorted(self._alignment_timers.items()):
-                if due <= now:
-                    del self._alignment_timers[checkpoint_id]
-                    self._act(self._unaligner.on_alignment_timeout(checkpoint_id))
-            nearest = min(self._alignment_timers.values(), default=None)
-        for operator in self.chain:
-            due = operator.next_wakeup()
-            if due is not None and due <= now:
-                operator.on_processing_time(now)
-                due = operator.next_wakeup()
-            if due is not None and (nearest is None or due < nearest):
-                nearest = due
-        self._next_wakeup_ms = nearest
+    def _can_work(self) -> bool:
+        if self._finished or self.writer.is_backpressured() or not self.chain.accepts_input():
+            return False
+        if self.chain.source is not None:
+            return not self._source_exhausted and not self._source_waiting
+        return self.gate is not None and self.gate.has_available()
 
     def _step_source(self) -> None:
-        assert self.source is not None
-        status = self.source.emit_next(self.settings.buffer_size)
+        source = self.chain.source
+        assert source is not None
+        status = source.emit_next(self.settings.buffer_size)
         if status == SourceOperator.END_OF_INPUT:
             self._source_exhausted = True
             self._send(EndOfInput(self.settings.attempt, self.partition))
@@ -464,14 +324,12 @@ class StreamTask:
             self._source_waiting = True
 
     def _step_input(self) -> None:
-        barriers = self.barriers
-        assert barriers is not None
-        polled = self.gate.poll(barriers.is_blocked)
+        gate, inputs = self.gate, self.chain.inputs
+        assert gate is not None and inputs is not None
+        polled = gate.poll()
         if polled is None:
             return
-        channel, element = polled
-        inputs = self._inputs
-        assert inputs is not None
+        channel, element = polled.channel, polled.element
         kind = type(element)
         if kind is RecordBatch:
             inputs.records(channel, element)
@@ -479,326 +337,109 @@ class StreamTask:
             inputs.watermark(channel, element)
         elif kind is StreamStatus:
             inputs.stream_status(channel, element)
-        elif kind is CheckpointBarrier:
-            if self._unaligner is None:  # the unaligner noted it when it arrived
-                self._note_first_barrier(element)
-            self._act(barriers.on_barrier(channel, element))
-        elif kind is CancelCheckpointMarker:
-            self._act(barriers.on_cancel_marker(channel, element))
         elif kind is EndOfPartition:
             inputs.end_of_partition(channel)  # counts as MAX_WATERMARK from now on
-            self._act(barriers.on_end_of_partition(channel))
-
-    def _act(self, decisions: tuple[Any, ...]) -> None:
-        """Carry out a barrier handler's decisions, in order (StopPersisting needs nothing:
-        `is_persisting` already says what arriving data to keep)."""
-        for decision in decisions:
-            if isinstance(decision, TriggerCheckpoint):
-                self._checkpoint(decision.barrier)
-            elif isinstance(decision, TriggerUnaligned):
-                self._checkpoint_unaligned(decision.barrier, sorted(decision.channels))
-            elif isinstance(decision, ChannelStateComplete):
-                self._complete_unaligned(decision.checkpoint_id)
-            elif isinstance(decision, AbortCheckpoint):
-                self.channel_state.abort(decision.checkpoint_id)
-                self._held.pop(decision.checkpoint_id, None)
-                self._decline(decision.checkpoint_id, decision.reason, "")
-            elif isinstance(decision, ArmAlignmentTimer):
-                due = self._processing_time() + decision.delay_ms
-                self._alignment_timers[decision.checkpoint_id] = due
-                if self._next_wakeup_ms is None or due < self._next_wakeup_ms:
-                    self._next_wakeup_ms = due
+        elif kind is CheckpointBarrier:
+            self.checkpoints.note_barrier(element)  # no-op if noted on arrival
+        self.checkpoints.act(polled.decisions)
 
     # ---- mails -------------------------------------------------------------------------------
 
-    def _handle(self, mail: tuple[Any, ...]) -> None:
-        kind = mail[0]
-        if kind == "input":
-            channel, element = mail[1], mail[2]
-            frame = mail[3] if len(mail) > 3 else None
-            if isinstance(element, EndOfPartition):
-                self._ended_channels.add(channel)
-            self.gate.received(channel, element, frame)
-            unaligner = self._unaligner
-            if unaligner is not None:
-                self._on_arrival(unaligner, channel, element, frame)
-        elif kind == "credit":
-            self.writer.channels[mail[1]].add_credit(mail[2])
-        elif kind == "rpc":
-            self._on_rpc(mail[1])
-        elif kind == "channel_connected":
-            self.gate.connected(mail[1], mail[2])
-        elif kind == "input_lost":
-            if mail[1] not in self._ended_channels and not self._finished:
-                _, upstream = self._input_names[mail[1]]
-                raise ChannelLostError(
-                    f"lost the input channel from subtask {upstream} "
-                    f"('{self.graph.vertex(upstream.vertex_id).name}'): it failed or was cancelled"
-                )
-        elif kind == "output_lost":
-            if not self._finished:
-                target = self._output_targets[mail[1]]
-                raise ChannelLostError(
-                    f"lost the output channel to subtask {target} "
-                    f"('{self.graph.vertex(target.vertex_id).name}'): it failed or was cancelled"
-                )
-        elif kind == "input_error":
-            raise mail[2]
-        elif kind == "rpc_lost":
-            raise TaskCancelled("lost the connection to the JobMaster")
-        else:
-            raise AssertionError(f"unknown mail {kind!r}")
+    def handle(self, mail: Any) -> None:
+        """Handle one mail; refuse one of another attempt, fail on an unknown type."""
+        handler = self._handlers.get(type(mail))
+        if handler is None:
+            raise StreamCorruptionError(f"unknown mail {mail!r}")
+        if mail.attempt is not None and mail.attempt != self.attempt:
+            log.info("refused a mail of attempt %s: %r", mail.attempt, mail)
+            return
+        handler(mail)
 
-    def _on_arrival(
-        self,
-        unaligner: CheckpointBarrierUnaligner,
-        channel: int,
-        element: Any,
-        frame: bytes | None,
-    ) -> None:
-        """An element arrived (and is queued): announce barriers, persist in-flight data."""
-        if type(element) is CheckpointBarrier:
-            self._note_first_barrier(element)
-            self._act(unaligner.on_barrier_announced(channel, element, self._processing_time()))
-        elif unaligner.is_persisting(channel):
-            checkpoint_id = unaligner.current_checkpoint_id
-            assert checkpoint_id is not None
-            if frame is None:
-                frame = self.gate.queued_frames(channel)[-1]
-            if is_channel_state_frame(frame):
-                self.channel_state.add_input(checkpoint_id, channel, [frame])
+    def _on_input(self, mail: InputReceived) -> None:
+        gate = self.gate
+        if gate is None:
+            raise StreamCorruptionError(f"input on channel {mail.channel} of a source task")
+        arrival = gate.received(mail.channel, mail.element, mail.frame, self._clock.epoch_millis())
+        if type(mail.element) is CheckpointBarrier and gate.announces_barriers:
+            self.checkpoints.note_barrier(mail.element)
+        if arrival.persist_for is not None and arrival.frame is not None:
+            self.checkpoints.persist_input(arrival.persist_for, mail.channel, arrival.frame)
+        self.checkpoints.act(arrival.decisions)
 
-    def _on_rpc(self, message: Any) -> None:
+    def _on_credit(self, mail: CreditReceived) -> None:
+        self.writer.channels[mail.channel].add_credit(mail.credit)
+
+    def _on_channel_connected(self, mail: ChannelConnected) -> None:
+        assert self.gate is not None
+        self.gate.connected(mail.channel, mail.connection)
+
+    def _on_input_lost(self, mail: InputChannelLost) -> None:
+        gate = self.gate
+        if self._finished or (gate is not None and gate.has_ended(mail.channel)):
+            return
+        upstream = self.descriptor.inputs[mail.channel].upstream
+        raise ChannelLostError(
+            f"lost the input channel from subtask {upstream} "
+            f"('{self.descriptor.vertex_name_of(upstream)}'): it failed or was cancelled"
+        )
+
+    def _on_output_lost(self, mail: OutputChannelLost) -> None:
+        if self._finished:
+            return
+        target = self._output_targets[mail.channel]
+        raise ChannelLostError(
+            f"lost the output channel to subtask {target} "
+            f"('{self.descriptor.vertex_name_of(target)}'): it failed or was cancelled"
+        )
+
+    def _on_input_failed(self, mail: InputFailed) -> None:
+        raise mail.error
+
+    def _on_rpc_lost(self, mail: RpcLost) -> None:
+        raise TaskCancelled("lost the connection to the JobMaster")
+
+    def _on_rpc(self, mail: RpcReceived) -> None:
+        message = mail.message
         if not isinstance(message, JOBMASTER_TO_TASK):
             raise StreamCorruptionError(f"unknown message from the JobMaster: {message!r}")
-        if message.attempt != self.settings.attempt:
-            log.warning("refused a message of attempt %d: %r", message.attempt, message)
-            return
         if isinstance(message, DeployTask):
             self._deploy = message
-        elif isinstance(message, TriggerMessage):
+        elif isinstance(message, TriggerCheckpoint):
             self._source_waiting = False
-            if self.source is None:
+            if self.chain.source is None:
                 raise StreamCorruptionError("a checkpoint trigger reached a task without a source")
-            barrier = CheckpointBarrier(
-                message.checkpoint_id, message.timestamp, message.is_savepoint, message.is_final
+            self.checkpoints.trigger(
+                CheckpointBarrier(
+                    message.checkpoint_id, message.timestamp, message.is_savepoint, message.is_final
+                )
             )
-            if self.settings.sources_unaligned and not barrier.must_align:
-                self._checkpoint_unaligned(barrier, [])
-                self._complete_unaligned(barrier.checkpoint_id)
-            else:
-                self._checkpoint(barrier)
         elif isinstance(message, NotifyCheckpointComplete):
-            for operator in self.chain:
-                operator.notify_checkpoint_complete(message.checkpoint_id)
+            self.checkpoints.notify_complete(message.checkpoint_id)
             if message.is_final:
                 self._finished = True
         elif isinstance(message, NotifyCheckpointAborted):
-            for operator in self.chain:
-                operator.notify_checkpoint_aborted(message.checkpoint_id)
+            self.checkpoints.notify_aborted(message.checkpoint_id)
         elif isinstance(message, CancelTask):
             raise TaskCancelled(message.reason)
 
-    # ---- checkpoints -------------------------------------------------------------------------
-
-    def _note_first_barrier(self, barrier: CheckpointBarrier) -> None:
-        """Remember when checkpoint n's first barrier arrived (alignment time, start delay).
-
-        Only the first barrier of a newer checkpoint counts; entries of checkpoints that
-        never trigger here are dropped by `_decline` or by the next snapshot.
-        """
-        if barrier.checkpoint_id > self._newest_barrier_id:
-            self._newest_barrier_id = barrier.checkpoint_id
-            self._first_barrier[barrier.checkpoint_id] = (self._clock(), self._processing_time())
-
-    def _checkpoint(self, barrier: CheckpointBarrier) -> None:
-        """Snapshot synchronously, forward the barrier, upload in the background."""
-        held = self._snapshot(barrier)
-        self.writer.broadcast_event(barrier)
-        self._last_flush = self._clock()
-        self._upload(held, None)
-
-    def _checkpoint_unaligned(self, barrier: CheckpointBarrier, channels: list[int]) -> None:
-        """Snapshot, send the barrier ahead of queued output, start the channel state.
-
-        The overtaken output and, for each of `channels`, the input queued before its barrier
-        go into the channel state; the snapshot is held until it completes.
-        """
-        checkpoint_id = barrier.checkpoint_id
-        held = self._snapshot(barrier)
-        state = self.channel_state
-        state.start(checkpoint_id)
-        overtaken = self.writer.broadcast_priority_event(barrier)
-        self._last_flush = self._clock()
-        for channel, frames in sorted(overtaken.items()):
-            state.add_output(checkpoint_id, channel, frames)
-        for channel in channels:
-            queued = self.gate.queued_frames(channel)
-            state.add_input(checkpoint_id, channel, in_flight_input(queued, checkpoint_id))
-        self._held[checkpoint_id] = held
-
-    def _complete_unaligned(self, checkpoint_id: int) -> None:
-        """The channel state of `checkpoint_id` is complete: write it with the snapshot."""
-        held = self._held.pop(checkpoint_id)
-        self._upload(held, self.channel_state.finish(checkpoint_id))
-
-    def _snapshot(self, barrier: CheckpointBarrier) -> _HeldSnapshot:
-        """The synchronous part: every operator's snapshot, with timing statistics."""
-        started = self._clock()
-        first = self._first_barrier.pop(barrier.checkpoint_id, None)
-        for older in [n for n in self._first_barrier if n < barrier.checkpoint_id]:
-            del self._first_barrier[older]
-        if first is None:  # a source: the trigger message is its first barrier
-            alignment_ms, reached_ms = 0.0, self._processing_time()
-        else:
-            alignment_ms, reached_ms = (started - first[0]) * 1000, first[1]
-        snapshots = {}
-        for operator in self.chain:
-            snapshot = operator.snapshot_state(barrier.checkpoint_id)
-            if snapshot is not None:
-                snapshots[operator.uid] = snapshot
-        return _HeldSnapshot(
-            barrier,
-            snapshots,
-            sync_ms=(self._clock() - started) * 1000,
-            alignment_ms=alignment_ms,
-            start_delay_ms=float(max(0, reached_ms - barrier.timestamp)),
-        )
-
-    def _upload(self, held: _HeldSnapshot, channel_state: ChannelStateSnapshot | None) -> None:
-        """Encode the state file (operators, then channel state) and upload it, then ack."""
-        started = self._clock()
-        barrier = held.barrier
-        body = bytearray()
-        index: dict[str, dict[str, list[int] | None]] = {}
-        for uid, snapshot in held.snapshots.items():
-            entry: dict[str, list[int] | None] = {"keyed": None, "operator": None}
-            if snapshot.keyed is not None:
-                entry["keyed"] = [len(body), len(snapshot.keyed)]
-                body += snapshot.keyed
-            if snapshot.operator is not None:
-                encoded = encode_operator_state(snapshot.operator)
-                entry["operator"] = [len(body), len(encoded)]
-                body += encoded
-            if snapshot.timers is not None:
-                entry["timers"] = [len(body), len(snapshot.timers)]
-                body += snapshot.timers
-            index[uid] = entry
-        persisted = 0
-        channel_section = None
-        if channel_state is not None and channel_state.persisted_bytes > 0:
-            channel_section = [len(body), len(channel_state.data)]
-            body += channel_state.data
-            persisted = channel_state.persisted_bytes
-        settings, subtask = self.settings, self.subtask
-        target = None
-        handle = None
-        data = b""
-        if index or channel_section is not None:
-            name = f"{subtask.vertex_id}-{subtask.subtask_index}-{settings.deployment_id}.state"
-            target = _fs.Location(settings.checkpoint_dir).child(
-                f"chk-{barrier.checkpoint_id}", name
-            )
-            key_range = self._context.key_group_range
-            header: dict[str, Any] = {
-                "vertex": subtask.vertex_id,
-                "subtask": subtask.subtask_index,
-                "operators": index,
-            }
-            handle = {
-                "file": name,
-                "subtask": subtask.subtask_index,
-                "key_group_range": [key_range.start, key_range.end],
-                "operators": index,
-            }
-            if channel_section is not None:
-                header["channel_state"] = handle["channel_state"] = channel_section
-            data = state_format.encode(SUBTASK_STATE, header, bytes(body))
-        ack = AcknowledgeCheckpoint(
-            settings.attempt,
-            self.partition,
-            barrier.checkpoint_id,
-            handle,
-            sync_ms=held.sync_ms + (self._clock() - started) * 1000,
-            state_bytes=len(data),
-            alignment_ms=held.alignment_ms,
-            start_delay_ms=held.start_delay_ms,
-            persisted_bytes=persisted,
-            unaligned=channel_state is not None,
-        )
-        self.uploader.submit(Upload(barrier.checkpoint_id, target, data, ack))
-
-    def _decline(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str) -> None:
-        self._first_barrier.pop(checkpoint_id, None)
-        self.writer.broadcast_event(CancelCheckpointMarker(checkpoint_id))
-        self._send(
-            DeclineCheckpoint(
-                self.settings.attempt, self.partition, checkpoint_id, reason.name, message
-            )
-        )
+    # ---- talking to the JobMaster ------------------------------------------------------------
 
     def _report_failure(self, error: Exception) -> bool:
-        """Tell the JobMaster why this task failed; True if it heard it.
-
-        The JobMaster then fails the deployment over, so the Spark task ends quietly
-        instead of adding a second copy of the traceback to the executor log.
-        """
-        log.warning("task %s (%s) failed: %s", self.vertex.name, self.subtask, error)
+        """Tell the JobMaster why this task failed; True if it heard it (then the Spark task
+        ends quietly instead of adding a second copy of the traceback to the executor log)."""
+        name = self.descriptor.vertex_name
+        log.warning("task %s (%s) failed: %s", name, self.subtask, error)
         try:
             self._send(
-                TaskFailed(
-                    self.settings.attempt, self.partition, TaskFailure.of(error, self.vertex.name)
-                )
+                TaskFailed(self.settings.attempt, self.partition, TaskFailure.of(error, name))
             )
         except TaskCancelled:
             return False
         return True
 
     def _send(self, message: Any) -> None:
+        """Send on the mailbox thread; a lost JobMaster cancels the task."""
         try:
             self._send_rpc(message)
         except OSError as error:
             raise TaskCancelled(f"lost the connection to the JobMaster: {error}") from error
-
-
-@dataclass
-class _HeldSnapshot:
-    """The synchronous part of one checkpoint: operator snapshots and their statistics."""
-
-    barrier: CheckpointBarrier
-    snapshots: dict[str, Any]
-    sync_ms: float
-    alignment_ms: float
-    start_delay_ms: float
-
-
-class _StateFiles:
-    """Reads a checkpoint's state files once each and slices out what an operator needs."""
-
-    def __init__(self) -> None:
-        self._bodies: dict[str, bytes] = {}
-
-    def slice(self, uri: str, offset: int, length: int) -> bytes:
-        """Bytes [offset, offset + length) of the body of the state file at `uri`."""
-        return self._slice(uri, offset, length)
-
-    def _slice(self, uri: str, offset: int, length: int) -> bytes:
-        body = self._bodies.get(uri)
-        if body is None:
-            _, payload = state_format.decode(_fs.read_bytes(_fs.Location(uri)), SUBTASK_STATE)
-            body = self._bodies[uri] = bytes(payload)
-        return body[offset : offset + length]
-
-    def restored(self, restore: Any) -> RestoredState | None:
-        if restore is None:
-            return None
-        return RestoredState(
-            keyed=[self._slice(uri, off, length) for uri, off, length in restore.keyed],
-            operator=[
-                (old, decode_operator_state(self._slice(uri, off, length)))
-                for old, uri, off, length in restore.operator
-            ],
-            timers=[
-                self._slice(uri, off, length) for uri, off, length in getattr(restore, "timers", ())
-            ],
-        )

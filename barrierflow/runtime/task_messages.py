@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
-from typing import Any
 
-from barrierflow.checkpoint.handles import OperatorRestore
+from barrierflow.checkpoint.handles import OperatorRestore, SubtaskStateHandle
 from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import ChannelLostError
 
@@ -43,8 +42,8 @@ class AcknowledgeCheckpoint:
     attempt: int
     partition: int
     checkpoint_id: int
-    state_handle: dict[str, Any] | None
-    """Where this subtask's state file is and what it holds (see StateHandle in task.py)."""
+    state_handle: SubtaskStateHandle | None
+    """Where this subtask's state file is and what it holds; None: the subtask has no state."""
     sync_ms: float = 0.0
     """Snapshotting the operators on the mailbox thread."""
     async_ms: float = 0.0

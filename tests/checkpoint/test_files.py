@@ -7,8 +7,8 @@ import os
 
 import pytest
 
+from barrierflow import _envelope as envelope
 from barrierflow import _fs
-from barrierflow.checkpoint import format as envelope
 from barrierflow.checkpoint.files import read_checkpoint_file
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow._fs import location
+from barrierflow.checkpoint.handles import OperatorStateHandle, SubtaskStateHandle
 from barrierflow.checkpoint.metadata import (
     build_metadata,
     channel_state_assignment,
@@ -40,12 +43,12 @@ def acknowledged(graph, vertex_id: int):
     handles = {}
     for subtask in vertex.subtasks():
         key_range = key_group_range_for_subtask(128, vertex.parallelism, subtask.subtask_index)
-        handles[subtask] = {
-            "file": f"state-{subtask.subtask_index}",
-            "subtask": subtask.subtask_index,
-            "key_group_range": [key_range.start, key_range.end],
-            "operators": {op.uid: {"keyed": [0, 10], "operator": None} for op in vertex.operators},
-        }
+        handles[subtask] = SubtaskStateHandle(
+            file=f"state-{subtask.subtask_index}",
+            subtask=subtask.subtask_index,
+            key_group_range=(key_range.start, key_range.end),
+            operators={op.uid: OperatorStateHandle(keyed=(0, 10)) for op in vertex.operators},
+        )
     return handles
 
 
@@ -92,10 +95,12 @@ def test_another_max_parallelism_is_refused():
 
 def with_channel_state(handles, subtask_index: int):
     """The handles, with subtask `subtask_index` holding 30 bytes of channel state at 10."""
-    for subtask, handle in handles.items():
-        if subtask.subtask_index == subtask_index:
-            handle["channel_state"] = [10, 30]
-    return handles
+    return {
+        subtask: replace(handle, channel_state=(10, 30))
+        if subtask.subtask_index == subtask_index
+        else handle
+        for subtask, handle in handles.items()
+    }
 
 
 def test_an_unaligned_checkpoint_gives_each_subtask_its_own_channel_state_slice():

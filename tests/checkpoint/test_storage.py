@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from barrierflow.checkpoint import format as envelope
+from barrierflow import _envelope as envelope
 from barrierflow.checkpoint.storage import (
     METADATA_KIND,
     FileSystemCheckpointStorage,

@@ -8,6 +8,7 @@ import pytest
 
 from barrierflow.cluster.mails import TaskConnectionLost, TaskMessageReceived
 from barrierflow.cluster.rpc import RpcClient, RpcServer
+from barrierflow.runtime.mails import RpcLost, RpcReceived
 
 SECRET = b"k" * 32
 
@@ -28,7 +29,7 @@ def test_a_task_with_the_secret_reaches_the_jobmaster_and_hears_back(server):
     mail = mailbox.get(timeout=5)
     assert isinstance(mail, TaskMessageReceived) and mail.message == ("hello", 1)
     mail.conn.send("deploy")
-    assert inbox.get(timeout=5) == ("rpc", "deploy")
+    assert inbox.get(timeout=5) == RpcReceived("deploy")
     client.close()
     lost = mailbox.get(timeout=5)
     assert isinstance(lost, TaskConnectionLost) and lost.conn is mail.conn
@@ -46,7 +47,7 @@ def test_closing_the_endpoint_closes_every_task_connection(server):
         assert isinstance(mailbox.get(timeout=5), TaskMessageReceived)
     endpoint.close()
     for inbox in inboxes:
-        assert inbox.get(timeout=5) == ("rpc_lost",)
+        assert inbox.get(timeout=5) == RpcLost()
 
 
 def test_a_peer_without_the_secret_is_refused_before_any_message_is_read(server):

@@ -11,14 +11,16 @@ import queue
 import pytest
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy, _fs
-from barrierflow import _envelope as state_format
+from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.connectors.collection import CollectionSource
 from barrierflow.connectors.print_sink import PrintSink
+from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.channel_state import read_channel_state
 from barrierflow.runtime.elements import CheckpointBarrier
+from barrierflow.runtime.mails import InputReceived
 from barrierflow.runtime.network import codec
-from barrierflow.runtime.task import SUBTASK_STATE, StreamTask, TaskSettings
+from barrierflow.runtime.task import StreamTask, TaskSettings
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint, DeployTask
 
 
@@ -57,12 +59,15 @@ def two_input_task(tmp_path, **checkpointing) -> tuple[StreamTask, queue.SimpleQ
         **checkpointing,
     )
     sent: queue.SimpleQueue = queue.SimpleQueue()
-    task = StreamTask(graph, settings, len(partitions) - 1, sent.put, queue.SimpleQueue())
+    partition = len(partitions) - 1
+    descriptor = build_task_descriptors(graph)[partitions[partition]]
+    task = StreamTask(descriptor, settings, partition, sent.put, queue.SimpleQueue())
     return task, sent
 
 
 def deploy(task: StreamTask, channel_state=None) -> None:
-    task._deploy_and_restore(DeployTask(0, {}, [], None, {}, channel_state=channel_state))
+    task.deploy_and_restore(DeployTask(0, {}, [], None, {}, channel_state=channel_state))
+    assert task.gate is not None
     for channel in range(2):
         task.gate.connected(channel, _Wire())  # type: ignore[arg-type]
 
@@ -72,7 +77,7 @@ def arrive(task: StreamTask, channel: int, element) -> bytes:
     if frame is None:
         frame = codec.encode_batch(element)
         element = RecordBatch(element)
-    task._handle(("input", channel, element, frame))
+    task.handle(InputReceived(0, channel, element, frame))
     return frame
 
 
@@ -86,10 +91,11 @@ def next_ack(sent: queue.SimpleQueue) -> AcknowledgeCheckpoint:
 def channel_state_of(tmp_path, ack: AcknowledgeCheckpoint):
     handle = ack.state_handle
     assert handle is not None
-    location = _fs.Location(str(tmp_path)).child(f"chk-{ack.checkpoint_id}", handle["file"])
-    _, body = state_format.decode(_fs.read_bytes(location), SUBTASK_STATE)
-    offset, length = handle["channel_state"]
-    return read_channel_state(bytes(body)[offset : offset + length], input_channels=2)
+    location = _fs.Location(str(tmp_path)).child(f"chk-{ack.checkpoint_id}", handle.file)
+    assert handle.channel_state is not None
+    offset, length = handle.channel_state
+    data = SubtaskStateReader().slice(location.uri, offset, length)
+    return read_channel_state(data, input_channels=2)
 
 
 def test_an_unaligned_task_persists_the_input_each_channel_delivered_before_its_barrier(tmp_path):
@@ -120,7 +126,7 @@ def test_an_aligned_task_acknowledges_only_once_the_barrier_was_polled_on_every_
     arrive(task, 1, barrier)
     for _ in range(2):
         task._step_input()
-    assert task.barriers is not None and task.barriers.is_blocked(0)
+    assert task.gate is not None and task.gate.is_blocked(0)
     with pytest.raises(queue.Empty):
         while not isinstance(sent.get_nowait(), AcknowledgeCheckpoint):
             pass
@@ -139,10 +145,12 @@ def test_a_restored_task_polls_its_recovered_input_before_anything_new(tmp_path)
     ack = next_ack(sent)
     handle = ack.state_handle
     assert handle is not None
-    uri = _fs.Location(str(tmp_path)).child("chk-1", handle["file"]).uri
+    assert handle.channel_state is not None
+    uri = _fs.Location(str(tmp_path)).child("chk-1", handle.file).uri
 
     restored, _ = two_input_task(tmp_path, unaligned_checkpoints=True)
     arrive(restored, 1, [99])  # new input that arrived while the task was deploying
-    deploy(restored, channel_state=(uri, *handle["channel_state"]))
-    polled = [restored.gate.poll(lambda channel: False) for _ in range(2)]
+    deploy(restored, channel_state=(uri, *handle.channel_state))
+    assert restored.gate is not None
+    polled = [restored.gate.gate.poll(lambda channel: False) for _ in range(2)]
     assert polled == [(1, RecordBatch([10, 11])), (1, RecordBatch([99]))]

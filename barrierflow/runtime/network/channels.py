@@ -15,15 +15,23 @@ import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, Listener
-from typing import Any
 
 import msgpack
 
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.channel_state import is_buffer_frame, is_channel_state_frame
+from barrierflow.runtime.mails import (
+    ChannelConnected,
+    CreditReceived,
+    InputChannelLost,
+    InputFailed,
+    InputReceived,
+    OutputChannelLost,
+    Post,
+)
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.connections import close_connection
 
@@ -31,9 +39,6 @@ log = logging.getLogger(__name__)
 
 INITIAL_CREDIT = 8
 """Buffers a receiver can hold per channel; the sender queues the rest."""
-
-Post = Callable[[tuple[Any, ...]], None]
-"""Puts a mail into the task's mailbox (thread-safe)."""
 
 
 @dataclass(frozen=True)
@@ -130,26 +135,26 @@ class DataServer:
         self._connected.add(channel)
         conn.send_bytes(b"OK")
         conn.send_bytes(codec.encode_credit(INITIAL_CREDIT))
-        self._post(("channel_connected", channel, conn))
+        self._post(ChannelConnected(self._attempt, channel, conn))
         threading.Thread(
             target=_read_frames,
-            args=(conn, channel, self._post),
+            args=(conn, self._attempt, channel, self._post),
             name=f"channel-in-{channel}",
             daemon=True,
         ).start()
 
 
-def _read_frames(conn: Connection, channel: int, post: Post) -> None:
-    """Posts ("input", channel, element, frame): the decoded element and its raw bytes, which
-    an unaligned checkpoint persists as channel state without encoding them again."""
+def _read_frames(conn: Connection, attempt: int, channel: int, post: Post) -> None:
+    """Posts InputReceived with the decoded element and its raw bytes, which an unaligned
+    checkpoint persists as channel state without encoding them again."""
     try:
         while True:
             frame = conn.recv_bytes()
-            post(("input", channel, codec.decode(frame), frame))
+            post(InputReceived(attempt, channel, codec.decode(frame), frame))
     except (EOFError, OSError):
-        post(("input_lost", channel))
+        post(InputChannelLost(attempt, channel))
     except Exception as error:
-        post(("input_error", channel, error))
+        post(InputFailed(attempt, channel, error))
 
 
 def connect_output(
@@ -166,9 +171,10 @@ def connect_output(
     def read_credit() -> None:
         try:
             while True:
-                post(("credit", index, codec.decode_credit(conn.recv_bytes(64))))
+                credit = codec.decode_credit(conn.recv_bytes(64))
+                post(CreditReceived(hello.attempt, index, credit))
         except (EOFError, OSError, TypeError):  # TypeError: this task closed it meanwhile
-            post(("output_lost", index))
+            post(OutputChannelLost(hello.attempt, index))
 
     threading.Thread(target=read_credit, name=f"channel-out-{index}", daemon=True).start()
     return conn

@@ -9,6 +9,7 @@ import pytest
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import CheckpointBarrier
+from barrierflow.runtime.mails import ChannelConnected, CreditReceived, InputReceived
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import (
     INITIAL_CREDIT,
@@ -39,7 +40,7 @@ def hello(attempt=3, sender=(0, 0), job="job"):
 def next_mail(mailbox, kind):
     while True:
         mail = mailbox.get(timeout=5)
-        if mail[0] == kind:
+        if isinstance(mail, kind):
             return mail
 
 
@@ -47,14 +48,16 @@ def test_an_admitted_channel_receives_initial_credit_and_frames_in_order(receive
     server, inbox = receiver
     credits: queue.SimpleQueue = queue.SimpleQueue()
     conn = connect_output(server.address, SECRET, hello(), 0, credits.put)
-    assert credits.get(timeout=5) == ("credit", 0, INITIAL_CREDIT)
+    assert credits.get(timeout=5) == CreditReceived(3, 0, INITIAL_CREDIT)
     channel = OutputChannel(conn)
     channel.add_credit(INITIAL_CREDIT)
     channel.send_buffer(codec.encode_batch([1, 2]))
     channel.send_event(codec.encode_event(CheckpointBarrier(7, 99)))
     channel.send_buffer(codec.encode_batch([3]))
-    assert next_mail(inbox, "channel_connected")[1] == 0
-    assert [next_mail(inbox, "input")[2] for _ in range(3)] == [
+    assert next_mail(inbox, ChannelConnected).channel == 0
+    received = [next_mail(inbox, InputReceived) for _ in range(3)]
+    assert {(m.attempt, m.channel) for m in received} == {(3, 0)}
+    assert [m.element for m in received] == [
         RecordBatch([1, 2]),
         CheckpointBarrier(7, 99),
         RecordBatch([3]),

@@ -1,0 +1,159 @@
+"""OperatorChain: the operators of one subtask, wired output to input, and their lifecycle.
+
+Mailbox thread only. A chain is built fresh from the task's descriptor for every
+attempt (a roll-back builds a new one and restores it from the checkpoint): `open`
+connects each operator to the next one or to the task's output edges, restores its
+state and opens it; `close` ends it normally (operators may emit while closing),
+`abort` discards uncommitted side effects. The chain also fans the task's calls out
+to its operators: processing time, snapshots, checkpoint notifications.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from barrierflow.checkpoint.handles import OperatorRestore
+from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
+from barrierflow.runtime.chain_inputs import ChainInputs
+from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
+from barrierflow.runtime.deployment import TaskDescriptor
+from barrierflow.runtime.network.record_writer import RecordWriter
+from barrierflow.runtime.operators.base import (
+    OperatorContext,
+    OperatorSnapshot,
+    Output,
+    RestoredState,
+    StreamOperator,
+)
+from barrierflow.runtime.operators.source_sink import SourceOperator
+from barrierflow.state.operator_state import decode_operator_state
+
+log = logging.getLogger(__name__)
+
+
+class OperatorChain:
+    """The operators of one subtask, head first (see the module docstring)."""
+
+    def __init__(self, descriptor: TaskDescriptor) -> None:
+        self.descriptor = descriptor
+        self.operators: list[StreamOperator] = [op.make() for op in descriptor.operators]
+        head = self.operators[0]
+        self.source: SourceOperator | None = head if isinstance(head, SourceOperator) else None
+        self.inputs: ChainInputs | None = None
+        """Routes the input channels into the head (None for a source)."""
+        self._state = "created"
+
+    @property
+    def name(self) -> str:
+        return self.descriptor.vertex_name
+
+    def open(
+        self,
+        context: OperatorContext,
+        writer: RecordWriter,
+        restore: dict[str, OperatorRestore],
+        reader: SubtaskStateReader,
+    ) -> None:
+        """Connect, restore (`restore` by uid; missing uids start empty) and open every
+        operator, head first."""
+        for operator, output in zip(self.operators, self._outputs(writer), strict=True):
+            operator.setup(context, output)
+            operator.initialize_state(restored_state(reader, restore.get(operator.uid)))
+            operator.open()
+        self._state = "open"
+        channel_inputs = [channel.operator_input for channel in self.descriptor.inputs]
+        if channel_inputs:
+            self.inputs = ChainInputs(self.operators[0], channel_inputs)
+
+    def _outputs(self, writer: RecordWriter) -> list[Output]:
+        """One output per operator: the next operator or the main edges, plus side edges."""
+        chain = self.operators
+        outputs: list[Output] = []
+        for index in range(len(chain)):
+            main: Output
+            if index + 1 < len(chain):
+                main = ChainingOutput(chain[index + 1])
+            else:
+                main = RecordWriterOutput(writer.edges_of(index, None))
+            sides: dict[str, Output] = {
+                tag: RecordWriterOutput(writer.edges_of(index, tag))
+                for tag in sorted(writer.side_outputs_of(index))
+            }
+            outputs.append(OperatorOutput(main, sides))
+        return outputs
+
+    # ---- while running -----------------------------------------------------------------------
+
+    def accepts_input(self) -> bool:
+        """False while any operator must not be given input (it waits for mails)."""
+        return all(operator.accepts_input() for operator in self.operators)
+
+    def fire_processing_time(self, now_ms: int) -> int | None:
+        """Call every operator whose wake-up is due; the next wake-up of any, or None."""
+        nearest = None
+        for operator in self.operators:
+            due = operator.next_wakeup()
+            if due is not None and due <= now_ms:
+                operator.on_processing_time(now_ms)
+                due = operator.next_wakeup()
+            if due is not None and (nearest is None or due < nearest):
+                nearest = due
+        return nearest
+
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, OperatorSnapshot]:
+        """Every stateful operator's snapshot at the barrier, by uid."""
+        snapshots = {}
+        for operator in self.operators:
+            snapshot = operator.snapshot_state(checkpoint_id)
+            if snapshot is not None:
+                snapshots[operator.uid] = snapshot
+        return snapshots
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for operator in self.operators:
+            operator.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for operator in self.operators:
+            operator.notify_checkpoint_aborted(checkpoint_id)
+
+    # ---- ending ------------------------------------------------------------------------------
+
+    @property
+    def is_ended(self) -> bool:
+        """Closed or aborted: nothing more to do."""
+        return self._state in ("closed", "aborted")
+
+    def close(self) -> None:
+        """End normally, head first: what an operator emits while closing reaches the next one
+        before that one closes."""
+        for operator in self.operators:
+            operator.close()
+        self._state = "closed"
+
+    def abort(self) -> None:
+        """Discard uncommitted side effects (once; a closed chain has none left)."""
+        if self.is_ended:
+            return
+        self._state = "aborted"
+        for operator in self.operators:
+            try:
+                operator.abort()
+            except Exception:
+                log.warning("aborting %s failed", operator.name, exc_info=True)
+
+
+def restored_state(
+    reader: SubtaskStateReader, restore: OperatorRestore | None
+) -> RestoredState | None:
+    """What one operator restores, read from the checkpoint's state files (None: nothing)."""
+    if restore is None:
+        return None
+    return RestoredState(
+        keyed=[reader.slice(uri, off, length) for uri, off, length in restore.keyed],
+        operator=[
+            (old, decode_operator_state(reader.slice(uri, off, length)))
+            for old, uri, off, length in restore.operator
+        ],
+        timers=[reader.slice(uri, off, length) for uri, off, length in restore.timers],
+    )

@@ -1,0 +1,281 @@
+"""SubtaskCheckpointCoordinator: a subtask's part of a checkpoint, from barrier to report.
+
+Mailbox thread only. At a checkpoint's barrier it takes the synchronous snapshot of
+the operator chain (with its statistics: alignment, start delay, sync duration),
+forwards the barrier downstream (aligned: in order; unaligned: ahead of the queued
+output, which becomes output channel state), encodes the subtask state file and
+hands it to the `SnapshotUploader`, which writes it and acknowledges. It declines
+what the barrier handler aborts, passes the JobMaster's complete/aborted
+notifications to the chain, and keeps the channel state (unaligned checkpoints)
+until each checkpoint's last barrier arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from barrierflow._clock import Clock
+from barrierflow._scheduler import Scheduler
+from barrierflow.checkpoint import subtask_state_file
+from barrierflow.checkpoint.failure import CheckpointFailureReason
+from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
+from barrierflow.runtime.barriers.decisions import (
+    AbortCheckpoint,
+    ArmAlignmentTimer,
+    ChannelStateComplete,
+    TriggerCheckpoint,
+    TriggerUnaligned,
+)
+from barrierflow.runtime.channel_state import (
+    ChannelStateSnapshot,
+    ChannelStateWriter,
+    in_flight_input,
+    read_channel_state,
+)
+from barrierflow.runtime.deployment import SubtaskId, TaskSettings
+from barrierflow.runtime.elements import CancelCheckpointMarker, CheckpointBarrier
+from barrierflow.runtime.network import codec
+from barrierflow.runtime.network.checkpointed_input_gate import CheckpointedInputGate
+from barrierflow.runtime.network.record_writer import RecordWriter
+from barrierflow.runtime.operator_chain import OperatorChain
+from barrierflow.runtime.operators.base import OperatorSnapshot
+from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
+from barrierflow.runtime.task_messages import AcknowledgeCheckpoint, DeclineCheckpoint
+from barrierflow.state.operator_state import encode_operator_state
+
+
+@dataclass
+class _HeldSnapshot:
+    """The synchronous part of one checkpoint: operator snapshots and their statistics."""
+
+    barrier: CheckpointBarrier
+    snapshots: dict[str, OperatorSnapshot]
+    sync_ms: float
+    alignment_ms: float
+    start_delay_ms: float
+
+
+class SubtaskCheckpointCoordinator:
+    """The checkpoints of one attempt of one subtask (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: TaskSettings,
+        partition: int,
+        subtask: SubtaskId,
+        key_group_range: tuple[int, int],
+        chain: OperatorChain,
+        writer: RecordWriter,
+        gate: CheckpointedInputGate | None,
+        uploader: SnapshotUploader,
+        send: Callable[[Any], None],
+        clock: Clock,
+        scheduler: Scheduler,
+    ) -> None:
+        self._settings = settings
+        self._partition = partition
+        self._subtask = subtask
+        self._key_group_range = key_group_range
+        self._chain = chain
+        self._writer = writer
+        self._gate = gate
+        self._uploader = uploader
+        self._send = send
+        self._clock = clock
+        self._scheduler = scheduler
+        self.channel_state = ChannelStateWriter(
+            gate.channel_count if gate is not None else 0, len(writer.channels)
+        )
+        self._held: dict[int, _HeldSnapshot] = {}
+        """Unaligned checkpoints whose snapshot waits for the channel state to complete."""
+        self._first_barrier: dict[int, tuple[float, int]] = {}
+        """Checkpoint id -> (monotonic s, epoch ms) when its first barrier arrived."""
+        self._newest_barrier_id = -1
+
+    def restore_channel_state(self, reader: SubtaskStateReader, where: tuple[str, int, int]):
+        """Re-send recovered output and queue recovered input, before anything new."""
+        gate = self._gate
+        recovered = read_channel_state(
+            reader.slice(*where),
+            input_channels=gate.channel_count if gate is not None else 0,
+            output_channels=len(self._writer.channels),
+        )
+        self._writer.send_recovered(recovered.outputs)
+        for channel, frames in sorted(recovered.inputs.items()):
+            assert gate is not None
+            gate.prepend_recovered(channel, [(codec.decode(f), f) for f in frames])
+
+    # ---- from the JobMaster ------------------------------------------------------------------
+
+    def trigger(self, barrier: CheckpointBarrier) -> None:
+        """A source's checkpoint: the trigger message is its barrier."""
+        if self._settings.sources_unaligned and not barrier.must_align:
+            self._checkpoint_unaligned(barrier, [])
+            self._complete_unaligned(barrier.checkpoint_id)
+        else:
+            self._checkpoint(barrier)
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        self._chain.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_aborted(self, checkpoint_id: int) -> None:
+        self._chain.notify_checkpoint_aborted(checkpoint_id)
+
+    # ---- from the input gate -----------------------------------------------------------------
+
+    def note_barrier(self, barrier: CheckpointBarrier) -> None:
+        """Remember when checkpoint n's first barrier arrived (alignment time, start delay).
+
+        Only the first barrier of a newer checkpoint counts; entries of checkpoints that
+        never trigger here are dropped by a decline or by the next snapshot.
+        """
+        if barrier.checkpoint_id > self._newest_barrier_id:
+            self._newest_barrier_id = barrier.checkpoint_id
+            self._first_barrier[barrier.checkpoint_id] = (
+                self._clock.monotonic(),
+                self._clock.epoch_millis(),
+            )
+
+    def persist_input(self, checkpoint_id: int, channel: int, frame: bytes) -> None:
+        """`frame` arrived on `channel` before its barrier: input channel state."""
+        self.channel_state.add_input(checkpoint_id, channel, [frame])
+
+    def act(self, decisions: tuple[Any, ...]) -> None:
+        """Carry out a barrier handler's decisions, in order (StopPersisting needs nothing:
+        the gate already says what arriving data to keep)."""
+        for decision in decisions:
+            if isinstance(decision, TriggerCheckpoint):
+                self._checkpoint(decision.barrier)
+            elif isinstance(decision, TriggerUnaligned):
+                self._checkpoint_unaligned(decision.barrier, sorted(decision.channels))
+            elif isinstance(decision, ChannelStateComplete):
+                self._complete_unaligned(decision.checkpoint_id)
+            elif isinstance(decision, AbortCheckpoint):
+                self.channel_state.abort(decision.checkpoint_id)
+                self._held.pop(decision.checkpoint_id, None)
+                self.decline(decision.checkpoint_id, decision.reason, "")
+            elif isinstance(decision, ArmAlignmentTimer):
+                self._arm_alignment_timer(decision.checkpoint_id, decision.delay_ms)
+
+    def _arm_alignment_timer(self, checkpoint_id: int, delay_ms: int) -> None:
+        gate = self._gate
+        assert gate is not None
+        self._scheduler.schedule(
+            delay_ms,
+            lambda: self.act(gate.alignment_timed_out(checkpoint_id)),
+            f"aligned checkpoint timeout of checkpoint {checkpoint_id}",
+        )
+
+    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str) -> None:
+        self._first_barrier.pop(checkpoint_id, None)
+        self._writer.broadcast_event(CancelCheckpointMarker(checkpoint_id))
+        self._send(
+            DeclineCheckpoint(
+                self._settings.attempt, self._partition, checkpoint_id, reason.name, message
+            )
+        )
+
+    # ---- taking a checkpoint -----------------------------------------------------------------
+
+    def _checkpoint(self, barrier: CheckpointBarrier) -> None:
+        """Snapshot synchronously, forward the barrier, upload in the background."""
+        held = self._snapshot(barrier)
+        self._writer.broadcast_event(barrier)
+        self._upload(held, None)
+
+    def _checkpoint_unaligned(self, barrier: CheckpointBarrier, channels: list[int]) -> None:
+        """Snapshot, send the barrier ahead of queued output, start the channel state.
+
+        The overtaken output and, for each of `channels`, the input queued before its barrier
+        go into the channel state; the snapshot is held until it completes.
+        """
+        checkpoint_id = barrier.checkpoint_id
+        held = self._snapshot(barrier)
+        state = self.channel_state
+        state.start(checkpoint_id)
+        overtaken = self._writer.broadcast_priority_event(barrier)
+        for channel, frames in sorted(overtaken.items()):
+            state.add_output(checkpoint_id, channel, frames)
+        gate = self._gate
+        for channel in channels:
+            assert gate is not None
+            queued = gate.queued_frames(channel)
+            state.add_input(checkpoint_id, channel, in_flight_input(queued, checkpoint_id))
+        self._held[checkpoint_id] = held
+
+    def _complete_unaligned(self, checkpoint_id: int) -> None:
+        """The channel state of `checkpoint_id` is complete: write it with the snapshot."""
+        held = self._held.pop(checkpoint_id)
+        self._upload(held, self.channel_state.finish(checkpoint_id))
+
+    def _snapshot(self, barrier: CheckpointBarrier) -> _HeldSnapshot:
+        """The synchronous part: every operator's snapshot, with timing statistics."""
+        clock = self._clock
+        started = clock.monotonic()
+        first = self._first_barrier.pop(barrier.checkpoint_id, None)
+        for older in [n for n in self._first_barrier if n < barrier.checkpoint_id]:
+            del self._first_barrier[older]
+        if first is None:  # a source: the trigger message is its first barrier
+            alignment_ms, reached_ms = 0.0, clock.epoch_millis()
+        else:
+            alignment_ms, reached_ms = (started - first[0]) * 1000, first[1]
+        snapshots = self._chain.snapshot_state(barrier.checkpoint_id)
+        return _HeldSnapshot(
+            barrier,
+            snapshots,
+            sync_ms=(clock.monotonic() - started) * 1000,
+            alignment_ms=alignment_ms,
+            start_delay_ms=float(max(0, reached_ms - barrier.timestamp)),
+        )
+
+    def _upload(self, held: _HeldSnapshot, channel_state: ChannelStateSnapshot | None) -> None:
+        """Encode the state file (operators, then channel state) and hand it to the uploader."""
+        started = self._clock.monotonic()
+        settings, subtask, barrier = self._settings, self._subtask, held.barrier
+        sections = {
+            uid: subtask_state_file.OperatorSections(
+                keyed=snapshot.keyed,
+                operator=None
+                if snapshot.operator is None
+                else encode_operator_state(snapshot.operator),
+                timers=snapshot.timers,
+            )
+            for uid, snapshot in held.snapshots.items()
+        }
+        persisted = 0
+        channel_bytes = None
+        if channel_state is not None and channel_state.persisted_bytes > 0:
+            channel_bytes = channel_state.data
+            persisted = channel_state.persisted_bytes
+        name = subtask_state_file.state_file_name(
+            subtask.vertex_id, subtask.subtask_index, settings.deployment_id
+        )
+        encoded = subtask_state_file.encode(
+            name,
+            subtask.vertex_id,
+            subtask.subtask_index,
+            self._key_group_range,
+            sections,
+            channel_bytes,
+        )
+        target, handle, data = None, None, b""
+        if encoded is not None:
+            data, handle = encoded
+            target = subtask_state_file.state_file_location(
+                settings.checkpoint_dir, barrier.checkpoint_id, name
+            )
+        ack = AcknowledgeCheckpoint(
+            settings.attempt,
+            self._partition,
+            barrier.checkpoint_id,
+            handle,
+            sync_ms=held.sync_ms + (self._clock.monotonic() - started) * 1000,
+            state_bytes=len(data),
+            alignment_ms=held.alignment_ms,
+            start_delay_ms=held.start_delay_ms,
+            persisted_bytes=persisted,
+            unaligned=channel_state is not None,
+        )
+        self._uploader.submit(Upload(barrier.checkpoint_id, target, data, ack))

@@ -1,0 +1,144 @@
+"""StreamTask without Spark or sockets: typed mails, operators that wait, ending normally."""
+
+from __future__ import annotations
+
+import queue
+
+import pytest
+
+from barrierflow._clock import ManualClock
+from barrierflow.errors import StreamCorruptionError
+from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.deployment import (
+    OperatorDescriptor,
+    OutputEdgeDescriptor,
+    SubtaskId,
+    TaskDescriptor,
+    TaskSettings,
+)
+from barrierflow.runtime.elements import EndOfPartition
+from barrierflow.runtime.mails import CreditReceived, RunAction
+from barrierflow.runtime.network import codec, task_channels
+from barrierflow.runtime.operators.base import StreamOperator
+from barrierflow.runtime.partitioners import ForwardPartitioner
+from barrierflow.runtime.task import StreamTask
+from barrierflow.runtime.task_messages import DeployTask, TaskFinished
+
+
+class _Wire:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def send_bytes(self, frame: bytes) -> None:
+        self.sent.append(frame)
+
+    def close(self) -> None:
+        pass
+
+
+class EmitsOnClose(StreamOperator):
+    """Emits one last batch while closing (a flushing buffer, a final aggregate)."""
+
+    accepting = True
+
+    def process_batch(self, batch: RecordBatch) -> None:
+        self.output.collect(batch)
+
+    def accepts_input(self) -> bool:
+        return self.accepting
+
+    def close(self) -> None:
+        self.closed = True
+        self.output.collect(RecordBatch(["last words"]))
+
+
+class _Factory:
+    def make_operator(self, uid: str) -> StreamOperator:
+        return EmitsOnClose(uid, "EmitsOnClose")
+
+
+ME, DOWNSTREAM = SubtaskId(0, 0), SubtaskId(1, 0)
+
+
+def deployed_task(monkeypatch, attempt: int = 0) -> tuple[StreamTask, _Wire, queue.SimpleQueue]:
+    """A one-operator task with one output channel to a wire, deployed and opened."""
+    wire = _Wire()
+    monkeypatch.setattr(task_channels, "connect_output", lambda *args: wire)
+    descriptor = TaskDescriptor(
+        subtask=ME,
+        vertex_name="EmitsOnClose",
+        parallelism=1,
+        max_parallelism=128,
+        operators=(OperatorDescriptor("emit", "EmitsOnClose", _Factory()),),
+        outputs=(OutputEdgeDescriptor(0, ForwardPartitioner(), (DOWNSTREAM,), 0),),
+    )
+    settings = TaskSettings(
+        job_id="job",
+        attempt=attempt,
+        deployment_id="d",
+        secret=b"s",
+        jobmaster_address=("127.0.0.1", 1),
+        bind_host="127.0.0.1",
+        checkpoint_dir="file:///nowhere",
+        partitions=(ME, DOWNSTREAM),
+    )
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    task = StreamTask(descriptor, settings, 0, sent.put, queue.SimpleQueue(), ManualClock())
+    task.deploy_and_restore(DeployTask(attempt, {1: ("127.0.0.1", 1)}, [], None, {}))
+    task.handle(CreditReceived(attempt, 0, 10))
+    return task, wire, sent
+
+
+def test_output_emitted_in_close_goes_out_before_the_end_of_partition(monkeypatch):
+    # issue 9, defect 7: the end of partition was broadcast before the chain closed, so what
+    # an operator emitted in close() came after it (and was lost downstream).
+    task, wire, sent = deployed_task(monkeypatch)
+    task._finish()
+    assert [codec.decode(frame) for frame in wire.sent] == [
+        RecordBatch(["last words"]),
+        EndOfPartition(),
+    ]
+    assert isinstance(sent.get_nowait(), TaskFinished)
+
+
+def test_a_mail_of_another_attempt_is_refused_and_an_unknown_mail_is_an_error(monkeypatch):
+    task, _, _ = deployed_task(monkeypatch, attempt=2)
+    ran: list[str] = []
+    task.handle(RunAction(1, lambda: ran.append("old"), "a zombie's action"))
+    task.handle(RunAction(2, lambda: ran.append("mine"), "this attempt's action"))
+    assert ran == ["mine"]
+    with pytest.raises(StreamCorruptionError, match="unknown mail"):
+        task.handle(("input", 0, RecordBatch([1]), None))
+
+
+def test_the_operator_context_hands_actions_to_the_mailbox_thread(monkeypatch):
+    task, _, _ = deployed_task(monkeypatch, attempt=3)
+    operator = task.chain.operators[0]
+    assert operator.context is not None
+    ran: list[int] = []
+    operator.context.mailbox.execute(lambda: ran.append(1), "completion")
+    assert ran == []  # posted, not run on the caller's thread
+    mail = task.mailbox.get_nowait()
+    assert mail == RunAction(3, mail.action, "completion")
+    task.handle(mail)
+    assert ran == [1]
+
+
+def test_a_task_does_no_work_and_does_not_finish_while_an_operator_refuses_input(monkeypatch):
+    task, wire, _ = deployed_task(monkeypatch)
+    operator = task.chain.operators[0]
+    assert isinstance(operator, EmitsOnClose)
+    operator.accepting = False
+    assert not task._can_work()
+    closed_when_accepting_again: list[bool] = []
+
+    def accept_again() -> None:
+        closed_when_accepting_again.append(hasattr(operator, "closed"))
+        operator.accepting = True
+
+    task._finished = True  # the final checkpoint completed meanwhile
+    task.mailbox.put(RunAction(0, accept_again, "the operator's last result arrived"))
+    task._loop()  # returns only once the operator accepts input again
+    assert closed_when_accepting_again == [False]
+    task._finish()
+    assert codec.decode(wire.sent[-1]) == EndOfPartition()
