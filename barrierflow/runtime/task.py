@@ -291,6 +291,7 @@ class StreamTask:
             deployment_id=settings.deployment_id,
             processing_time=self._processing_time,
             auto_watermark_interval_ms=self.graph.auto_watermark_interval_ms,
+            mailbox=_TaskMailboxExecutor(self.mailbox.put),  # [mailbox-contract]
         )
         self._context = context
         if self.source is not None:
@@ -373,6 +374,8 @@ class StreamTask:
             self._inputs = ChainInputs(self.chain[0], self._channel_inputs)
 
     def _finish(self) -> None:
+        # [mailbox-contract] close() only once every operator accepts input (nothing held back).
+        self._wait_until(self._chain_accepts_input, "operators to finish their pending work")
         self.writer.broadcast_event(END_OF_PARTITION)
         for operator in self.chain:
             operator.close()
@@ -416,6 +419,7 @@ class StreamTask:
             if self._finished:
                 break
             self._fire_processing_time()
+            self._report_end_of_input()  # [mailbox-contract]
             if self._can_work():
                 if self.source is not None:
                     self._step_source()
@@ -429,10 +433,28 @@ class StreamTask:
     def _can_work(self) -> bool:
         if self.writer.is_backpressured():
             return False
+        if not self._chain_accepts_input():  # [mailbox-contract]
+            return False
         if self.source is not None:
             return not self._source_exhausted and not self._source_waiting
         assert self.barriers is not None
         return self.gate.has_available(self.barriers.is_blocked)
+
+    # [mailbox-contract] begin: an operator that waits yields to the mailbox (accepts_input)
+    def _chain_accepts_input(self) -> bool:
+        """Whether every operator of the chain takes input (none holds work back)."""
+        return all(operator.accepts_input() for operator in self.chain)
+
+    _end_of_input_unsent = False
+
+    def _report_end_of_input(self) -> None:
+        """Tell the JobMaster the source ended once the chain holds nothing back, so the
+        final checkpoint (its barrier) follows every record the chain will emit."""
+        if self._end_of_input_unsent and self._chain_accepts_input():
+            self._end_of_input_unsent = False
+            self._send(EndOfInput(self.settings.attempt, self.partition))
+
+    # [mailbox-contract] end
 
     def _fire_processing_time(self) -> None:
         """Call every operator whose wake-up is due; remember the next one for the wait."""
@@ -459,7 +481,7 @@ class StreamTask:
         status = self.source.emit_next(self.settings.buffer_size)
         if status == SourceOperator.END_OF_INPUT:
             self._source_exhausted = True
-            self._send(EndOfInput(self.settings.attempt, self.partition))
+            self._end_of_input_unsent = True  # [mailbox-contract] sent by _report_end_of_input
         elif status == SourceOperator.NOTHING_AVAILABLE:
             self._source_waiting = True
 
@@ -513,7 +535,9 @@ class StreamTask:
 
     def _handle(self, mail: tuple[Any, ...]) -> None:
         kind = mail[0]
-        if kind == "input":
+        if kind == "run":  # [mailbox-contract] an operator's action (MailboxExecutor.execute)
+            mail[1]()
+        elif kind == "input":
             channel, element = mail[1], mail[2]
             frame = mail[3] if len(mail) > 3 else None
             if isinstance(element, EndOfPartition):
@@ -759,6 +783,16 @@ class StreamTask:
             self._send_rpc(message)
         except OSError as error:
             raise TaskCancelled(f"lost the connection to the JobMaster: {error}") from error
+
+
+class _TaskMailboxExecutor:  # [mailbox-contract]
+    """The task's MailboxExecutor: `execute` (any thread) queues a "run" mail for the loop."""
+
+    def __init__(self, put: Callable[[tuple[Any, ...]], None]) -> None:
+        self._put = put
+
+    def execute(self, action: Callable[[], None], description: str) -> None:
+        self._put(("run", action, description))
 
 
 @dataclass
