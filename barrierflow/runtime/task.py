@@ -136,6 +136,8 @@ class StreamTask:
         self._output_targets: list[SubtaskId] = []
         self._finished = False
         self._source_exhausted = False
+        self._end_of_input_unsent = False
+        """The source ended; EndOfInput waits until the chain accepts input (drained)."""
         self._source_waiting = False
         self._next_wakeup_ms: int | None = None
         self._last_flush = self._clock.monotonic()
@@ -288,6 +290,7 @@ class StreamTask:
                 continue
             self.scheduler.run_due()
             self._next_wakeup_ms = self.chain.fire_processing_time(self._clock.epoch_millis())
+            self._report_end_of_input()
             if self._can_work():
                 if self.chain.source is not None:
                     self._step_source()
@@ -319,9 +322,16 @@ class StreamTask:
         status = source.emit_next(self.settings.buffer_size)
         if status == SourceOperator.END_OF_INPUT:
             self._source_exhausted = True
-            self._send(EndOfInput(self.settings.attempt, self.partition))
+            self._end_of_input_unsent = True
         elif status == SourceOperator.NOTHING_AVAILABLE:
             self._source_waiting = True
+
+    def _report_end_of_input(self) -> None:
+        """Tell the JobMaster the source ended once the chain holds nothing back (async calls
+        in flight), so the final checkpoint's barrier follows every result."""
+        if self._end_of_input_unsent and self.chain.accepts_input():
+            self._end_of_input_unsent = False
+            self._send(EndOfInput(self.settings.attempt, self.partition))
 
     def _step_input(self) -> None:
         gate, inputs = self.gate, self.chain.inputs

@@ -10,10 +10,13 @@ above their timestamp.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import random
-from collections import defaultdict
+import socket
+import threading
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -107,3 +110,115 @@ def test_ordered_keeps_input_order_and_unordered_never_crosses_a_watermark(spark
         assert all(ts > watermark for _, _, ts, watermark in results), "crossed a watermark"
         reordered += sum(a[1] > b[1] for a, b in itertools.pairwise(results))
     assert reordered > 0, "random delays reordered nothing: the check above proved nothing"
+
+
+class AnswerGate:
+    """A TCP listener that holds every connection unanswered until `open()`; then it answers
+    them all, and every later one at once. Calls in the Spark workers wait on it."""
+
+    def __init__(self) -> None:
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.address = self._server.getsockname()
+        self._lock = threading.Condition()
+        self._held: list[socket.socket] = []
+        self._opened = False
+        self.accepted = 0
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return  # closed
+            with self._lock:
+                self.accepted += 1
+                self._lock.notify_all()
+                if self._opened:
+                    self._answer(conn)
+                else:
+                    self._held.append(conn)
+
+    def wait_for_held(self, count: int, timeout: float) -> bool:
+        """True once `count` calls wait on the gate (bounded by `timeout`)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._held) >= count, timeout)
+
+    @staticmethod
+    def _answer(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(b"!")
+        conn.close()
+
+    def open(self) -> None:
+        with self._lock:
+            self._opened = True
+            held, self._held = self._held, []
+        for conn in held:
+            self._answer(conn)
+
+    def close(self) -> None:
+        self.open()
+        self._server.close()
+
+
+class WaitForGate(AsyncFunction):
+    """Answers a record only once the test opens the gate."""
+
+    def __init__(self, address) -> None:
+        self.address = address
+
+    async def async_invoke(self, value):
+        reader, writer = await asyncio.open_connection(*self.address)
+        try:
+            await reader.readexactly(1)
+        finally:
+            writer.close()
+        return [(value["part"], value["n"], value["ts"])]
+
+
+def test_checkpoints_complete_while_every_async_call_is_outstanding(spark, tmp_path):
+    # Issue 9, defect 4: the operator used to wait on its full queue on the task's thread,
+    # so no checkpoint trigger ran there until a call came back (or 300 s passed).
+    records, capacity = 30, 3
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for part in range(2):
+        lines = [json.dumps({"part": part, "n": n, "ts": n}) for n in range(records)]
+        (inputs / f"part-{part}.txt").write_text("\n".join(lines) + "\n")
+    gate = AnswerGate()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.enable_checkpointing(100)
+    env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
+    events = env.from_source(
+        FileSource.for_json_lines(str(inputs)), WatermarkStrategy.no_watermarks(), "events"
+    )
+    (
+        AsyncDataStream.ordered_wait(events, WaitForGate(gate.address), 60_000, capacity)
+        .uid("gated")
+        .sink_to(FileSink.for_rows(str(tmp_path / "out")))
+        .uid("sink")
+    )
+    job = env.execute_async("async-outstanding")
+    try:
+        # Both subtasks' queues are full: every call is outstanding, the input waits.
+        assert gate.wait_for_held(2 * capacity, timeout=120)
+        before = len(job.completed_checkpoints)
+        checkpointed = job.wait_for_completed_checkpoints(before + 2, timeout=60)
+        outstanding = gate.accepted
+    finally:
+        gate.open()  # a blocked operator gets its answers too, so the job ends either way
+    try:
+        assert checkpointed, "no checkpoint completed while the async calls were outstanding"
+        assert outstanding == 2 * capacity  # no call came back, so none more was started
+        job.wait(timeout=180)
+    except BaseException:
+        job.cancel()
+        raise
+    finally:
+        gate.close()
+    assert read_rows(tmp_path / "out") == Counter(
+        {(part, n, n): 1 for part in range(2) for n in range(records)}
+    )

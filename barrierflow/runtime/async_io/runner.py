@@ -2,10 +2,11 @@
 
 Threads: `start`, `invoke` and `close` are called from the task's mailbox thread. All
 user code (`open`, `async_invoke`, `timeout`, `close`) runs on the loop thread, so the
-function's coroutines never race with each other or with the task. Outcomes go back to
-the mailbox thread only through `post(callback)`, which must be thread-safe (a mailbox's
-`put`); the callback then runs on the mailbox thread. The runner holds no operator
-object: what a completion does is the `on_complete`/`on_error` pair given to `invoke`.
+function's coroutines never race with each other or with the task. Each outcome goes
+back to the mailbox thread as one mail, through the task's `MailboxExecutor.execute`
+(callable from any thread); the mail then runs on the mailbox thread, in order with the
+task's other mails. The runner holds no operator object: what a completion does is the
+`on_complete`/`on_error` pair given to `invoke`.
 
 Per call, the runner enforces:
 
@@ -23,12 +24,17 @@ The loop is the runner's clock (asyncio's timers); nothing else here reads time.
 >>> class Double(AsyncFunction):
 ...     async def async_invoke(self, value):
 ...         return [2 * value]
->>> mailbox = queue.Queue()
->>> runner = AsyncFunctionRunner(Double(), mailbox.put, timeout_ms=1_000)
+>>> class Mailbox:                               # a task's MailboxExecutor, run by hand
+...     def __init__(self):
+...         self.mails = queue.Queue()
+...     def execute(self, action, description):
+...         self.mails.put(action)
+>>> mailbox = Mailbox()
+>>> runner = AsyncFunctionRunner(Double(), mailbox, timeout_ms=1_000)
 >>> runner.start()
 >>> outcomes = []
 >>> runner.invoke(21, outcomes.append, outcomes.append)
->>> mailbox.get(timeout=5)()                     # the mailbox thread runs the posted mail
+>>> mailbox.mails.get(timeout=5)()               # the mailbox thread runs the mail
 >>> outcomes
 [[42]]
 >>> runner.close()
@@ -51,11 +57,9 @@ from barrierflow.runtime.async_io.retry import (
     next_retry_delay,
 )
 from barrierflow.runtime.async_io.spec import AsyncWaitSpec
+from barrierflow.runtime.mailbox_executor import MailboxExecutor
 
-__all__ = ["AsyncFunctionRunner", "Post", "check_results"]
-
-Post = Callable[[Callable[[], None]], None]
-"""Hands a callback to the mailbox thread; callable from any thread."""
+__all__ = ["AsyncFunctionRunner", "check_results"]
 
 _LIFECYCLE_TIMEOUT_S = 60.0
 """How long `start` and `close` wait for the function's `open` and `close`."""
@@ -82,14 +86,14 @@ class AsyncFunctionRunner:
     """Runs the calls of one `AsyncFunction` concurrently on a private asyncio loop.
 
     Mailbox thread for `start`/`invoke`/`close`; the function itself runs on the loop
-    thread. Guarantees one posted outcome per call (none after `close`); assumes `post`
-    is thread-safe and the function does not block the loop.
+    thread. Guarantees one outcome mail per call (none after `close`); assumes the
+    function does not block the loop.
     """
 
     def __init__(
         self,
         function: Any,
-        post: Post,
+        mailbox: MailboxExecutor,
         *,
         timeout_ms: int = 0,
         retry_strategy: AsyncRetryStrategy = NO_RETRY_STRATEGY,
@@ -98,7 +102,7 @@ class AsyncFunctionRunner:
         if timeout_ms < 0:
             raise ValueError(f"timeout_ms must be >= 0 (0: none), got {timeout_ms}")
         self._function = as_async_function(function)
-        self._post = post
+        self._mailbox = mailbox
         self._timeout_ms = timeout_ms
         self._retry_strategy = retry_strategy
         self._name = name
@@ -107,13 +111,17 @@ class AsyncFunctionRunner:
         self._closed = False
         self._calls: set[asyncio.Task[None]] = set()
         """Calls in flight; touched on the loop thread only."""
+        self._result_mail = f"{name}: a call completed"
+        self._failed_mail = f"{name}: a call failed"
 
     @staticmethod
-    def for_spec(spec: AsyncWaitSpec, post: Post, name: str = "async-io") -> AsyncFunctionRunner:
+    def for_spec(
+        spec: AsyncWaitSpec, mailbox: MailboxExecutor, name: str = "async-io"
+    ) -> AsyncFunctionRunner:
         """The runner of an async wait operator built from its spec."""
         return AsyncFunctionRunner(
             spec.async_function,
-            post,
+            mailbox,
             timeout_ms=spec.timeout_ms,
             retry_strategy=spec.retry_strategy,
             name=name,
@@ -139,8 +147,8 @@ class AsyncFunctionRunner:
         on_complete: Callable[[list[Any]], None],
         on_error: Callable[[BaseException], None],
     ) -> None:
-        """Start the call for `value`; its outcome is posted as `on_complete(results)` or
-        `on_error(error)`."""
+        """Start the call for `value`; its outcome comes back as a mail that runs
+        `on_complete(results)` or `on_error(error)` on the mailbox thread."""
         if self._loop is None or self._closed:
             raise RuntimeError(f"{self._name}: invoke() needs a started, open runner")
         asyncio.run_coroutine_threadsafe(self._call(value, on_complete, on_error), self._loop)
@@ -214,9 +222,9 @@ class AsyncFunctionRunner:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                self._post(functools.partial(on_error, error))
+                self._mailbox.execute(functools.partial(on_error, error), self._failed_mail)
             else:
-                self._post(functools.partial(on_complete, results))
+                self._mailbox.execute(functools.partial(on_complete, results), self._result_mail)
         finally:
             self._calls.discard(task)
 

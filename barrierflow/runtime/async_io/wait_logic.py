@@ -1,22 +1,26 @@
 """AsyncWaitLogic: what Flink's `AsyncWaitOperator` does, without the operator around it.
 
-Mailbox thread only. The logic puts each input element into its stream element queue,
-starts the record's async call through `invoke`, and emits what the queue lets out
-through `output` whenever something completes. The operator adapter supplies three
-things:
+Mailbox thread only, and it never waits. The logic puts each input element into its
+stream element queue, starts the record's async call through `invoke`, and emits what
+the queue lets out through `output` whenever something completes. The operator adapter
+supplies two things:
 
 - `invoke(value, on_complete, on_error)`: starts a call (an `AsyncFunctionRunner`'s
-  `invoke`), whose outcome must come back on the mailbox thread;
-- `output`: `emit_results(results, timestamp)` and `emit_watermark(watermark)`;
-- `yield_to_mailbox()`: runs at least one pending mail, waiting for one if there is
-  none. The logic calls it while the queue is full (backpressure: no input is taken
-  until a call completes) and while it drains at the end of input.
+  `invoke`), whose outcome must come back later as a mail on the mailbox thread;
+- `output`: `emit_results(results, timestamp)` and `emit_watermark(watermark)`.
 
-Checkpoints: `snapshot_state()` is the input of every element still in the queue, in
-queue order (records in flight or completed but not yet emitted, and watermarks).
-`restore_state` takes it back and processes those elements again, in that order, as
-if they were new input: their calls run again, and since none of their results was
-emitted before the checkpoint, the output stays exactly-once.
+Backpressure without waiting: input that finds the queue full is held, in order, in the
+overflow (at most what one unit of the task's work delivers: the rest of a batch, and a
+watermark), and `accepts_input()` turns False. Each completion emits what may leave and
+moves held elements into the queue as room appears; once the overflow is empty the logic
+accepts input again. After the maximum watermark (end of input) it also refuses input
+until every element has left, so the task does not finish while calls are in flight.
+
+Checkpoints: `snapshot_state()` is the input of every element held, in order: the queue
+(records in flight or completed but not yet emitted, and watermarks), then the overflow.
+`restore_state` takes it back as held input and starts the calls again as the queue
+has room: none of their results was emitted before the checkpoint, so the output stays
+exactly-once.
 
 >>> class Output:
 ...     def emit_results(self, results, timestamp):
@@ -26,19 +30,22 @@ emitted before the checkpoint, the output stays exactly-once.
 >>> calls = []
 >>> def invoke(value, on_complete, on_error):
 ...     calls.append((value, on_complete))
->>> logic = AsyncWaitLogic.ordered(2, invoke, Output())
->>> logic.process_element("a", 1, yield_to_mailbox=None)
->>> logic.process_element("b", 2, yield_to_mailbox=None)
+>>> logic = AsyncWaitLogic.ordered(1, invoke, Output())
+>>> logic.process_element("a", 1)
+>>> logic.process_element("b", 2)             # the queue is full: "b" is held
+>>> logic.accepts_input(), [value for value, _ in calls]
+(False, ['a'])
 >>> logic.snapshot_state()
 [Record(value='a', timestamp=1), Record(value='b', timestamp=2)]
->>> calls[1][1](["B"])                        # "b" completes first: held back
->>> calls[0][1](["A"])
+>>> calls[0][1](["A"])                        # "a" completes (a mail): "b" goes in
 results ('A',) at 1
-results ('B',) at 2
+>>> logic.accepts_input(), [value for value, _ in calls]
+(True, ['a', 'b'])
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -52,7 +59,7 @@ from barrierflow.runtime.async_io.queue import (
     StreamElementQueue,
     UnorderedStreamElementQueue,
 )
-from barrierflow.runtime.elements import Watermark
+from barrierflow.runtime.elements import MAX_WATERMARK, Watermark
 
 __all__ = [
     "AsyncWaitLogic",
@@ -76,17 +83,23 @@ class AsyncWaitOutput(Protocol):
 
 
 class AsyncWaitLogic:
-    """Feeds a stream element queue, starts the calls, emits what may leave.
+    """Feeds a stream element queue, starts the calls, emits what may leave; never waits.
 
     Mailbox thread only. Guarantees the queue's order (see `OrderedStreamElementQueue`
-    and `UnorderedStreamElementQueue`) and that at most `capacity` elements are held;
-    assumes every call's outcome is delivered once, on the mailbox thread.
+    and `UnorderedStreamElementQueue`) over all input, held or not, that at most
+    `capacity` calls are in flight, and that nothing taken in is dropped; assumes every
+    call's outcome is delivered once, as a mail on the mailbox thread, and that the
+    caller gives no input while `accepts_input()` is False.
     """
 
     def __init__(self, queue: StreamElementQueue, invoke: Invoke, output: AsyncWaitOutput) -> None:
         self._queue = queue
         self._invoke = invoke
         self._output = output
+        self._overflow: deque[QueueElement] = deque()
+        """Input taken in while the queue was full, in input order; not yet called."""
+        self._input_ended = False
+        """The maximum watermark was taken in: no more input will come."""
 
     @staticmethod
     def ordered(capacity: int, invoke: Invoke, output: AsyncWaitOutput) -> AsyncWaitLogic:
@@ -100,50 +113,81 @@ class AsyncWaitLogic:
     def queue(self) -> StreamElementQueue:
         return self._queue
 
+    @property
+    def held(self) -> int:
+        """Elements in the overflow: taken in, waiting for room in the queue."""
+        return len(self._overflow)
+
+    @property
+    def is_drained(self) -> bool:
+        """Whether nothing is held: no call in flight, no result or input waiting."""
+        return not self._overflow and self._queue.is_empty
+
+    def accepts_input(self) -> bool:
+        """False while input is held for lack of room, and after the end of input until
+        every element has left: the task then only runs mails."""
+        if self._overflow:
+            return False
+        return not self._input_ended or self._queue.is_empty
+
     # ---- input ---------------------------------------------------------------------------------
 
-    def process_element(
-        self, value: Any, timestamp: int | None, yield_to_mailbox: Callable[[], None] | None
-    ) -> None:
-        """Take one record in, waiting (running mails) while the queue is full."""
-        entry = self._put(Record(value, timestamp), yield_to_mailbox)
+    def process_element(self, value: Any, timestamp: int | None) -> None:
+        """Take one record in: call it now if the queue has room, else hold it."""
+        self._take(Record(value, timestamp))
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        """Take one watermark in (it holds a place in the queue) and emit what may leave.
+
+        The maximum watermark ends the input; a second one (replayed after a restore of a
+        snapshot that held the first) is dropped.
+        """
+        if watermark.timestamp >= MAX_WATERMARK:
+            if self._input_ended:
+                return
+            self._input_ended = True
+        self._take(watermark)
+
+    def _take(self, element: QueueElement) -> None:
+        overflow = self._overflow
+        if overflow and isinstance(element, Watermark) and isinstance(overflow[-1], Watermark):
+            # Two held watermarks in a row: the later one says all the earlier one does
+            # (periodic watermarks keep coming while the input waits; this bounds them).
+            overflow[-1] = element
+        else:
+            overflow.append(element)
+        self._progress()
+
+    def _progress(self) -> None:
+        """Move held input into the queue and emit what may leave, until neither can go on."""
+        while True:
+            self._admit()
+            if not self._queue.has_completed_head():
+                return
+            self._emit_completed()
+
+    def _admit(self) -> None:
+        overflow, queue = self._overflow, self._queue
+        while overflow:
+            entry = queue.try_put(overflow[0])
+            if entry is None:
+                return
+            element = overflow.popleft()
+            if isinstance(element, Record):
+                self._start_call(entry, element.value)
+
+    def _start_call(self, entry: QueueEntry, value: Any) -> None:
         self._invoke(
             value,
             lambda results: self._on_complete(entry, results),
             lambda error: self._on_error(entry, error),
         )
 
-    def process_watermark(
-        self, watermark: Watermark, yield_to_mailbox: Callable[[], None] | None
-    ) -> None:
-        """Take one watermark in (it holds a place in the queue) and emit what may leave."""
-        self._put(watermark, yield_to_mailbox)
-        self._emit_completed()
-
-    def finish(self, yield_to_mailbox: Callable[[], None]) -> None:
-        """End of input: run mails until every element has left the queue."""
-        while not self._queue.is_empty:
-            yield_to_mailbox()
-
-    def _put(
-        self, element: QueueElement, yield_to_mailbox: Callable[[], None] | None
-    ) -> QueueEntry:
-        while True:
-            entry = self._queue.try_put(element)
-            if entry is not None:
-                return entry
-            if yield_to_mailbox is None:
-                raise RuntimeError(
-                    f"the async queue is full ({self._queue.capacity} elements) and there "
-                    "is no mailbox to wait on"
-                )
-            yield_to_mailbox()
-
     # ---- completions (mails) -------------------------------------------------------------------
 
     def _on_complete(self, entry: QueueEntry, results: list[Any]) -> None:
         self._queue.complete(entry, results)
-        self._emit_completed()
+        self._progress()
 
     def _on_error(self, entry: QueueEntry, error: BaseException) -> None:
         self._queue.complete_exceptionally(entry, error)  # raises: the task fails
@@ -159,19 +203,17 @@ class AsyncWaitLogic:
     # ---- checkpoints ---------------------------------------------------------------------------
 
     def snapshot_state(self) -> list[QueueElement]:
-        """The input of every element in the queue, in queue order (a copy)."""
-        return self._queue.values()
+        """The input of every element held, in order: the queue's, then the overflow (a copy)."""
+        return [*self._queue.values(), *self._overflow]
 
-    def restore_state(
-        self, elements: Sequence[QueueElement], yield_to_mailbox: Callable[[], None] | None
-    ) -> None:
-        """Process the elements of a snapshot again, in order: call the records again and
-        put the watermarks back in their places."""
+    def restore_state(self, elements: Sequence[QueueElement]) -> None:
+        """Take the elements of a snapshot back as input, in order: the records are called
+        again as the queue has room, the watermarks go back in their places."""
         for element in elements:
             if isinstance(element, Record):
-                self.process_element(element.value, element.timestamp, yield_to_mailbox)
+                self.process_element(element.value, element.timestamp)
             elif isinstance(element, Watermark):
-                self.process_watermark(element, yield_to_mailbox)
+                self.process_watermark(element)
             else:
                 raise StateRestoreError(f"unknown element in an async I/O snapshot: {element!r}")
 

@@ -1,30 +1,31 @@
 """AsyncWaitOperator: `AsyncWaitLogic` with an `AsyncFunctionRunner` (runtime/async_io).
 
-Mailbox thread only, except `_completions.put`, which the runner's loop thread calls.
-The runner posts each call's outcome into the operator's own thread-safe queue; the
-operator runs those completions before each batch and watermark, whenever the task
-asks for a wake-up (`next_wakeup()` is 1 ms ahead while calls are in flight), and,
-while the element queue is full, it blocks on that queue (backpressure). The maximum
-watermark (end of input) drains every call before it is passed on, so nothing is
-left in flight when the task finishes.
+Mailbox thread only; it never waits. The runner hands each call's outcome to the task's
+`MailboxExecutor` (`context.mailbox`), so a completion is a mail, run in order with the
+task's checkpoint triggers, credit and cancellation. A completion emits what the element
+queue lets out and moves held input into the queue. While input is held for lack of room
+(at most the rest of one batch), and after the end of input (the maximum watermark) until
+every call has completed, `accepts_input()` is False: the task then gives no input and
+does not finish, but keeps running mails. `close()` is only valid once drained.
 
-Checkpoints hold the input of every element still in the element queue (pickled, in
-the operator state); a restore calls those records again in their order, so the
-output stays exactly-once. On rescaling, old subtask i's elements go to new subtask
+Checkpoints hold the input of every element still held (in flight, completed but not
+emitted, or waiting in the overflow), pickled in the operator state; a restore takes them
+back as input, in their order, and calls them again as the queue has room, so the output
+stays exactly-once. On rescaling, old subtask i's elements go to new subtask
 i mod parallelism.
 """
 
 from __future__ import annotations
 
 import pickle
-import queue
+from collections.abc import Callable
 from typing import Any
 
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.async_io import AsyncFunctionRunner, AsyncWaitLogic
 from barrierflow.runtime.async_io.wait_logic import decode_elements, encode_elements
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
-from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus, Watermark
+from barrierflow.runtime.elements import StreamStatus, Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 
@@ -32,9 +33,6 @@ __all__ = ["AsyncWaitOperator"]
 
 STATE_VERSION = 1
 """Schema of the operator state: {"version": 1, "elements": pickle of encode_elements(...)}."""
-
-_WAIT_FOR_COMPLETION_S = 300.0
-"""How long a full queue waits for one completion before the task fails."""
 
 
 class AsyncWaitOperator(StreamOperator):
@@ -47,7 +45,8 @@ class AsyncWaitOperator(StreamOperator):
         self._restored: list[Any] = []
         self._values: list[Any] = []
         self._stamps: list[int] = []
-        self._completions: queue.SimpleQueue = queue.SimpleQueue()
+        self._stopped = False
+        """Closed or aborted: outcome mails still queued in the task change nothing."""
         self.logic: AsyncWaitLogic | None = None
         self.runner: AsyncFunctionRunner | None = None
 
@@ -65,92 +64,90 @@ class AsyncWaitOperator(StreamOperator):
             self._restored.extend(decode_elements(pickle.loads(state["elements"])))
 
     def open(self) -> None:
+        assert self.context is not None
         self.runner = AsyncFunctionRunner.for_spec(
-            self.spec, self._completions.put, name=f"async-io {self.name}"
+            self.spec, self.context.mailbox, name=f"async-io {self.name}"
         )
         self.runner.start(TaskRuntimeContext(self.context, None))
-        self.logic = AsyncWaitLogic(self.spec.create_queue(), self.runner.invoke, self)
+        self.logic = AsyncWaitLogic(self.spec.create_queue(), self._invoke, self)
         restored, self._restored = self._restored, []
-        self.logic.restore_state(restored, self._wait_for_completion)
+        self.logic.restore_state(restored)  # held input: called as the queue has room
         self._flush()
 
     def close(self) -> None:
-        if self.logic is not None:
-            self.logic.finish(self._wait_for_completion)
-            self._flush()
+        """The job ended: valid only once drained (the task waits for `accepts_input()`)."""
+        logic = self.logic
+        if logic is not None and not logic.is_drained:
+            raise RuntimeError(
+                f"{self.name}: closed with {logic.queue.size + logic.held} element(s) still "
+                "held; the task must not finish while accepts_input() is False"
+            )
+        self._stop()
+
+    def abort(self) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        self._stopped = True
         if self.runner is not None:
             self.runner.close()
 
-    def abort(self) -> None:
-        if self.runner is not None:
-            self.runner.close()
+    def accepts_input(self) -> bool:
+        return self.logic is None or self.logic.accepts_input()
 
     # ---- input ---------------------------------------------------------------------------
 
     def process_batch(self, batch: RecordBatch) -> None:
         logic = self.logic
         assert logic is not None
-        self._run_completions()
-        wait = self._wait_for_completion
         timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
         for value, timestamp in zip(batch.values, timestamps, strict=True):
-            logic.process_element(value, None if timestamp == NO_TIMESTAMP else timestamp, wait)
+            logic.process_element(value, None if timestamp == NO_TIMESTAMP else timestamp)
         self._flush()
 
     def process_watermark(self, watermark: Watermark) -> None:
         logic = self.logic
         assert logic is not None
-        self._run_completions()
-        if watermark.timestamp >= MAX_WATERMARK:
-            logic.finish(self._wait_for_completion)  # end of input: nothing stays in flight
-        logic.process_watermark(watermark, self._wait_for_completion)
+        logic.process_watermark(watermark)  # the maximum one ends the input
         self._flush()
 
     def process_stream_status(self, status: StreamStatus) -> None:
-        self._run_completions()
         self._flush()
         self.output.emit_stream_status(status)
-
-    def next_wakeup(self) -> int | None:
-        if self.logic is None or self.logic.queue.is_empty:
-            return None
-        assert self.context is not None
-        return self.context.processing_time() + 1
-
-    def on_processing_time(self, now_ms: int) -> None:
-        self._run_completions()
-        self._flush()
 
     # ---- checkpoints ---------------------------------------------------------------------
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         assert self.logic is not None
+        self._flush()  # what left the queue goes out before the barrier
         elements = encode_elements(self.logic.snapshot_state())
         return OperatorSnapshot(
             operator={"version": STATE_VERSION, "elements": pickle.dumps(elements, protocol=5)}
         )
 
-    # ---- completions and output ----------------------------------------------------------
+    # ---- completions (mails) and output --------------------------------------------------
 
-    def _run_completions(self) -> None:
-        completions = self._completions
-        while True:
-            try:
-                mail = completions.get_nowait()
-            except queue.Empty:
-                return
-            mail()
+    def _invoke(
+        self,
+        value: Any,
+        on_complete: Callable[[list[Any]], None],
+        on_error: Callable[[BaseException], None],
+    ) -> None:
+        """The logic's `invoke`: start the call; its outcome runs later as a mail."""
+        runner = self.runner
+        assert runner is not None
+        runner.invoke(
+            value,
+            lambda results: self._on_outcome(on_complete, results),
+            lambda error: self._on_outcome(on_error, error),
+        )
 
-    def _wait_for_completion(self) -> None:
-        """The logic's `yield_to_mailbox`: run at least one completion, waiting for one."""
-        try:
-            mail = self._completions.get(timeout=_WAIT_FOR_COMPLETION_S)
-        except queue.Empty:
-            raise TimeoutError(
-                f"{self.name}: no async call completed within {_WAIT_FOR_COMPLETION_S} s"
-            ) from None
-        mail()
-        self._run_completions()
+    def _on_outcome(self, outcome: Callable[[Any], None], argument: Any) -> None:
+        """A completion mail: hand the outcome to the logic, emit what it let out."""
+        if self._stopped:
+            return
+        outcome(argument)
+        self._flush()
 
     def emit_results(self, results: tuple[Any, ...], timestamp: int | None) -> None:
         stamp = NO_TIMESTAMP if timestamp is None else timestamp

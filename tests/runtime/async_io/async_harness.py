@@ -14,17 +14,21 @@ MAIL_TIMEOUT_S = 10.0
 
 
 class Mailbox:
-    """Mails posted from any thread, run only when the test says so, on the test's thread."""
+    """A test MailboxExecutor: actions handed over from any thread, run only when the test
+    says so, on the test's thread (which plays the task's mailbox thread)."""
 
     def __init__(self) -> None:
         self._mails: queue.Queue[Callable[[], None]] = queue.Queue()
         self.owner = threading.current_thread()
+        self.descriptions: list[str] = []
 
-    def post(self, mail: Callable[[], None]) -> None:
-        self._mails.put(mail)
+    def execute(self, action: Callable[[], None], description: str) -> None:
+        """`MailboxExecutor.execute`: queue `action` for the test to run."""
+        self.descriptions.append(description)
+        self._mails.put(action)
 
     def run_one(self) -> None:
-        """Run the next mail, waiting for it (the operator's `yield_to_mailbox`)."""
+        """Run the next mail, waiting for it (what a task's loop does while it has no work)."""
         assert threading.current_thread() is self.owner
         try:
             mail = self._mails.get(timeout=MAIL_TIMEOUT_S)

@@ -55,7 +55,7 @@ def run_calls(
     kwargs: dict[str, Any] = {"timeout_ms": timeout_ms}
     if retry is not None:
         kwargs["retry_strategy"] = retry
-    runner = AsyncFunctionRunner(function, mailbox.post, **kwargs)
+    runner = AsyncFunctionRunner(function, mailbox, **kwargs)
     runner.start()
     outcomes = Outcomes()
     try:
@@ -140,9 +140,9 @@ def test_a_function_whose_async_invoke_is_not_a_coroutine_is_refused() -> None:
             return [value]
 
     with pytest.raises(TypeError, match="async def"):
-        AsyncFunctionRunner(NotAsync(), Mailbox().post)
+        AsyncFunctionRunner(NotAsync(), Mailbox())
     with pytest.raises(TypeError, match="async def"):
-        AsyncFunctionRunner(lambda value: [value], Mailbox().post)
+        AsyncFunctionRunner(lambda value: [value], Mailbox())
 
 
 # ---- results -----------------------------------------------------------------------------------
@@ -382,7 +382,7 @@ def test_close_cancels_the_calls_in_flight_posts_nothing_and_closes_the_function
 
     function = Endless()
     mailbox = Mailbox()
-    runner = AsyncFunctionRunner(function, mailbox.post)
+    runner = AsyncFunctionRunner(function, mailbox)
     runner.start()
     outcomes = Outcomes()
     runner.invoke("a", *outcomes.callbacks("a"))
@@ -402,7 +402,7 @@ def test_invoke_before_start_is_refused() -> None:
     async def identity(value: Any) -> list[Any]:
         return [value]
 
-    runner = AsyncFunctionRunner(identity, Mailbox().post)
+    runner = AsyncFunctionRunner(identity, Mailbox())
     with pytest.raises(RuntimeError, match="started"):
         runner.invoke("a", print, print)
 
@@ -415,7 +415,7 @@ def test_an_error_in_open_fails_start() -> None:
         async def async_invoke(self, value: Any) -> list[Any]:
             return [value]
 
-    runner = AsyncFunctionRunner(BrokenOpen(), Mailbox().post)
+    runner = AsyncFunctionRunner(BrokenOpen(), Mailbox())
     with pytest.raises(ConnectionRefusedError, match="database down"):
         runner.start()
     runner.close()
@@ -430,7 +430,7 @@ def test_open_receives_the_runtime_context() -> None:
             return [value]
 
     function = RemembersContext()
-    runner = AsyncFunctionRunner(function, Mailbox().post)
+    runner = AsyncFunctionRunner(function, Mailbox())
     runner.start("the context")
     runner.close()
     assert function.context == "the context"
@@ -441,4 +441,4 @@ def test_a_negative_timeout_is_refused() -> None:
         return [value]
 
     with pytest.raises(ValueError, match="timeout_ms"):
-        AsyncFunctionRunner(identity, Mailbox().post, timeout_ms=-1)
+        AsyncFunctionRunner(identity, Mailbox(), timeout_ms=-1)

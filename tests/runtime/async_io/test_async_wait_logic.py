@@ -25,7 +25,7 @@ from barrierflow.runtime.async_io.wait_logic import (
     decode_elements,
     encode_elements,
 )
-from barrierflow.runtime.elements import Watermark
+from barrierflow.runtime.elements import MAX_WATERMARK, Watermark
 
 W = Watermark
 
@@ -70,10 +70,10 @@ def r(value: str, timestamp: int) -> tuple[str, str, int]:
 
 def test_ordered_mode_emits_in_input_order_with_watermarks_in_place() -> None:
     logic, calls, output = manual("ordered")
-    logic.process_element("a", 1, None)
-    logic.process_element("b", 2, None)
-    logic.process_watermark(W(2), None)
-    logic.process_element("c", 3, None)
+    logic.process_element("a", 1)
+    logic.process_element("b", 2)
+    logic.process_watermark(W(2))
+    logic.process_element("c", 3)
     assert calls.started == ["a", "b", "c"] and output.pop_all() == []
 
     calls.complete("c")
@@ -85,10 +85,10 @@ def test_ordered_mode_emits_in_input_order_with_watermarks_in_place() -> None:
 
 def test_unordered_mode_emits_on_completion_but_not_across_a_watermark() -> None:
     logic, calls, output = manual("unordered")
-    logic.process_element("a", 1, None)
-    logic.process_element("b", 2, None)
-    logic.process_watermark(W(2), None)
-    logic.process_element("c", 3, None)
+    logic.process_element("a", 1)
+    logic.process_element("b", 2)
+    logic.process_watermark(W(2))
+    logic.process_element("c", 3)
 
     calls.complete("b")
     assert output.pop_all() == [r("b", 2)]
@@ -101,66 +101,84 @@ def test_unordered_mode_emits_on_completion_but_not_across_a_watermark() -> None
 @pytest.mark.parametrize("mode", ["ordered", "unordered"])
 def test_a_watermark_with_nothing_before_it_is_forwarded_at_once(mode: str) -> None:
     logic, _, output = manual(mode)
-    logic.process_watermark(W(5), None)
+    logic.process_watermark(W(5))
     assert output.pop_all() == [W(5)]
 
 
 @pytest.mark.parametrize("mode", ["ordered", "unordered"])
 def test_every_result_of_a_record_is_emitted_with_its_timestamp(mode: str) -> None:
     logic, calls, output = manual(mode)
-    logic.process_element("a", 7, None)
+    logic.process_element("a", 7)
     calls.complete("a", ["x", "y", "z"])
     assert output.pop_all() == [("r", "x", 7), ("r", "y", 7), ("r", "z", 7)]
 
 
 @pytest.mark.parametrize("mode", ["ordered", "unordered"])
-def test_a_full_queue_makes_input_wait_on_the_mailbox_until_an_element_leaves(mode: str) -> None:
+def test_a_full_queue_holds_the_input_and_refuses_more_until_a_completion_makes_room(
+    mode: str,
+) -> None:
+    # Issue 9, defect 4: a full queue must not wait on the mailbox; it holds and returns.
     logic, calls, output = manual(mode, capacity=2)
-    logic.process_element("a", 1, None)
-    logic.process_element("b", 2, None)
+    logic.process_element("a", 1)
+    logic.process_element("b", 2)
+    assert logic.accepts_input()
+    logic.process_element("c", 3)  # returns at once: "c" is held, not called
+    assert calls.started == ["a", "b"] and not logic.accepts_input()
+    assert logic.snapshot_state() == [Record("a", 1), Record("b", 2), Record("c", 3)]
 
-    yields = []
-
-    def yield_to_mailbox() -> None:
-        # The mailbox delivers one completion per yield: first "b", then "a".
-        yields.append(list(calls.pending))
-        calls.complete(calls.pending[-1])
-
-    logic.process_element("c", 3, yield_to_mailbox)
-    assert calls.started == ["a", "b", "c"]
+    calls.complete("b")
     if mode == "ordered":
-        # "b" completing frees no space (it waits behind "a"), so input waits twice.
-        assert yields == [["a", "b"], ["a"]]
+        # "b" completing frees no room (it waits behind "a"): "c" stays held.
+        assert calls.started == ["a", "b"] and not logic.accepts_input()
+        assert output.pop_all() == []
+        calls.complete("a")
         assert output.pop_all() == [r("a", 1), r("b", 2)]
     else:
-        assert yields == [["a", "b"]]
         assert output.pop_all() == [r("b", 2)]
+    assert calls.started == ["a", "b", "c"] and logic.accepts_input()
     assert logic.queue.size <= 2
 
 
-def test_a_full_queue_without_a_mailbox_is_an_error_not_a_silent_drop() -> None:
-    logic, _, _ = manual("ordered", capacity=1)
-    logic.process_element("a", 1, None)
-    with pytest.raises(RuntimeError, match="full"):
-        logic.process_element("b", 2, None)
+@pytest.mark.parametrize("mode", ["ordered", "unordered"])
+def test_held_input_keeps_its_order_with_watermarks_and_later_watermarks_merge(
+    mode: str,
+) -> None:
+    logic, calls, output = manual(mode, capacity=1)
+    logic.process_element("a", 1)
+    logic.process_element("b", 2)
+    logic.process_watermark(W(2))
+    logic.process_watermark(W(3))  # held next to W(2): says all W(2) says
+    logic.process_element("c", 4)
+    assert logic.held == 3 and not logic.accepts_input()
+    assert logic.snapshot_state() == [Record("a", 1), Record("b", 2), W(3), Record("c", 4)]
+    for value in ("a", "b", "c"):
+        calls.complete(value)
+    assert output.pop_all() == [r("a", 1), r("b", 2), W(3), r("c", 4)]
+    assert logic.is_drained and logic.accepts_input()
 
 
 @pytest.mark.parametrize("mode", ["ordered", "unordered"])
-def test_finish_runs_mails_until_the_queue_is_empty(mode: str) -> None:
+def test_after_the_end_of_input_input_is_refused_until_every_element_has_left(mode: str) -> None:
     logic, calls, output = manual(mode)
-    logic.process_element("a", 1, None)
-    logic.process_watermark(W(1), None)
-    logic.process_element("b", 2, None)
-    logic.finish(lambda: calls.complete(calls.pending[0]))
-    assert output.pop_all() == [r("a", 1), W(1), r("b", 2)]
-    assert logic.queue.is_empty
+    logic.process_element("a", 1)
+    logic.process_watermark(W(1))
+    logic.process_element("b", 2)
+    logic.process_watermark(W(MAX_WATERMARK))
+    assert not logic.accepts_input() and not logic.is_drained
+    calls.complete("b")
+    assert not logic.accepts_input()
+    calls.complete("a")
+    assert output.pop_all() == [r("a", 1), W(1), r("b", 2), W(MAX_WATERMARK)]
+    assert logic.is_drained and logic.accepts_input()
+    logic.process_watermark(W(MAX_WATERMARK))  # replayed after a restore: dropped
+    assert output.pop_all() == []
 
 
 @pytest.mark.parametrize("mode", ["ordered", "unordered"])
 def test_a_failed_call_fails_the_task_when_its_mail_runs(mode: str) -> None:
     logic, calls, output = manual(mode)
-    logic.process_element("a", 1, None)
-    logic.process_element("b", 2, None)
+    logic.process_element("a", 1)
+    logic.process_element("b", 2)
     with pytest.raises(AsyncOperationFailedError, match="'b'") as failure:
         calls.fail("b", ConnectionError("reset"))
     assert isinstance(failure.value.__cause__, ConnectionError)
@@ -175,10 +193,10 @@ def test_a_restore_reissues_the_snapshot_in_queue_order_and_the_output_stays_exa
     mode: str,
 ) -> None:
     before, calls, output = manual(mode)
-    before.process_element("a", 1, None)
-    before.process_element("b", 2, None)
-    before.process_watermark(W(2), None)
-    before.process_element("c", 3, None)
+    before.process_element("a", 1)
+    before.process_element("b", 2)
+    before.process_watermark(W(2))
+    before.process_element("c", 3)
     calls.complete("b")
     calls.complete("c")
     emitted_before_checkpoint = output.pop_all()
@@ -193,7 +211,7 @@ def test_a_restore_reissues_the_snapshot_in_queue_order_and_the_output_stays_exa
         assert snapshot == [Record("a", 1), W(2), Record("c", 3)]
 
     after, calls_after, output_after = manual(mode)
-    after.restore_state(decode_elements(encode_elements(snapshot)), None)
+    after.restore_state(decode_elements(encode_elements(snapshot)))
     assert calls_after.started == [e.value for e in snapshot if isinstance(e, Record)]
     for value in reversed(calls_after.pending):
         calls_after.complete(value)
@@ -209,13 +227,13 @@ def test_a_restore_reissues_the_snapshot_in_queue_order_and_the_output_stays_exa
 def test_an_unordered_restore_emits_each_result_once_in_total() -> None:
     before, calls, output = manual("unordered")
     for value, timestamp in [("a", 1), ("b", 2), ("c", 3)]:
-        before.process_element(value, timestamp, None)
+        before.process_element(value, timestamp)
     calls.complete("b")
     emitted_before_checkpoint = output.pop_all()
     snapshot = before.snapshot_state()
 
     after, calls_after, output_after = manual("unordered")
-    after.restore_state(snapshot, None)
+    after.restore_state(snapshot)
     for value in list(calls_after.pending):
         calls_after.complete(value)
 
@@ -223,19 +241,22 @@ def test_an_unordered_restore_emits_each_result_once_in_total() -> None:
     assert sorted(total) == [r("a", 1), r("b", 2), r("c", 3)]
 
 
-def test_a_restore_waits_on_the_mailbox_when_the_snapshot_exceeds_the_capacity() -> None:
+def test_a_restore_larger_than_the_capacity_holds_the_rest_and_returns_at_once() -> None:
     after, calls, output = manual("ordered", capacity=2)
     snapshot = [Record("a", 1), Record("b", 2), W(2), Record("c", 3)]
-    after.restore_state(snapshot, lambda: calls.complete(calls.pending[0]))
-    for value in list(calls.pending):
+    after.restore_state(snapshot)
+    assert calls.started == ["a", "b"] and not after.accepts_input()
+    assert after.snapshot_state() == snapshot  # a checkpoint now holds all of it again
+    for value in ("a", "b", "c"):
         calls.complete(value)
     assert output.pop_all() == [r("a", 1), r("b", 2), W(2), r("c", 3)]
+    assert after.accepts_input()
 
 
 def test_an_unknown_snapshot_element_is_a_restore_error() -> None:
     logic, _, _ = manual("ordered")
     with pytest.raises(StateRestoreError):
-        logic.restore_state(["not an element"], None)  # type: ignore[list-item]
+        logic.restore_state(["not an element"])  # type: ignore[list-item]
     with pytest.raises(StateRestoreError):
         decode_elements([["x", 1]])
 
@@ -286,13 +307,24 @@ def expected_output(items: list[Any]) -> list[Any]:
 
 
 def feed(logic: AsyncWaitLogic, mailbox: Mailbox, items: list[Any]) -> None:
-    """What the task does: run pending mails between inputs, wait on the mailbox when full."""
+    """What the task does: run pending mails between inputs, and only mails while the
+    logic refuses input."""
     for item in items:
         mailbox.run_pending()
+        while not logic.accepts_input():
+            mailbox.run_one()
         if isinstance(item, Watermark):
-            logic.process_watermark(item, mailbox.run_one)
+            logic.process_watermark(item)
         else:
-            logic.process_element(item, item, mailbox.run_one)
+            logic.process_element(item, item)
+
+
+def finish(logic: AsyncWaitLogic, mailbox: Mailbox) -> None:
+    """End of input as the task sees it: the maximum watermark, then mails until drained."""
+    feed(logic, mailbox, [W(MAX_WATERMARK)])
+    while not logic.accepts_input():
+        mailbox.run_one()
+    assert logic.is_drained
 
 
 def segments(tokens: list[Any]) -> list[list[Any]]:
@@ -313,18 +345,19 @@ def run_with_asyncio(mode: str, seed: int, capacity: int) -> tuple[list[Any], li
     items = random_input(seed, records=400)
     mailbox, output = Mailbox(), RecordingOutput()
     function = RandomDelays(seed)
-    runner = AsyncFunctionRunner(function, mailbox.post, timeout_ms=10_000)
+    runner = AsyncFunctionRunner(function, mailbox, timeout_ms=10_000)
     runner.start()
     factory = AsyncWaitLogic.ordered if mode == "ordered" else AsyncWaitLogic.unordered
     logic = factory(capacity, runner.invoke, output)
     try:
         feed(logic, mailbox, items)
-        logic.finish(mailbox.run_one)
+        finish(logic, mailbox)
     finally:
         runner.close()
     assert function.calls == 400
     assert 1 < function.max_in_flight <= capacity
-    return items, output.emitted, function.max_in_flight
+    assert output.emitted[-1] == W(MAX_WATERMARK)
+    return items, output.emitted[:-1], function.max_in_flight
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -365,7 +398,7 @@ def test_a_restore_from_a_mid_run_snapshot_gives_exactly_once_output(mode: str, 
 
     # First attempt: take in half the input, snapshot at a barrier, run on, then fail.
     mailbox, output = Mailbox(), RecordingOutput()
-    runner = AsyncFunctionRunner(RandomDelays(seed), mailbox.post, timeout_ms=10_000)
+    runner = AsyncFunctionRunner(RandomDelays(seed), mailbox, timeout_ms=10_000)
     runner.start()
     logic = factory(8, runner.invoke, output)
     feed(logic, mailbox, items[:cut])
@@ -377,17 +410,18 @@ def test_a_restore_from_a_mid_run_snapshot_gives_exactly_once_output(mode: str, 
 
     # Second attempt: restore and replay the input after the barrier.
     mailbox, output = Mailbox(), RecordingOutput()
-    runner = AsyncFunctionRunner(RandomDelays(seed + 100), mailbox.post, timeout_ms=10_000)
+    runner = AsyncFunctionRunner(RandomDelays(seed + 100), mailbox, timeout_ms=10_000)
     runner.start()
     logic = factory(8, runner.invoke, output)
     try:
-        logic.restore_state(decode_elements(snapshot), mailbox.run_one)
+        logic.restore_state(decode_elements(snapshot))
         feed(logic, mailbox, items[cut:])
-        logic.finish(mailbox.run_one)
+        finish(logic, mailbox)
     finally:
         runner.close()
 
-    total = emitted_before_checkpoint + output.emitted
+    assert output.emitted[-1] == W(MAX_WATERMARK)
+    total = emitted_before_checkpoint + output.emitted[:-1]
     if mode == "ordered":
         assert total == expected_output(items)
     else:
@@ -402,14 +436,14 @@ def test_a_failing_call_surfaces_as_an_error_of_the_mail_that_delivers_it() -> N
         return [value]
 
     mailbox, output = Mailbox(), RecordingOutput()
-    runner = AsyncFunctionRunner(fail_on_three, mailbox.post)
+    runner = AsyncFunctionRunner(fail_on_three, mailbox)
     runner.start()
     logic = AsyncWaitLogic.ordered(10, runner.invoke, output)
     try:
-        for value in range(5):
-            logic.process_element(value, value, mailbox.run_one)
+        for value in range(5):  # room for all: no mail runs yet
+            logic.process_element(value, value)
         with pytest.raises(AsyncOperationFailedError, match="3") as failure:
-            logic.finish(mailbox.run_one)
+            finish(logic, mailbox)
     finally:
         runner.close()
     assert isinstance(failure.value.__cause__, ValueError)

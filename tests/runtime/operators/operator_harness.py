@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import queue
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput
+from barrierflow.runtime.mailbox_executor import NO_MAILBOX, MailboxExecutor
 from barrierflow.runtime.operators.base import OperatorContext, RestoredState, StreamOperator
 from barrierflow.state.key_groups import KeyGroupRange
 
@@ -30,6 +33,7 @@ def context(
     interval_ms: int = 100,
     key_group_range: KeyGroupRange | None = None,
     max_parallelism: int = 128,
+    mailbox: MailboxExecutor = NO_MAILBOX,
 ) -> OperatorContext:
     return OperatorContext(
         subtask_index=0,
@@ -40,7 +44,45 @@ def context(
         deployment_id="test",
         processing_time=clock,
         auto_watermark_interval_ms=interval_ms,
+        mailbox=mailbox,
     )
+
+
+class QueuedMailbox:
+    """A test MailboxExecutor: actions handed over from any thread wait until the test runs
+    them on its own thread, which plays the task's mailbox thread."""
+
+    WAIT_S = 10.0
+    """How long `run_one` waits for a mail before the test declares a hang."""
+
+    def __init__(self) -> None:
+        self._mails: queue.Queue[tuple[Callable[[], None], str]] = queue.Queue()
+        self.owner = threading.current_thread()
+
+    def execute(self, action: Callable[[], None], description: str) -> None:
+        self._mails.put((action, description))
+
+    def run_one(self) -> str:
+        """Run the next mail, waiting for it; returns its description."""
+        assert threading.current_thread() is self.owner
+        try:
+            action, description = self._mails.get(timeout=self.WAIT_S)
+        except queue.Empty:
+            raise AssertionError(f"no mail arrived within {self.WAIT_S} s") from None
+        action()
+        return description
+
+    def run_until(self, condition: Callable[[], bool]) -> int:
+        """Run mails (waiting for each) until `condition()` holds; returns how many ran."""
+        ran = 0
+        while not condition():
+            self.run_one()
+            ran += 1
+        return ran
+
+    @property
+    def pending(self) -> int:
+        return self._mails.qsize()
 
 
 def started(
