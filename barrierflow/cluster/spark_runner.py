@@ -60,8 +60,25 @@ def obtain_spark(master: str | None, slots_needed: int) -> Any:
         for key, value in EMBEDDED_CONFIG.items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("BARRIERFLOW_SPARK_LOG_LEVEL", "ERROR"))
+    level = os.environ.get("BARRIERFLOW_SPARK_LOG_LEVEL")
+    spark.sparkContext.setLogLevel(level or "ERROR")
+    if level is None and is_local_master(spark.sparkContext.master):
+        _quiet_task_failures(spark)
     return spark
+
+
+def _quiet_task_failures(spark: Any) -> None:
+    """In the embedded Spark, a failed task (a killed stream task, say) would print the
+    executor's Java stack trace in the job's console; the JobMaster already reports the
+    cause in one line, so the executor's logger keeps only fatal messages. Setting
+    BARRIERFLOW_SPARK_LOG_LEVEL shows everything again."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.executor.Executor", jvm.org.apache.logging.log4j.Level.FATAL
+        )
+    except Exception as error:  # another logging backend: keep Spark's output as it is
+        log.debug("cannot quiet Spark's executor log: %s", error)
 
 
 def check_slots(spark: Any, slots_needed: int) -> None:

@@ -438,7 +438,10 @@ class StreamTask:
         """Tell the JobMaster why this task failed; True if it heard it (then the Spark task
         ends quietly instead of adding a second copy of the traceback to the executor log)."""
         name = self.descriptor.vertex_name
-        log.warning("task %s (%s) failed: %s", name, self.subtask, error)
+        # A lost channel is the echo of a peer's failure, which the JobMaster reports.
+        level = logging.INFO if isinstance(error, ChannelLostError) else logging.WARNING
+        position = (self.subtask.subtask_index + 1, self.descriptor.parallelism)
+        log.log(level, "task %s (%d/%d) failed: %s", name, *position, error)
         try:
             self._send(
                 TaskFailed(self.settings.attempt, self.partition, TaskFailure.of(error, name))
