@@ -33,6 +33,7 @@ __all__ = [
     "HISTORY_FORMAT_VERSION",
     "HistoryRecord",
     "UnreadableRecordError",
+    "checkpoint_fields",
     "decode_record",
     "encode_record",
 ]
@@ -59,8 +60,7 @@ def encode_record(stats: CheckpointStats, *, job_id: str) -> dict[str, Any]:
     return {
         "version": HISTORY_FORMAT_VERSION,
         "job_id": job_id,
-        **_checkpoint(stats),
-        "tasks": {str(v.vertex_id): _vertex(stats, v) for v in stats.vertices},
+        **checkpoint_fields(stats, details=True),
     }
 
 
@@ -80,9 +80,11 @@ def decode_record(record: Any) -> HistoryRecord:
 # ---- encoding --------------------------------------------------------------------------------
 
 
-def _checkpoint(stats: CheckpointStats) -> dict[str, Any]:
+def checkpoint_fields(stats: CheckpointStats, *, details: bool) -> dict[str, Any]:
+    """A checkpoint's figures under Flink's REST field names; with `details`, every vertex and
+    subtask under "tasks". The REST endpoint serves the same body today (cluster/rest_json)."""
     reason = stats.failure_reason
-    return {
+    fields = {
         "id": stats.checkpoint_id,
         "status": stats.status.name,
         "is_savepoint": stats.is_savepoint,
@@ -106,6 +108,9 @@ def _checkpoint(stats: CheckpointStats) -> dict[str, Any]:
         "failure_reason": None if reason is None else reason.name,
         "failure_message": stats.failure_message,
     }
+    if details:
+        fields["tasks"] = {str(v.vertex_id): _vertex(stats, v) for v in stats.vertices}
+    return fields
 
 
 def _vertex(stats: CheckpointStats, vertex: TaskVertexInfo) -> dict[str, Any]:

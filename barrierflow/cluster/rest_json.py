@@ -2,15 +2,16 @@
 checkpoint statistics). Pure functions of immutable views; the server is `rest.py`.
 
 Field names follow Flink's `/jobs/...` responses in snake_case where barrierflow
-always wrote them so. The persisted history has its own codec
-(`barrierflow.checkpoint.history_codec`): the two start out alike, but the REST
-shape may grow without a new history file version.
+always wrote them so. A checkpoint's body is the persisted history's
+(`barrierflow.checkpoint.history_codec.checkpoint_fields`); a field only the REST
+endpoint serves is added here, so the history file keeps its version.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from barrierflow.checkpoint.history_codec import checkpoint_fields
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsCounts,
@@ -18,9 +19,6 @@ from barrierflow.checkpoint.stats import (
     CompletedCheckpointStatsSummary,
     RestoredCheckpointStats,
     StatsSummary,
-    SubtaskCheckpointStats,
-    SubtaskDecline,
-    TaskVertexInfo,
 )
 from barrierflow.checkpoint.stats.summary import SUMMARY_FIGURES
 
@@ -134,77 +132,6 @@ def restored_json(restored: RestoredCheckpointStats) -> dict[str, Any]:
 
 def checkpoint_json(stats: CheckpointStats, *, details: bool = False) -> dict[str, Any]:
     """Flink's `CheckpointStatistics`; with `details`, every vertex and subtask under "tasks"
-    (`/jobs/<id>/checkpoints/details/<n>`)."""
-    reason = stats.failure_reason
-    result: dict[str, Any] = {
-        "id": stats.checkpoint_id,
-        "status": stats.status.name,
-        "is_savepoint": stats.is_savepoint,
-        "is_final": stats.is_final,
-        "checkpoint_type": "SAVEPOINT" if stats.is_savepoint else "CHECKPOINT",
-        "trigger_timestamp": stats.trigger_ms,
-        "latest_ack_timestamp": stats.latest_ack_ms,
-        "completion_timestamp": stats.completion_ms,
-        "end_to_end_duration": stats.end_to_end_duration_ms,
-        "duration": stats.duration_ms,
-        "state_size": stats.state_bytes,
-        "persisted_data": stats.persisted_bytes,
-        "sync_duration_max": stats.max_sync_ms,
-        "async_duration_max": stats.max_async_ms,
-        "alignment_duration_max": stats.max_alignment_ms,
-        "start_delay_max": stats.max_start_delay_ms,
-        "num_subtasks": stats.num_subtasks,
-        "num_acknowledged_subtasks": stats.num_acknowledged,
-        "external_path": stats.external_path,
-        "failure_timestamp": stats.failure_ms,
-        "failure_reason": None if reason is None else reason.name,
-        "failure_message": stats.failure_message,
-    }
-    if details:
-        result["tasks"] = {str(v.vertex_id): _vertex_json(stats, v) for v in stats.vertices}
-    return result
-
-
-def _vertex_json(stats: CheckpointStats, vertex: TaskVertexInfo) -> dict[str, Any]:
-    results = stats.subtask_results(vertex)
-    acks = [r for r in results if isinstance(r, SubtaskCheckpointStats)]
-    latest = max((a.ack_timestamp_ms for a in acks), default=None)
-    return {
-        "id": vertex.vertex_id,
-        "name": vertex.name,
-        "parallelism": vertex.parallelism,
-        "status": stats.status.name,
-        "latest_ack_timestamp": latest,
-        "end_to_end_duration": None if latest is None else latest - stats.trigger_ms,
-        "state_size": sum(a.state_bytes for a in acks),
-        "persisted_data": sum(a.persisted_bytes for a in acks),
-        "num_subtasks": vertex.parallelism,
-        "num_acknowledged_subtasks": len(acks),
-        "subtasks": [_subtask_json(stats, i, r) for i, r in enumerate(results)],
-    }
-
-
-def _subtask_json(
-    stats: CheckpointStats, index: int, result: SubtaskCheckpointStats | SubtaskDecline | None
-) -> dict[str, Any]:
-    if isinstance(result, SubtaskCheckpointStats):
-        return {
-            "index": index,
-            "status": "completed",
-            "ack_timestamp": result.ack_timestamp_ms,
-            "end_to_end_duration": result.ack_timestamp_ms - stats.trigger_ms,
-            "state_size": result.state_bytes,
-            "checkpoint": {"sync": result.sync_ms, "async": result.async_ms},
-            "alignment": {"duration": result.alignment_ms, "persisted": result.persisted_bytes},
-            "start_delay": result.start_delay_ms,
-            "unaligned_checkpoint": result.unaligned,
-        }
-    if isinstance(result, SubtaskDecline):
-        return {
-            "index": index,
-            "status": "declined",
-            "decline_timestamp": result.timestamp_ms,
-            "reason": result.reason.name,
-            "message": result.message,
-        }
-    return {"index": index, "status": "pending_or_failed"}
+    (`/jobs/<id>/checkpoints/details/<n>`). The same fields as a history record today; a
+    field only the REST endpoint serves is added here."""
+    return checkpoint_fields(stats, details=details)
