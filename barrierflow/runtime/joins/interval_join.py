@@ -159,6 +159,17 @@ class _KeyState:
         return self.left if side is JoinSide.LEFT else self.right
 
 
+def interval_bounds(lower_bound: int | Duration, upper_bound: int | Duration) -> tuple[int, int]:
+    """The bounds in milliseconds; a lower bound above the upper one is refused."""
+    lower = to_millis(lower_bound, "lower_bound")
+    upper = to_millis(upper_bound, "upper_bound")
+    if lower > upper:
+        raise ConfigurationError(
+            f"an interval join needs lower_bound <= upper_bound, got {lower} > {upper}"
+        )
+    return lower, upper
+
+
 class IntervalJoinLogic:
     """Joins two keyed inputs on `left + lower <= right <= left + upper`, Flink's way.
 
@@ -175,12 +186,7 @@ class IntervalJoinLogic:
         upper_inclusive: bool = True,
         process_join_function: Any = None,
     ) -> None:
-        lower = to_millis(lower_bound, "lower_bound")
-        upper = to_millis(upper_bound, "upper_bound")
-        if lower > upper:
-            raise ConfigurationError(
-                f"an interval join needs lower_bound <= upper_bound, got {lower} > {upper}"
-            )
+        lower, upper = interval_bounds(lower_bound, upper_bound)
         if process_join_function is None:
             raise ConfigurationError("an interval join needs a ProcessJoinFunction")
         self._process = as_process_join(process_join_function)

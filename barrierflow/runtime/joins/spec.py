@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from barrierflow.core.join_functions import as_process_join
-from barrierflow.core.time import Duration, to_millis
-from barrierflow.errors import ConfigurationError
-from barrierflow.runtime.joins.interval_join import IntervalJoinLogic
+from barrierflow.core.time import Duration
+from barrierflow.runtime.joins.interval_join import IntervalJoinLogic, interval_bounds
 
 __all__ = ["IntervalJoinSpec"]
 
@@ -48,12 +47,7 @@ class IntervalJoinSpec:
         right_late_data_output_tag: Any = None,
         output_type: Any = None,
     ) -> IntervalJoinSpec:
-        lower = to_millis(lower_bound, "lower_bound")
-        upper = to_millis(upper_bound, "upper_bound")
-        if lower > upper:
-            raise ConfigurationError(
-                f"an interval join needs lower_bound <= upper_bound, got {lower} > {upper}"
-            )
+        lower, upper = interval_bounds(lower_bound, upper_bound)
         as_process_join(process_join_function)  # raises for what is not a join function
         return IntervalJoinSpec(
             lower,
