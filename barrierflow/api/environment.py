@@ -145,6 +145,8 @@ integer >= 1, got 0
         return self
 
     def get_restart_strategy(self) -> RestartStrategyConfiguration:
+        """The strategy set, else Flink 2's default: exponential delay with checkpointing on,
+        no restart without."""
         if self._restart_strategy is not None:
             return self._restart_strategy
         if self._checkpoint_config.is_checkpointing_enabled():

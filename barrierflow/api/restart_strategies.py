@@ -2,6 +2,7 @@
 
 from barrierflow.core.restart_strategies import (
     DEFAULT_WITH_CHECKPOINTING,
+    ExponentialDelayRestartStrategyConfiguration,
     FailureRateRestartStrategyConfiguration,
     FixedDelayRestartStrategyConfiguration,
     NoRestartStrategyConfiguration,
@@ -13,6 +14,7 @@ from barrierflow.core.restart_strategies import (
 
 __all__ = [
     "DEFAULT_WITH_CHECKPOINTING",
+    "ExponentialDelayRestartStrategyConfiguration",
     "FailureRateRestartStrategyConfiguration",
     "FixedDelayRestartStrategyConfiguration",
     "NoRestartStrategyConfiguration",

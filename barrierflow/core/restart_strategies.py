@@ -1,11 +1,15 @@
 """Restart strategies, with PyFlink's names, and the pure decision each one makes.
 
 The JobMaster asks `decide(now_ms)` after every job failure; the answer says
-whether to restart and after how long. No clocks are read here.
+whether to restart and after how long. No clocks are read here, and the one
+strategy that draws random numbers (exponential delay's jitter) is handed its
+generator.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
@@ -107,6 +111,69 @@ class _FailureRate(RestartTracker):
         return RestartDecision(True, config.delay_between_attempts_ms, "failure rate allows it")
 
 
+@dataclass(frozen=True)
+class ExponentialDelayRestartStrategyConfiguration(RestartStrategyConfiguration):
+    """Delays that grow by a factor per failure up to a cap, and shrink back after a calm spell.
+
+    The n-th restart since the last reset waits `initial * multiplier**(n-1)` ms, moved at
+    random by up to `jitter_factor` of itself and kept within [initial, max]. A failure that
+    comes `reset_backoff_threshold_ms` or more after the previous restart was due resets the
+    delay to `initial` and the restart count to zero. The strategy gives up when
+    `attempts_before_reset_backoff` restarts (None: no limit) did not bring a reset.
+    Assumes each `decide` is the failure of a running attempt: the JobMaster asks once per
+    attempt, so Flink's merging of concurrent failures of one attempt has nothing to merge.
+    """
+
+    initial_backoff_ms: int
+    max_backoff_ms: int
+    backoff_multiplier: float
+    reset_backoff_threshold_ms: int
+    jitter_factor: float
+    attempts_before_reset_backoff: int | None
+
+    def new_tracker(self, rng: random.Random | None = None) -> RestartTracker:
+        """`rng` draws the jitter; tests pass a seeded one, the JobMaster none (OS-seeded)."""
+        return _ExponentialDelay(self, rng if rng is not None else random.Random())
+
+
+class _ExponentialDelay(RestartTracker):
+    def __init__(
+        self, config: ExponentialDelayRestartStrategyConfiguration, rng: random.Random
+    ) -> None:
+        self._config = config
+        self._rng = rng
+        self._restarts = 0
+        """Restarts since the backoff was last reset."""
+        self._backoff_ms = float(config.initial_backoff_ms)
+        """The next restart's delay before jitter."""
+        self._restart_due_ms: int | None = None
+        """When the previous restart was scheduled to start the job again."""
+
+    def decide(self, now_ms: int) -> RestartDecision:
+        config = self._config
+        due = self._restart_due_ms
+        if due is not None and now_ms - due >= config.reset_backoff_threshold_ms:
+            self._restarts = 0
+            self._backoff_ms = float(config.initial_backoff_ms)
+        limit = config.attempts_before_reset_backoff
+        if limit is not None and self._restarts >= limit:
+            return RestartDecision(
+                False,
+                0,
+                f"exponential-delay restart strategy gave up after {limit} restart(s) "
+                "without a reset",
+            )
+        base = int(self._backoff_ms)
+        spread = int(base * config.jitter_factor)
+        jittered = base + (self._rng.randint(-spread, spread) if spread else 0)
+        delay = max(config.initial_backoff_ms, min(jittered, config.max_backoff_ms))
+        self._restarts += 1
+        self._backoff_ms = min(self._backoff_ms * config.backoff_multiplier, config.max_backoff_ms)
+        self._restart_due_ms = now_ms + delay
+        of = "" if limit is None else f" of {limit}"
+        return RestartDecision(True, delay, f"restart {self._restarts}{of} (exponential delay)")
+
+
 class RestartStrategies:
     """Factories for restart strategies (PyFlink names; times in ms or as Duration).
 
@@ -144,9 +211,72 @@ class RestartStrategies:
             failure_rate, interval, _non_negative(delay_interval, "delay_interval")
         )
 
+    @staticmethod
+    def exponential_delay_restart(
+        initial_backoff: int | Duration = 1000,
+        max_backoff: int | Duration = 60_000,
+        backoff_multiplier: float = 1.5,
+        reset_backoff_threshold: int | Duration = 3_600_000,
+        jitter_factor: float = 0.1,
+        attempts_before_reset_backoff: int | None = None,
+    ) -> RestartStrategyConfiguration:
+        """Flink's exponential delay; the defaults are Flink 2's, the default with checkpoints.
 
-DEFAULT_WITH_CHECKPOINTING = FixedDelayRestartStrategyConfiguration(2**31 - 1, 1000)
-"""Flink's default once checkpointing is on: keep restarting, 1 s apart."""
+        Without jitter, delays double from 100 ms up to 1 s:
+
+        >>> strategy = RestartStrategies.exponential_delay_restart(100, 1000, 2.0, 60_000, 0.0)
+        >>> tracker = strategy.new_tracker()
+        >>> [tracker.decide(t).delay_ms for t in (0, 200, 600, 1500, 3000)]
+        [100, 200, 400, 800, 1000]
+        """
+        initial = _at_least_one_ms(initial_backoff, "initial_backoff")
+        maximum = _at_least_one_ms(max_backoff, "max_backoff")
+        if maximum < initial:
+            raise ConfigurationError(
+                f"max_backoff ({maximum} ms) must not be below initial_backoff ({initial} ms)"
+            )
+        multiplier = _number(backoff_multiplier, "backoff_multiplier")
+        if not multiplier > 1:
+            raise ConfigurationError(f"backoff_multiplier must be > 1, got {backoff_multiplier}")
+        threshold = _at_least_one_ms(reset_backoff_threshold, "reset_backoff_threshold")
+        jitter = _number(jitter_factor, "jitter_factor")
+        if not 0 <= jitter <= 1:
+            raise ConfigurationError(f"jitter_factor must be within [0, 1], got {jitter_factor}")
+        attempts = attempts_before_reset_backoff
+        if attempts is not None and (
+            isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1
+        ):
+            raise ConfigurationError(
+                f"attempts_before_reset_backoff must be an int >= 1 or None, got {attempts!r}"
+            )
+        return ExponentialDelayRestartStrategyConfiguration(
+            initial, maximum, multiplier, threshold, jitter, attempts
+        )
+
+
+DEFAULT_WITH_CHECKPOINTING = ExponentialDelayRestartStrategyConfiguration(
+    initial_backoff_ms=1000,
+    max_backoff_ms=60_000,
+    backoff_multiplier=1.5,
+    reset_backoff_threshold_ms=3_600_000,
+    jitter_factor=0.1,
+    attempts_before_reset_backoff=None,
+)
+"""Flink 2's default once checkpointing is on: exponential delay, 1 s growing by 1.5x to
+1 min, reset after 1 h without failure, 10 % jitter, no limit on restarts."""
+
+
+def _at_least_one_ms(value: int | Duration, what: str) -> int:
+    millis = _non_negative(value, what)
+    if millis < 1:
+        raise ConfigurationError(f"{what} must be >= 1 ms, got {millis}")
+    return millis
+
+
+def _number(value: float, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigurationError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def _non_negative(value: int | Duration, what: str) -> int:
