@@ -317,6 +317,10 @@ class JobClient:
     def get_job_status(self) -> str:
         return self._master.status.state
 
+    def get_job_id(self) -> str:
+        """The job's id (it names the job's Spark job groups, `barrierflow-<id>-<attempt>`)."""
+        return self._master.job_id
+
     @property
     def job_graph(self) -> JobGraph:
         return self._master.graph

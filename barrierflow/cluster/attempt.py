@@ -56,19 +56,25 @@ class Attempt:
         number: int,
         splits: dict[SubtaskId, list[SourceSplit]],
         latest: tuple[int, dict[str, Any]] | None,
+        connections: dict[int, TaskConnection] | None = None,
     ) -> None:
+        """`connections`: the tasks' kept connections when the attempt runs in place (they
+        register again on them), so a process lost before it registers fails the attempt."""
         self.master = master
         self.number = number
         self.splits = splits
         self.latest = latest
         self.partitions = master.partitions
-        self.connections: dict[int, TaskConnection] = {}
-        self.partition_of: dict[TaskConnection, int] = {}
+        self.connections: dict[int, TaskConnection] = dict(connections or {})
+        self.partition_of = {conn: p for p, conn in self.connections.items()}
         self.addresses: dict[int, tuple[str, int]] = {}
         self.running: set[int] = set()
         self.finished: set[int] = set()
         self.failed: set[int] = set()
         self.end_of_input: set[int] = set()
+        self.lost: set[int] = set()
+        """Tasks whose connection ended: their process is gone (or finished)."""
+        self.spark_job_ended = False
         self.source_partitions = frozenset(self.partitions.index(s) for s in master.sources)
         self.checkpoints: CheckpointActions | None = None
         self._secondary: AttemptFailure | None = None
@@ -101,6 +107,8 @@ class Attempt:
 
     def on_connection_lost(self, conn: TaskConnection) -> None:
         partition = self.partition_of.get(conn)
+        if partition is not None:
+            self.lost.add(partition)
         if partition is None or partition in self.finished or partition in self.failed:
             return  # not ours, or the task already said how it ended
         subtask = self.partitions[partition]
@@ -114,6 +122,7 @@ class Attempt:
 
     def on_spark_job_ended(self, error: str | None) -> None:
         """The attempt's Spark job ended: returns if the attempt finished, else raises."""
+        self.spark_job_ended = True
         if error is not None:
             cause = RemoteTaskError(spark_error_headline(error))
             cause.add_note(f"Spark's report:\n{error}")
@@ -126,16 +135,30 @@ class Attempt:
     def cancel(self, reason: str) -> None:
         raise AttemptFailed(AttemptFailure(reason))
 
-    def stop(self) -> None:
-        """End this attempt after a failure: no more timers, pending checkpoints aborted,
-        every task told to cancel and its connection closed."""
+    def live_tasks(self) -> dict[int, TaskConnection] | None:
+        """Every task's connection if all tasks registered and their processes and Spark job
+        are alive and none finished (the job can roll back in place), else None."""
+        if self.spark_job_ended or self.lost or self.finished:
+            return None
+        if len(self.addresses) < len(self.partitions):
+            return None
+        return dict(self.connections)
+
+    def halt(self) -> None:
+        """End this attempt on the JobMaster's side: no more timers, pending checkpoints
+        aborted. The tasks are left to the caller (`stop`, or a roll-back in place)."""
         for timer in self._timers:
             timer.cancel()
         if self._tick_timer is not None:
             self._tick_timer.cancel()
+        if self.checkpoints is not None:
+            self.checkpoints.abort_on_failover()
+
+    def stop(self) -> None:
+        """End this attempt after a failure: `halt`, then every task told to cancel and its
+        connection closed."""
         try:
-            if self.checkpoints is not None:
-                self.checkpoints.abort_on_failover()
+            self.halt()
         finally:  # the tasks go even if aborting the checkpoints failed (the crash path)
             for conn in self.connections.values():
                 with contextlib.suppress(OSError):

@@ -12,6 +12,10 @@ zombies cannot touch a newer attempt; a mail or message of an unknown type is an
 error. Any unexpected error fails the job: status FAILED, the Spark job cancelled,
 every RPC connection closed, and a JobExecutionError raised with the error chained.
 
+A failure that leaves every task process alive rolls back in place (rollback.py): the
+tasks end the attempt and run the next one in the same Spark job; otherwise the Spark
+job is cancelled and the next attempt is a new barrier stage.
+
 What one attempt does is in attempt.py, carrying out the coordinator's actions in
 checkpoint_actions.py, the published status and REST view in job_view.py.
 """
@@ -25,14 +29,12 @@ import queue
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pyspark import cloudpickle
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
-from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.history import CheckpointHistoryFile
 from barrierflow.checkpoint.metadata import check_compatible
 from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsTracker, TaskVertexInfo
@@ -40,6 +42,7 @@ from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster.attempt import Attempt
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
 from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
+from barrierflow.cluster.job_settings import JobSettings
 from barrierflow.cluster.job_view import JobPublisher, JobStatus
 from barrierflow.cluster.mails import (
     CancelRequested,
@@ -51,9 +54,9 @@ from barrierflow.cluster.mails import (
 )
 from barrierflow.cluster.rest import resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
+from barrierflow.cluster.rollback import InPlaceRollback, roll_back
 from barrierflow.cluster.rpc import RpcServer
 from barrierflow.cluster.spark_runner import AttemptRunner, SparkAttemptRunner
-from barrierflow.core.restart_strategies import RestartStrategyConfiguration
 from barrierflow.errors import CheckpointStorageError, JobExecutionError
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph
@@ -67,25 +70,6 @@ IDLE_WAIT_S = 1.0
 
 __all__ = ["CheckpointStats", "JobMaster", "JobSettings", "JobStatus"]
 # CheckpointStats (checkpoint/stats.py) is what JobExecutionResult.checkpoints holds.
-
-
-@dataclass
-class JobSettings:
-    checkpoint_interval_ms: int
-    coordinator: cc.CheckpointCoordinatorConfig
-    """With checkpointing off, an interval so long only the final checkpoint runs."""
-    retained_checkpoints: int
-    restart_strategy: RestartStrategyConfiguration
-    checkpoint_storage: str
-    master: str | None
-    buffer_size: int = 1000
-    buffer_timeout_ms: int = 50
-    rest_port: int | str | None = None
-    """0: any free port; a number: that port; "off": no endpoint; None: $BARRIERFLOW_REST_PORT."""
-    checkpointing_mode: str = "exactly_once"
-    """A CheckpointingMode value."""
-    unaligned_checkpoints: bool = False
-    aligned_checkpoint_timeout_ms: int = 0
 
 
 class RpcEndpoint(Protocol):
@@ -150,6 +134,10 @@ class JobMaster:
         self._rpc: RpcEndpoint | None = None
         self._rest: Any = None
         self._restart: ScheduledAction | None = None
+        self._rollback: InPlaceRollback | None = None
+        """The tasks kept during the restart delay of a roll-back in place."""
+        self._stage = 0
+        """The attempt whose Spark job (barrier stage) runs the tasks now."""
         self._cancel_requested: str | None = None
         self._first_checkpoint_id = 1
         self._outcome: list[CheckpointStats] | BaseException | None = None
@@ -267,9 +255,15 @@ class JobMaster:
         elif isinstance(mail, TaskConnectionLost):
             if self.attempt is not None:
                 self.attempt.on_connection_lost(mail.conn)
+            elif self._rollback is not None:
+                self._rollback.connection_lost(mail.conn)
+                self._abandon_rollback_if_broken()
         elif isinstance(mail, SparkJobEnded):
-            if self.attempt is None or mail.attempt != self.attempt.number:
+            if self.attempt is None or mail.attempt != self._stage:
                 log.debug("the Spark job of attempt %d ended (no longer current)", mail.attempt)
+                if self._rollback is not None:
+                    self._rollback.spark_job_ended(mail.attempt)
+                    self._abandon_rollback_if_broken()
                 return
             self.attempt.on_spark_job_ended(mail.error)
             self.attempt = None
@@ -296,10 +290,14 @@ class JobMaster:
             self.attempt.cancel(reason)
         elif self._restart is not None:  # during the restart delay: no attempt to stop
             self._restart.cancel()
+            self._leave_stage(reason)
             self._end_cancelled()
 
     def _start_attempt(self, number: int) -> None:
+        """Start attempt `number`: in place in the kept tasks after a roll-back, else as a
+        new Spark job."""
         self._restart = None
+        rollback, self._rollback = self._rollback, None
         latest = self.storage.latest_completed()
         if latest is not None:
             check_compatible(
@@ -312,28 +310,27 @@ class JobMaster:
                 is_savepoint=bool(latest[1].get("is_savepoint", False)),
             )
         assert self._runner is not None and self._rpc is not None
-        settings = TaskSettings(
-            job_id=self.job_id,
-            attempt=number,
-            deployment_id=f"{self.run_id}-{number}",
-            secret=self.secret,
-            jobmaster_address=self._rpc.address,
-            bind_host=self._runner.bind_host,
-            checkpoint_dir=self.storage.job_dir.uri,
-            partitions=self.partitions,
-            buffer_size=self.settings.buffer_size,
-            buffer_timeout_ms=self.settings.buffer_timeout_ms,
-            checkpointing_mode=self.settings.checkpointing_mode,
-            unaligned_checkpoints=self.settings.unaligned_checkpoints,
-            aligned_checkpoint_timeout_ms=self.settings.aligned_checkpoint_timeout_ms,
+        settings = self.settings.task_settings(
+            self.job_id,
+            number,
+            f"{self.run_id}-{number}",
+            self.secret,
+            self._rpc.address,
+            self._runner.bind_host,
+            self.storage.job_dir.uri,
+            self.partitions,
         )
+        restored_from = latest[0] if latest else None
+        if rollback is not None:  # the same processes register again
+            self.publisher.publish(state="DEPLOYING", attempt=number, restored_from=restored_from)
+            self.attempt = Attempt(self, number, self._splits, latest, rollback.connections)
+            rollback.restart(settings)
+            return
         self.publisher.publish(
-            state="DEPLOYING",
-            attempt=number,
-            processes={},
-            restored_from=latest[0] if latest else None,
+            state="DEPLOYING", attempt=number, processes={}, restored_from=restored_from
         )
         self.attempt = Attempt(self, number, self._splits, latest)
+        self._stage = number
         self._runner.submit(self._payload(settings), self._group(number), number)
 
     def _payload(self, settings: TaskSettings) -> bytes:
@@ -350,16 +347,39 @@ class JobMaster:
         try:
             attempt.stop()
         finally:
-            self._runner.cancel(self._group(attempt.number))
+            self._runner.cancel(self._group(self._stage))
         return attempt.number
 
+    def _abandon_rollback_if_broken(self) -> None:
+        """A process or the Spark job was lost during a roll-back: the next attempt takes a new
+        stage, and the kept tasks and Spark job go now, freeing their slots."""
+        if self._rollback is not None and self._rollback.broken is not None:
+            log.info("job '%s': %s", self.graph.job_name, self._rollback.broken)
+            self._leave_stage(self._rollback.broken)
+
+    def _leave_stage(self, reason: str) -> None:
+        rollback, self._rollback = self._rollback, None
+        if rollback is not None:
+            rollback.stop(reason)
+
     def _attempt_failed(self, failure: AttemptFailure) -> None:
-        number = self._stop_attempt()
-        if self._cancel_requested is not None:
+        assert self.attempt is not None and self._runner is not None
+        number, cancel, group = self.attempt.number, self._runner.cancel, self._group(self._stage)
+        decision = None
+        if self._cancel_requested is None:
+            decision = self._restart_tracker.decide(self.clock.epoch_millis())
+        if decision is not None and decision.restart:
+            rollback = roll_back(self.attempt, self._stage, failure, decision.delay_ms,
+                                 lambda: cancel(group))  # fmt: skip
+            if rollback is not None:
+                self.attempt, self._rollback = None, rollback
+                self._abandon_rollback_if_broken()
+        if self.attempt is not None:
+            self._stop_attempt()
+        if decision is None:
             self._end_cancelled()
             return
         name = self.graph.job_name
-        decision = self._restart_tracker.decide(self.clock.epoch_millis())
         if not decision.restart:
             log.warning("job '%s' attempt %d failed: %s", name, number, failure.summary)
             self.publisher.publish(state="FAILED")
@@ -372,11 +392,12 @@ class JobMaster:
             self._end(error)
             return
         log.warning(
-            "job '%s' attempt %d failed: %s; %s, in %d ms",
+            "job '%s' attempt %d failed: %s; %s, %s in %d ms",
             name,
             number,
             failure.summary,
             decision.explanation,
+            "restarting in place" if self._rollback is not None else "restarting in a new stage",
             decision.delay_ms,
         )
         self.publisher.publish(state="RESTARTING")
@@ -402,6 +423,8 @@ class JobMaster:
                 self._stop_attempt()
         if self._restart is not None:
             self._restart.cancel()
+        with contextlib.suppress(Exception):
+            self._leave_stage("the job failed")
         with contextlib.suppress(Exception):
             self.publisher.publish(state="FAILED")
         job_error = JobExecutionError(

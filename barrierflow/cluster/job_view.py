@@ -20,7 +20,7 @@ from barrierflow.graph.job_graph import JobGraph, SubtaskId
 
 if TYPE_CHECKING:
     from barrierflow.checkpoint.stats import CheckpointStatsTracker
-    from barrierflow.cluster.job_master import JobSettings
+    from barrierflow.cluster.job_settings import JobSettings
 
 VIEW_PUBLISH_INTERVAL_MS = 100
 """How stale the REST endpoint's checkpoint statistics may be while checkpoints run."""

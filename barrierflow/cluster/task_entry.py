@@ -1,7 +1,12 @@
-"""What a Spark task runs: unpack its descriptor, connect to the JobMaster, run the StreamTask.
+"""What a Spark task runs: one stream task, attempt after attempt, in this process.
 
 The payload is `(descriptors, settings)`: the `TaskDescriptor` of every subtask by
-SubtaskId (`graph.deployment.build_task_descriptors`) and the attempt's `TaskSettings`.
+SubtaskId (`graph.deployment.build_task_descriptors`) and the first attempt's
+`TaskSettings`. The Spark task connects to the JobMaster once and runs the stream
+task's attempt. When the attempt ends by failure or by the JobMaster's EndAttempt
+(the job rolls back in place), the Spark task keeps its connection and waits for
+RestartTask, then runs the next attempt in the same process and slot; a CancelTask,
+a lost connection or no word within the bound end the Spark task.
 """
 
 from __future__ import annotations
@@ -12,8 +17,23 @@ import queue
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.rpc import RpcClient
-from barrierflow.runtime.task import StreamTask
+from barrierflow.errors import StreamCorruptionError
+from barrierflow.runtime.deployment import TaskSettings
+from barrierflow.runtime.mails import RpcLost, RpcReceived
+from barrierflow.runtime.task import AttemptEnd, StreamTask
+from barrierflow.runtime.task_messages import (
+    JOBMASTER_TO_TASK,
+    CancelTask,
+    EndAttempt,
+    RestartTask,
+)
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+"""How long one wait on the mailbox blocks while waiting for the next attempt."""
 
 
 def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
@@ -25,7 +45,57 @@ def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
         rpc = RpcClient(settings.jobmaster_address, settings.secret, mailbox.put)
         descriptor = descriptors[settings.partitions[partition]]
         try:
-            StreamTask(descriptor, settings, partition, rpc.send, mailbox).run()
+            run_attempts(StreamTask(descriptor, settings, partition, rpc.send, mailbox))
         finally:
             rpc.close()
     return iter(())
+
+
+def run_attempts(task: StreamTask, clock: Clock = SYSTEM_CLOCK) -> AttemptEnd:
+    """Run `task`'s attempts until one finishes or the task is cancelled; returns how the
+    last one ended."""
+    while True:
+        end = task.run()
+        if end in (AttemptEnd.FINISHED, AttemptEnd.CANCELLED):
+            return end
+        settings = wait_for_restart(task, clock)
+        if settings is None:
+            return end
+        task.restart(settings)
+
+
+def wait_for_restart(task: StreamTask, clock: Clock = SYSTEM_CLOCK) -> TaskSettings | None:
+    """After an attempt ended: the next attempt's settings (RestartTask), or None when the
+    JobMaster cancels the task, is gone, or says nothing in time.
+
+    The bound is the task's connect timeout, extended by the restart delay once EndAttempt
+    announced it. Mails of the ended attempt (its channels, its actions, its checkpoint
+    messages) are dropped: they belong to an attempt that no longer exists here.
+    """
+    timeout_s = task.settings.connect_timeout_s
+    deadline = clock.monotonic() + timeout_s
+    while (remaining := deadline - clock.monotonic()) > 0:
+        try:
+            mail = task.mailbox.get(timeout=min(remaining, POLL_S))
+        except queue.Empty:
+            continue
+        if isinstance(mail, RpcLost):
+            return None
+        if not isinstance(mail, RpcReceived):
+            continue
+        message = mail.message
+        if not isinstance(message, JOBMASTER_TO_TASK):
+            raise StreamCorruptionError(f"unknown message from the JobMaster: {message!r}")
+        if isinstance(message, RestartTask) and message.attempt > task.attempt:
+            return message.settings
+        if isinstance(message, CancelTask) and message.attempt >= task.attempt:
+            return None
+        if isinstance(message, EndAttempt) and message.attempt == task.attempt:
+            deadline = clock.monotonic() + message.restart_delay_ms / 1000 + timeout_s
+    log.warning(
+        "task %s waited %.0f s for its next attempt after attempt %d; giving up",
+        task.subtask,
+        timeout_s,
+        task.attempt,
+    )
+    return None

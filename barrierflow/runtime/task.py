@@ -17,6 +17,7 @@ can be torn down and the next one deployed in the same process (`restart`).
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import os
 import queue
@@ -63,10 +64,12 @@ from barrierflow.runtime.task_messages import (
     JOBMASTER_TO_TASK,
     CancelTask,
     DeployTask,
+    EndAttempt,
     EndOfInput,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
     RegisterTask,
+    RestartTask,
     TaskFailed,
     TaskFailure,
     TaskFinished,
@@ -80,6 +83,22 @@ log = logging.getLogger(__name__)
 
 class TaskCancelled(Exception):
     """The JobMaster cancelled this task, or is gone."""
+
+
+class AttemptEnded(Exception):
+    """The JobMaster ended this attempt to roll the job back in place (EndAttempt)."""
+
+
+class AttemptEnd(enum.Enum):
+    """How `StreamTask.run` ended an attempt, which says whether the process may run another."""
+
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    """Cancelled, or the JobMaster is gone: the process ends."""
+    FAILED = "failed"
+    """Failed and reported it: the JobMaster decides whether the next attempt runs here."""
+    ENDED = "ended"
+    """Ended by the JobMaster (EndAttempt): a RestartTask or a CancelTask follows."""
 
 
 class StreamTask:
@@ -164,7 +183,7 @@ class StreamTask:
 
     # ---- lifecycle -------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self) -> AttemptEnd:
         """Run the current attempt: register, deploy and restore, process, finish or fail."""
         settings = self.settings
         try:
@@ -185,14 +204,17 @@ class StreamTask:
             self._wait_until(lambda: self.gate is None or self.gate.all_connected, "inputs")
             self._send(TaskRunning(settings.attempt, self.partition))
             self._loop()
-            if self._finished:
-                self._finish()
+            self._finish()
+            return AttemptEnd.FINISHED
+        except AttemptEnded:
+            return AttemptEnd.ENDED
         except TaskCancelled:
-            pass
+            return AttemptEnd.CANCELLED
         except Exception as error:
             self.chain.abort()
             if not self._report_failure(error):
                 raise  # the JobMaster is unreachable: let Spark carry the cause
+            return AttemptEnd.FAILED
         finally:
             self.tear_down()
 
@@ -431,6 +453,10 @@ class StreamTask:
             self.checkpoints.notify_aborted(message.checkpoint_id)
         elif isinstance(message, CancelTask):
             raise TaskCancelled(message.reason)
+        elif isinstance(message, EndAttempt):
+            raise AttemptEnded(message.reason)
+        elif isinstance(message, RestartTask):  # the next attempt follows this one's end
+            raise StreamCorruptionError(f"attempt {message.attempt} reached a running attempt")
 
     # ---- talking to the JobMaster ------------------------------------------------------------
 

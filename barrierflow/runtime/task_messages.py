@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from barrierflow.checkpoint.handles import OperatorRestore, SubtaskStateHandle
 from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import ChannelLostError
+
+if TYPE_CHECKING:
+    from barrierflow.runtime.deployment import TaskSettings
 
 # ---- task -> JobMaster -----------------------------------------------------------------------
 
@@ -182,8 +186,30 @@ class NotifyCheckpointAborted:
 
 @dataclass(frozen=True)
 class CancelTask:
+    """End the attempt and the task's process (its Spark task returns)."""
+
     attempt: int
     reason: str
+
+
+@dataclass(frozen=True)
+class EndAttempt:
+    """End the attempt but keep the process: the job rolls back in place. A RestartTask (or
+    a CancelTask) follows within `restart_delay_ms`, the restart strategy's delay."""
+
+    attempt: int
+    reason: str
+    restart_delay_ms: int
+
+
+@dataclass(frozen=True)
+class RestartTask:
+    """Run attempt `attempt` in this process: register again under the new number, then be
+    deployed and restored from the latest completed checkpoint as any attempt is."""
+
+    attempt: int
+    """The new attempt's number (`settings.attempt`), above the task's ended attempt."""
+    settings: TaskSettings
 
 
 TASK_TO_JOBMASTER = (
@@ -203,5 +229,7 @@ JOBMASTER_TO_TASK = (
     NotifyCheckpointComplete,
     NotifyCheckpointAborted,
     CancelTask,
+    EndAttempt,
+    RestartTask,
 )
 """Every message the JobMaster sends; a task refuses any other type."""

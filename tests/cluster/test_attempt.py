@@ -73,7 +73,7 @@ def test_the_job_finishes_when_its_spark_job_ends_after_every_task_finished(tmp_
 def test_a_message_of_an_older_attempt_is_refused(tmp_path):
     job = job_master_builder(tmp_path)
     job.run_all()
-    job.send(COUNTERS[0], msg.TaskFailed(0, COUNTERS[0], failure(ValueError("boom"))))
+    job.lose(COUNTERS[0])  # a process died: the next attempt is a new Spark job
     job.advance(500)  # the restart delay
     assert job.master.attempt.number == 1
     zombie = job.rpc.connect()

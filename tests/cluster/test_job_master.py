@@ -25,14 +25,14 @@ def fail_attempt(job: JobHarness, attempt: int = 0) -> None:
     job.send(COUNTERS[0], msg.TaskFailed(attempt, COUNTERS[0], failure(ValueError("boom"))))
 
 
-def test_a_failed_attempt_restarts_after_the_delay_from_the_latest_checkpoint(tmp_path):
+def test_an_attempt_whose_process_died_restarts_as_a_new_stage_after_the_delay(tmp_path):
     job = job_master_builder(tmp_path, RestartStrategies.fixed_delay_restart(3, 500))
     job.run_all()
     job.advance(INTERVAL_MS)
     for partition in PARTITIONS:
         job.send(partition, msg.AcknowledgeCheckpoint(0, partition, 1, None))
     first_tasks = dict(job.tasks)
-    fail_attempt(job)
+    job.lose(COUNTERS[0])  # a task process died: the Spark job goes, a new stage follows
     assert job.master.status.state == "RESTARTING"
     assert job.runner.cancelled == [job.master._group(0)]
     for conn in first_tasks.values():

@@ -1,0 +1,57 @@
+"""A job's settings as the JobMaster runs it, and the settings each attempt's tasks get."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from barrierflow.checkpoint import coordinator as cc
+from barrierflow.core.restart_strategies import RestartStrategyConfiguration
+from barrierflow.graph.job_graph import SubtaskId
+from barrierflow.runtime.deployment import TaskSettings
+
+
+@dataclass
+class JobSettings:
+    checkpoint_interval_ms: int
+    coordinator: cc.CheckpointCoordinatorConfig
+    """With checkpointing off, an interval so long only the final checkpoint runs."""
+    retained_checkpoints: int
+    restart_strategy: RestartStrategyConfiguration
+    checkpoint_storage: str
+    master: str | None
+    buffer_size: int = 1000
+    buffer_timeout_ms: int = 50
+    rest_port: int | str | None = None
+    """0: any free port; a number: that port; "off": no endpoint; None: $BARRIERFLOW_REST_PORT."""
+    checkpointing_mode: str = "exactly_once"
+    """A CheckpointingMode value."""
+    unaligned_checkpoints: bool = False
+    aligned_checkpoint_timeout_ms: int = 0
+
+    def task_settings(
+        self,
+        job_id: str,
+        attempt: int,
+        deployment_id: str,
+        secret: bytes,
+        jobmaster_address: tuple[str, int],
+        bind_host: str,
+        checkpoint_dir: str,
+        partitions: tuple[SubtaskId, ...],
+    ) -> TaskSettings:
+        """What every task of `attempt` is started with (in its payload, or in RestartTask)."""
+        return TaskSettings(
+            job_id=job_id,
+            attempt=attempt,
+            deployment_id=deployment_id,
+            secret=secret,
+            jobmaster_address=jobmaster_address,
+            bind_host=bind_host,
+            checkpoint_dir=checkpoint_dir,
+            partitions=partitions,
+            buffer_size=self.buffer_size,
+            buffer_timeout_ms=self.buffer_timeout_ms,
+            checkpointing_mode=self.checkpointing_mode,
+            unaligned_checkpoints=self.unaligned_checkpoints,
+            aligned_checkpoint_timeout_ms=self.aligned_checkpoint_timeout_ms,
+        )
