@@ -11,6 +11,7 @@ command line shows the history across restarts and reruns.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,8 @@ from barrierflow.checkpoint.history_codec import (
 )
 from barrierflow.checkpoint.stats import CheckpointStats
 from barrierflow.errors import CheckpointStorageError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT",
@@ -79,6 +82,17 @@ class CheckpointHistoryFile:
     def read(self) -> list[CheckpointStats]:
         """The last `limit` checkpoints, oldest first."""
         return [entry.stats for entry in self.read_entries()]
+
+    def first_unused_id(self) -> int:
+        """Above every checkpoint id in the history, so ids never repeat in a job's folder
+        even where a failed checkpoint's folder was deleted; 1 if the history is unreadable
+        (logged: the folder's own chk-N names still keep ids apart)."""
+        try:
+            highest = self.highest_checkpoint_id()
+        except CheckpointStorageError as error:
+            log.warning("%s", error)
+            return 1
+        return (highest or 0) + 1
 
     def highest_checkpoint_id(self) -> int | None:
         """The largest checkpoint id in the history, None when it holds none."""

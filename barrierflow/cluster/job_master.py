@@ -220,7 +220,7 @@ class JobMaster:
         self._splits = create_splits(self.graph)
         prepare_sinks(self.graph)
         self.storage.prepare()
-        self._first_checkpoint_id = self._checkpoint_id_after_history()
+        self._first_checkpoint_id = self.history.first_unused_id()
         self._payload_graph = shippable_graph(self.graph)
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
@@ -458,13 +458,3 @@ class JobMaster:
         except CheckpointStorageError as error:
             log.warning("checkpoint %d is missing from the history: %s", stats.checkpoint_id, error)
         self.publisher.mark_dirty()
-
-    def _checkpoint_id_after_history(self) -> int:
-        """Above every id in the persisted history: ids never repeat in a job's folder, even
-        where a failed checkpoint's folder was deleted."""
-        try:
-            highest = self.history.highest_checkpoint_id()
-        except CheckpointStorageError as error:
-            log.warning("%s", error)
-            return 1
-        return (highest or 0) + 1

@@ -20,9 +20,10 @@ from typing import Any
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.rpc import RpcClient
 from barrierflow.errors import StreamCorruptionError
+from barrierflow.runtime.attempt_outcome import AttemptEnd
 from barrierflow.runtime.deployment import TaskSettings
 from barrierflow.runtime.mails import RpcLost, RpcReceived
-from barrierflow.runtime.task import AttemptEnd, StreamTask
+from barrierflow.runtime.task import StreamTask
 from barrierflow.runtime.task_messages import (
     JOBMASTER_TO_TASK,
     CancelTask,

@@ -17,7 +17,6 @@ can be torn down and the next one deployed in the same process (`restart`).
 from __future__ import annotations
 
 import contextlib
-import enum
 import logging
 import os
 import queue
@@ -29,6 +28,9 @@ from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import Scheduler
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import BarrierflowError, ChannelLostError, StreamCorruptionError
+from barrierflow.runtime import mails
+from barrierflow.runtime import task_messages as msg
+from barrierflow.runtime.attempt_outcome import AttemptEnd, AttemptEnded, TaskCancelled
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.deployment import SubtaskId, TaskDescriptor, TaskSettings
 from barrierflow.runtime.elements import (
@@ -37,18 +39,6 @@ from barrierflow.runtime.elements import (
     EndOfPartition,
     StreamStatus,
     Watermark,
-)
-from barrierflow.runtime.mails import (
-    ChannelConnected,
-    CreditReceived,
-    InputChannelLost,
-    InputFailed,
-    InputReceived,
-    OutputChannelLost,
-    RpcLost,
-    RpcReceived,
-    RunAction,
-    TaskMailboxExecutor,
 )
 from barrierflow.runtime.network import task_channels
 from barrierflow.runtime.network.channels import DataServer
@@ -60,45 +50,9 @@ from barrierflow.runtime.operators.base import OperatorContext
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader
 from barrierflow.runtime.subtask_checkpoint import SubtaskCheckpointCoordinator
-from barrierflow.runtime.task_messages import (
-    JOBMASTER_TO_TASK,
-    CancelTask,
-    DeployTask,
-    EndAttempt,
-    EndOfInput,
-    NotifyCheckpointAborted,
-    NotifyCheckpointComplete,
-    RegisterTask,
-    RestartTask,
-    TaskFailed,
-    TaskFailure,
-    TaskFinished,
-    TaskRunning,
-    TriggerCheckpoint,
-)
 from barrierflow.state.key_groups import key_group_range_for_subtask
 
 log = logging.getLogger(__name__)
-
-
-class TaskCancelled(Exception):
-    """The JobMaster cancelled this task, or is gone."""
-
-
-class AttemptEnded(Exception):
-    """The JobMaster ended this attempt to roll the job back in place (EndAttempt)."""
-
-
-class AttemptEnd(enum.Enum):
-    """How `StreamTask.run` ended an attempt, which says whether the process may run another."""
-
-    FINISHED = "finished"
-    CANCELLED = "cancelled"
-    """Cancelled, or the JobMaster is gone: the process ends."""
-    FAILED = "failed"
-    """Failed and reported it: the JobMaster decides whether the next attempt runs here."""
-    ENDED = "ended"
-    """Ended by the JobMaster (EndAttempt): a RestartTask or a CancelTask follows."""
 
 
 class StreamTask:
@@ -123,15 +77,15 @@ class StreamTask:
         self._clock = clock
         self.uploader = SnapshotUploader(send_rpc, clock)
         self._handlers: dict[type, Callable[[Any], None]] = {
-            InputReceived: self._on_input,
-            CreditReceived: self._on_credit,
-            ChannelConnected: self._on_channel_connected,
-            InputChannelLost: self._on_input_lost,
-            OutputChannelLost: self._on_output_lost,
-            InputFailed: self._on_input_failed,
-            RpcReceived: self._on_rpc,
-            RpcLost: self._on_rpc_lost,
-            RunAction: lambda mail: mail.action(),
+            mails.InputReceived: self._on_input,
+            mails.CreditReceived: self._on_credit,
+            mails.ChannelConnected: self._on_channel_connected,
+            mails.InputChannelLost: self._on_input_lost,
+            mails.OutputChannelLost: self._on_output_lost,
+            mails.InputFailed: self._on_input_failed,
+            mails.RpcReceived: self._on_rpc,
+            mails.RpcLost: self._on_rpc_lost,
+            mails.RunAction: lambda mail: mail.action(),
         }
         self._prepare(settings)
 
@@ -151,12 +105,12 @@ class StreamTask:
         self.writer = RecordWriter([])
         self.checkpoints = self._checkpoint_coordinator()
         self._server: DataServer | None = None
-        self._deploy: DeployTask | None = None
+        self._deploy: msg.DeployTask | None = None
         self._output_targets: list[SubtaskId] = []
         self._finished = False
         self._source_exhausted = False
         self._end_of_input_unsent = False
-        """The source ended; EndOfInput waits until the chain accepts input (drained)."""
+        """The source ended; msg.EndOfInput waits until the chain accepts input (drained)."""
         self._source_waiting = False
         self._next_wakeup_ms: int | None = None
         self._last_flush = self._clock.monotonic()
@@ -190,7 +144,7 @@ class StreamTask:
             self._server = task_channels.data_server(self.descriptor, settings, self.mailbox.put)
             self._server.start()
             self._send(
-                RegisterTask(
+                msg.RegisterTask(
                     settings.attempt,
                     self.partition,
                     self._server.address,
@@ -202,7 +156,7 @@ class StreamTask:
             assert self._deploy is not None
             self.deploy_and_restore(self._deploy)
             self._wait_until(lambda: self.gate is None or self.gate.all_connected, "inputs")
-            self._send(TaskRunning(settings.attempt, self.partition))
+            self._send(msg.TaskRunning(settings.attempt, self.partition))
             self._loop()
             self._finish()
             return AttemptEnd.FINISHED
@@ -256,7 +210,7 @@ class StreamTask:
             with contextlib.suppress(queue.Empty):
                 self.handle(self.mailbox.get(timeout=0.1))
 
-    def deploy_and_restore(self, deploy: DeployTask) -> None:
+    def deploy_and_restore(self, deploy: msg.DeployTask) -> None:
         """Connect the outputs, restore channel state and operators, open the chain."""
         descriptor, settings = self.descriptor, self.settings
         context = OperatorContext(
@@ -270,7 +224,7 @@ class StreamTask:
             deployment_id=settings.deployment_id,
             processing_time=self._clock.epoch_millis,
             auto_watermark_interval_ms=descriptor.auto_watermark_interval_ms,
-            mailbox=TaskMailboxExecutor(self.mailbox.put, settings.attempt),
+            mailbox=mails.TaskMailboxExecutor(self.mailbox.put, settings.attempt),
         )
         if self.chain.source is not None:
             self.chain.source.assign_splits(deploy.splits)
@@ -290,7 +244,7 @@ class StreamTask:
         self.writer.flush()
         self.writer.broadcast_event(END_OF_PARTITION)
         self.uploader.close()
-        self._send(TaskFinished(self.settings.attempt, self.partition))
+        self._send(msg.TaskFinished(self.settings.attempt, self.partition))
 
     # ---- the mailbox loop ------------------------------------------------------------------
 
@@ -353,7 +307,7 @@ class StreamTask:
         in flight), so the final checkpoint's barrier follows every result."""
         if self._end_of_input_unsent and self.chain.accepts_input():
             self._end_of_input_unsent = False
-            self._send(EndOfInput(self.settings.attempt, self.partition))
+            self._send(msg.EndOfInput(self.settings.attempt, self.partition))
 
     def _step_input(self) -> None:
         gate, inputs = self.gate, self.chain.inputs
@@ -387,7 +341,7 @@ class StreamTask:
             return
         handler(mail)
 
-    def _on_input(self, mail: InputReceived) -> None:
+    def _on_input(self, mail: mails.InputReceived) -> None:
         gate = self.gate
         if gate is None:
             raise StreamCorruptionError(f"input on channel {mail.channel} of a source task")
@@ -398,14 +352,14 @@ class StreamTask:
             self.checkpoints.persist_input(arrival.persist_for, mail.channel, arrival.frame)
         self.checkpoints.act(arrival.decisions)
 
-    def _on_credit(self, mail: CreditReceived) -> None:
+    def _on_credit(self, mail: mails.CreditReceived) -> None:
         self.writer.channels[mail.channel].add_credit(mail.credit)
 
-    def _on_channel_connected(self, mail: ChannelConnected) -> None:
+    def _on_channel_connected(self, mail: mails.ChannelConnected) -> None:
         assert self.gate is not None
         self.gate.connected(mail.channel, mail.connection)
 
-    def _on_input_lost(self, mail: InputChannelLost) -> None:
+    def _on_input_lost(self, mail: mails.InputChannelLost) -> None:
         gate = self.gate
         if self._finished or (gate is not None and gate.has_ended(mail.channel)):
             return
@@ -415,7 +369,7 @@ class StreamTask:
             f"('{self.descriptor.vertex_name_of(upstream)}'): it failed or was cancelled"
         )
 
-    def _on_output_lost(self, mail: OutputChannelLost) -> None:
+    def _on_output_lost(self, mail: mails.OutputChannelLost) -> None:
         if self._finished:
             return
         target = self._output_targets[mail.channel]
@@ -424,19 +378,19 @@ class StreamTask:
             f"('{self.descriptor.vertex_name_of(target)}'): it failed or was cancelled"
         )
 
-    def _on_input_failed(self, mail: InputFailed) -> None:
+    def _on_input_failed(self, mail: mails.InputFailed) -> None:
         raise mail.error
 
-    def _on_rpc_lost(self, mail: RpcLost) -> None:
+    def _on_rpc_lost(self, mail: mails.RpcLost) -> None:
         raise TaskCancelled("lost the connection to the JobMaster")
 
-    def _on_rpc(self, mail: RpcReceived) -> None:
+    def _on_rpc(self, mail: mails.RpcReceived) -> None:
         message = mail.message
-        if not isinstance(message, JOBMASTER_TO_TASK):
+        if not isinstance(message, msg.JOBMASTER_TO_TASK):
             raise StreamCorruptionError(f"unknown message from the JobMaster: {message!r}")
-        if isinstance(message, DeployTask):
+        if isinstance(message, msg.DeployTask):
             self._deploy = message
-        elif isinstance(message, TriggerCheckpoint):
+        elif isinstance(message, msg.TriggerCheckpoint):
             self._source_waiting = False
             if self.chain.source is None:
                 raise StreamCorruptionError("a checkpoint trigger reached a task without a source")
@@ -445,17 +399,17 @@ class StreamTask:
                     message.checkpoint_id, message.timestamp, message.is_savepoint, message.is_final
                 )
             )
-        elif isinstance(message, NotifyCheckpointComplete):
+        elif isinstance(message, msg.NotifyCheckpointComplete):
             self.checkpoints.notify_complete(message.checkpoint_id)
             if message.is_final:
                 self._finished = True
-        elif isinstance(message, NotifyCheckpointAborted):
+        elif isinstance(message, msg.NotifyCheckpointAborted):
             self.checkpoints.notify_aborted(message.checkpoint_id)
-        elif isinstance(message, CancelTask):
+        elif isinstance(message, msg.CancelTask):
             raise TaskCancelled(message.reason)
-        elif isinstance(message, EndAttempt):
+        elif isinstance(message, msg.EndAttempt):
             raise AttemptEnded(message.reason)
-        elif isinstance(message, RestartTask):  # the next attempt follows this one's end
+        elif isinstance(message, msg.RestartTask):  # the next attempt follows this one's end
             raise StreamCorruptionError(f"attempt {message.attempt} reached a running attempt")
 
     # ---- talking to the JobMaster ------------------------------------------------------------
@@ -470,7 +424,9 @@ class StreamTask:
         log.log(level, "task %s (%d/%d) failed: %s", name, *position, error)
         try:
             self._send(
-                TaskFailed(self.settings.attempt, self.partition, TaskFailure.of(error, name))
+                msg.TaskFailed(
+                    self.settings.attempt, self.partition, msg.TaskFailure.of(error, name)
+                )
             )
         except TaskCancelled:
             return False

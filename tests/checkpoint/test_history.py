@@ -73,11 +73,19 @@ def test_finished_checkpoints_come_back_from_the_file_as_they_went_in(tmp_path):
         "declined: busy"
     )
     assert history.highest_checkpoint_id() == 4
+    assert history.first_unused_id() == 5
     assert len(lines_of(history)) == 4
 
 
 def test_a_missing_history_reads_as_empty(tmp_path):
     assert CheckpointHistoryFile(_fs.location(tmp_path / "nothing")).read() == []
+    assert CheckpointHistoryFile(_fs.location(tmp_path / "nothing")).first_unused_id() == 1
+
+
+def test_an_unreadable_history_gives_the_first_id_with_a_warning(tmp_path, caplog):
+    (tmp_path / HISTORY_FILE).mkdir()  # a folder where the file should be
+    assert CheckpointHistoryFile(_fs.location(tmp_path)).first_unused_id() == 1
+    assert any(HISTORY_FILE in record.getMessage() for record in caplog.records)
 
 
 def test_the_file_keeps_the_last_limit_checkpoints_and_never_more_than_twice_as_many_lines(

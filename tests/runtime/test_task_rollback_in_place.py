@@ -25,7 +25,8 @@ from barrierflow.cluster.task_entry import run_attempts
 from barrierflow.core.functions import MapFunction, RuntimeContext
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.runtime import task_messages as msg
-from barrierflow.runtime.task import AttemptEnd, StreamTask, TaskSettings
+from barrierflow.runtime.attempt_outcome import AttemptEnd
+from barrierflow.runtime.task import StreamTask, TaskSettings
 
 
 class RaiseOnceIn0(MapFunction):
