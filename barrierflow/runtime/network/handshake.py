@@ -289,12 +289,12 @@ class Acceptor:
         thread = threading.Thread(
             target=self._handshake, args=(sock, peer), name=f"{self._name}-handshake", daemon=True
         )
-        with self._lock:
+        with self._lock:  # started under the lock: close() only ever joins started threads
             if self._closed:
                 sock.close()
                 return
             self._handshakes[sock] = thread
-        thread.start()
+            thread.start()
 
     # ---- one handshake thread per connection ------------------------------------------------
 
