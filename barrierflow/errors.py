@@ -9,6 +9,7 @@ BarrierflowError
   StateRestoreError           a checkpoint or savepoint cannot be restored into this job
   StreamCorruptionError       a channel delivered events in an impossible order
   ChannelLostError            a task lost a channel to a peer (the peer failed or was cancelled)
+  ConnectionSetupError        a connection to a peer could not be set up in time or authenticated
   RemoteTaskError             a task failed with an exception the driver cannot rebuild
   JobExecutionError           the job failed and the restart strategy gave up
   InsufficientResourcesError  the cluster has fewer task slots than the job needs
@@ -51,6 +52,10 @@ class StreamCorruptionError(BarrierflowError):
 
 class ChannelLostError(BarrierflowError):
     """A task lost a channel to a peer: the peer failed or was cancelled (a secondary failure)."""
+
+
+class ConnectionSetupError(BarrierflowError):
+    """A connection to a peer could not be set up in time or authenticated; names the address."""
 
 
 class RemoteTaskError(BarrierflowError):

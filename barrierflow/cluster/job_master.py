@@ -84,8 +84,8 @@ class RpcEndpoint(Protocol):
 
 RunnerFactory = Callable[[str | None, int, str, Callable[[Mail], None]], AttemptRunner]
 """(Spark master, subtask count, job name, post) -> the runner of the job's attempts."""
-RpcFactory = Callable[[str, bytes, Callable[[Mail], None]], RpcEndpoint]
-"""(host, secret, post) -> the RPC endpoint tasks connect to."""
+RpcFactory = Callable[..., RpcEndpoint]
+"""(host, secret, post, *, job_id) -> the RPC endpoint tasks of job `job_id` connect to."""
 
 
 class JobMaster:
@@ -225,7 +225,9 @@ class JobMaster:
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
         )
-        self._rpc = self._start_rpc(self._runner.bind_host, self.secret, self.mailbox.put)
+        self._rpc = self._start_rpc(
+            self._runner.bind_host, self.secret, self.mailbox.put, job_id=self.job_id
+        )
         self.publisher.publish_view()
         publisher, host = self.publisher, self._runner.bind_host
         self._rest = start_rest_endpoint(

@@ -1,79 +1,98 @@
 """The authenticated connection between the JobMaster and its tasks.
 
-Both ends prove they know the job's secret (HMAC challenge) before anything is
-unpickled. Reader threads only turn received messages into mails. The server
-keeps every connection it accepted, so closing it ends every task's connection:
-no task outlives its job's endpoint.
+Connections are set up by `runtime.network.handshake`: both ends prove they know
+the job's secret (HMAC challenge) before anything is unpickled, then the task
+names its job and the JobMaster refuses another job's task at once; every step is
+bounded, and each connection is set up on its own thread, so a stalled peer delays
+no other task. The messages themselves carry their attempt, and the JobMaster
+refuses other attempts by number. Reader threads only turn received messages into
+mails. The server keeps every connection it admitted, so closing it ends every
+task's connection: no task outlives its job's endpoint.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Connection
 from typing import Any
 
+import msgpack
+
 from barrierflow.cluster.mails import Mail, TaskConnectionLost, TaskMessageReceived
+from barrierflow.errors import ConnectionSetupError
 from barrierflow.runtime.mails import RpcLost, RpcReceived
+from barrierflow.runtime.network import handshake
 from barrierflow.runtime.network.connections import close_connection
 
 log = logging.getLogger(__name__)
 
+_RPC = "rpc"
+"""The first field of an RPC hello, so a data channel's hello can never pass for one."""
+
+
+def _encode_hello(job_id: str | None) -> bytes:
+    return msgpack.packb([_RPC, job_id or ""])
+
+
+def _decode_hello(data: bytes) -> str:
+    """The job id an RPC hello names; raises Refused for anything else."""
+    try:
+        kind, job_id = msgpack.unpackb(data)
+    except Exception:
+        raise handshake.Refused("not an RPC hello") from None
+    if kind != _RPC or not isinstance(job_id, str):
+        raise handshake.Refused("not an RPC hello")
+    return job_id
+
 
 class RpcServer:
-    """The JobMaster's endpoint. Posts TaskMessageReceived and TaskConnectionLost mails."""
+    """The JobMaster's endpoint. Posts TaskMessageReceived and TaskConnectionLost mails.
 
-    def __init__(self, host: str, secret: bytes, post: Callable[[Mail], None]) -> None:
-        self._listener = Listener((host, 0), family="AF_INET", authkey=secret)
+    With a `job_id`, a task that names another job is refused at once (without one, any
+    task holding the secret is admitted).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        secret: bytes,
+        post: Callable[[Mail], None],
+        *,
+        job_id: str | None = None,
+        handshake_timeout_s: float = handshake.HANDSHAKE_TIMEOUT_S,
+    ) -> None:
         self._post = post
-        self._closed = False
-        self._lock = threading.Lock()
-        self._connections: set[Connection] = set()
-        threading.Thread(target=self._accept_loop, name="rpc-accept", daemon=True).start()
+        self._job_id = job_id
+        self._acceptor = handshake.Acceptor(
+            host, secret, self._admit, name="rpc", timeout_s=handshake_timeout_s
+        )
+        self._acceptor.start()
 
     @property
     def address(self) -> tuple[str, int]:
-        return self._listener.address
+        return self._acceptor.address
 
     @property
     def open_connections(self) -> int:
-        """How many accepted connections are not closed yet (tests)."""
-        with self._lock:
-            return sum(1 for conn in self._connections if not conn.closed)
+        """How many admitted connections are not closed yet (tests)."""
+        return self._acceptor.open_connections
 
     def close(self) -> None:
-        """Stop listening and close every accepted connection."""
-        with self._lock:
-            self._closed = True
-            connections = list(self._connections)
-            self._connections.clear()
-        with contextlib.suppress(OSError):
-            self._listener.close()
-        for conn in connections:
-            close_connection(conn)
+        """Stop listening, end every handshake and close every admitted connection."""
+        self._acceptor.close()
 
-    def _accept_loop(self) -> None:
-        while not self._closed:
-            try:
-                conn = self._listener.accept()
-            except OSError:
-                if self._closed:
-                    return
-                log.warning("refused an RPC connection", exc_info=True)
-                continue
-            except Exception:  # failed authentication: a stranger, not a task
-                log.warning("refused an RPC connection that failed authentication", exc_info=True)
-                continue
-            with self._lock:
-                closed = self._closed
-                if not closed:
-                    self._connections.add(conn)
-            if closed:
-                close_connection(conn)
-                return
-            threading.Thread(target=self._read, args=(conn,), name="rpc-read", daemon=True).start()
+    def _admit(self, hello: bytes) -> handshake.Admitted:
+        job_id = _decode_hello(hello)
+        if self._job_id is not None and job_id != self._job_id:
+            raise handshake.Refused(
+                f"a task of job {job_id or '(unnamed)'}, this JobMaster runs job {self._job_id}"
+            )
+        return self._start_reading
+
+    def _start_reading(self, conn: Connection) -> None:
+        threading.Thread(target=self._read, args=(conn,), name="rpc-read", daemon=True).start()
 
     def _read(self, conn: Connection) -> None:
         try:
@@ -83,19 +102,36 @@ class RpcServer:
             pass
         except Exception as error:  # an unreadable message: treat the task as lost
             log.warning("unreadable RPC message: %s", error)
-        with self._lock:
-            self._connections.discard(conn)
+        self._acceptor.forget(conn)
         close_connection(conn)
         self._post(TaskConnectionLost(conn))
 
 
 class RpcClient:
-    """A task's connection to the JobMaster. Posts RpcReceived(message) and RpcLost()."""
+    """A task's connection to the JobMaster. Posts RpcReceived(message) and RpcLost().
+
+    Connecting, authenticating and being admitted take at most `timeout_s`; otherwise a
+    ConnectionSetupError names the JobMaster's address and what went wrong.
+    """
 
     def __init__(
-        self, address: tuple[str, int], secret: bytes, post: Callable[[Any], None]
+        self,
+        address: tuple[str, int],
+        secret: bytes,
+        post: Callable[[Any], None],
+        *,
+        job_id: str | None = None,
+        timeout_s: float = handshake.HANDSHAKE_TIMEOUT_S,
     ) -> None:
-        self._conn = Client(tuple(address), family="AF_INET", authkey=secret)
+        host, port = address
+        try:
+            self._conn = handshake.connect(
+                (host, port), secret, _encode_hello(job_id), timeout_s=timeout_s
+            )
+        except handshake.Refused as refusal:
+            raise ConnectionSetupError(
+                f"the JobMaster at {host}:{port} refused this task: {refusal}"
+            ) from None
         self._lock = threading.Lock()
         self._post = post
         threading.Thread(target=self._read, name="rpc-read", daemon=True).start()

@@ -43,7 +43,9 @@ def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
     descriptors, settings = pickle.loads(payload)
     for partition in partitions:
         mailbox: queue.SimpleQueue = queue.SimpleQueue()
-        rpc = RpcClient(settings.jobmaster_address, settings.secret, mailbox.put)
+        rpc = RpcClient(
+            settings.jobmaster_address, settings.secret, mailbox.put, job_id=settings.job_id
+        )
         descriptor = descriptors[settings.partitions[partition]]
         try:
             run_attempts(StreamTask(descriptor, settings, partition, rpc.send, mailbox))

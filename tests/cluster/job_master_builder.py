@@ -137,7 +137,7 @@ class JobHarness:
         self.runner = FakeSparkRunner(post)
         return self.runner
 
-    def _start_rpc(self, host, secret, post) -> FakeRpc:
+    def _start_rpc(self, host, secret, post, job_id=None) -> FakeRpc:
         self.rpc = FakeRpc(host, secret, post)
         return self.rpc
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import queue
+import re
+import socket
+import threading
+import time
 
 import pytest
 
 from barrierflow.cluster.mails import TaskConnectionLost, TaskMessageReceived
 from barrierflow.cluster.rpc import RpcClient, RpcServer
+from barrierflow.errors import ConnectionSetupError
 from barrierflow.runtime.mails import RpcLost, RpcReceived
 
 SECRET = b"k" * 32
@@ -56,3 +62,147 @@ def test_a_peer_without_the_secret_is_refused_before_any_message_is_read(server)
         RpcClient(endpoint.address, b"wrong" * 8, lambda mail: None).send("payload")
     with pytest.raises(queue.Empty):
         mailbox.get(timeout=0.3)
+
+
+# ---- connection set-up that cannot hang (issue 10) -------------------------------------------
+# The endpoint authenticated every task inline on its one accept thread with no timeout, so one
+# stalled peer kept every other task waiting for its challenge, and close() left that thread
+# blocked in accept().
+
+BOUND_S = 5.0
+HANDSHAKE_LOGGER = "barrierflow.runtime.network.handshake"
+
+
+def wait_for(condition, timeout=BOUND_S) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def run_bounded(action, timeout=BOUND_S):
+    """`action()` on a helper thread; its result or exception, or AssertionError if it hangs."""
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append((True, action()))
+        except BaseException as error:
+            outcome.append((False, error))
+
+    threading.Thread(target=run, daemon=True).start()
+    assert wait_for(lambda: outcome, timeout), f"still blocked after {timeout} s"
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def new_threads(before, *prefixes):
+    return [t for t in threading.enumerate() if t not in before and t.name.startswith(prefixes)]
+
+
+def assert_closed_by_server(sock):
+    sock.settimeout(BOUND_S)
+    try:
+        while sock.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+
+
+def quiet(records) -> bool:
+    return all(record.exc_info is None for record in records)
+
+
+def round_trip(endpoint, mailbox) -> None:
+    """A task connects, says hello, and hears back: the endpoint is serving."""
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    client = run_bounded(lambda: RpcClient(endpoint.address, SECRET, inbox.put, job_id="job"))
+    client.send("hello")
+    mail = mailbox.get(timeout=BOUND_S)
+    assert isinstance(mail, TaskMessageReceived) and mail.message == "hello"
+    mail.conn.send("ack")
+    assert inbox.get(timeout=BOUND_S) == RpcReceived("ack")
+    client.close()
+
+
+def test_a_peer_that_never_answers_the_challenge_does_not_delay_another_task():
+    mailbox: queue.SimpleQueue = queue.SimpleQueue()
+    # A handshake timeout far beyond the bound: only concurrency can let the task in.
+    endpoint = RpcServer("127.0.0.1", SECRET, mailbox.put, job_id="job", handshake_timeout_s=60)
+    try:
+        with socket.create_connection(endpoint.address):
+            round_trip(endpoint, mailbox)
+    finally:
+        endpoint.close()
+
+
+def test_a_stalled_peer_is_dropped_after_the_handshake_timeout_with_one_line(caplog):
+    caplog.set_level(logging.INFO, logger=HANDSHAKE_LOGGER)
+    endpoint = RpcServer("127.0.0.1", SECRET, lambda mail: None, handshake_timeout_s=0.2)
+    try:
+        with socket.create_connection(endpoint.address) as peer:
+            assert_closed_by_server(peer)
+        assert wait_for(lambda: any("no answer in time" in r.message for r in caplog.records))
+        assert len(caplog.records) == 1 and quiet(caplog.records)
+    finally:
+        endpoint.close()
+
+
+def test_a_task_of_another_job_with_its_own_secret_is_refused_quietly(caplog):
+    caplog.set_level(logging.INFO, logger=HANDSHAKE_LOGGER)
+    mailbox: queue.SimpleQueue = queue.SimpleQueue()
+    endpoint = RpcServer("127.0.0.1", SECRET, mailbox.put, job_id="job")
+    try:
+        host, port = endpoint.address
+        with pytest.raises(ConnectionSetupError, match=re.escape(f"{host}:{port}")):
+            RpcClient(endpoint.address, b"old job" * 5, lambda mail: None, job_id="old")
+        assert wait_for(lambda: any("authentication" in r.message for r in caplog.records))
+        assert quiet(caplog.records)
+        round_trip(endpoint, mailbox)
+    finally:
+        endpoint.close()
+
+
+def test_a_task_naming_another_job_is_refused_at_once_by_its_id(caplog):
+    caplog.set_level(logging.INFO, logger=HANDSHAKE_LOGGER)
+    mailbox: queue.SimpleQueue = queue.SimpleQueue()
+    endpoint = RpcServer("127.0.0.1", SECRET, mailbox.put, job_id="job")
+    try:
+        with pytest.raises(ConnectionSetupError, match="job old-job"):
+            RpcClient(endpoint.address, SECRET, lambda mail: None, job_id="old-job")
+        assert wait_for(lambda: any("job old-job" in r.message for r in caplog.records))
+        assert quiet(caplog.records)
+        with pytest.raises(queue.Empty):
+            mailbox.get_nowait()
+        round_trip(endpoint, mailbox)
+    finally:
+        endpoint.close()
+
+
+def test_connecting_to_a_jobmaster_that_never_answers_fails_within_the_deadline_naming_it():
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        host, port = silent.getsockname()[:2]
+        with pytest.raises(ConnectionSetupError, match=re.escape(f"{host}:{port}")):
+            run_bounded(lambda: RpcClient((host, port), SECRET, lambda m: None, timeout_s=0.2))
+
+
+def test_closing_the_endpoint_ends_its_threads_and_every_connection_at_once():
+    before = set(threading.enumerate())
+    mailbox: queue.SimpleQueue = queue.SimpleQueue()
+    endpoint = RpcServer("127.0.0.1", SECRET, mailbox.put, handshake_timeout_s=60)
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    client = RpcClient(endpoint.address, SECRET, inbox.put)
+    client.send("registered")
+    assert isinstance(mailbox.get(timeout=BOUND_S), TaskMessageReceived)
+    with socket.create_connection(endpoint.address) as stalled:
+        assert wait_for(lambda: new_threads(before, "rpc-handshake"))
+        endpoint.close()
+        assert new_threads(before, "rpc-accept", "rpc-handshake") == []
+        assert_closed_by_server(stalled)
+    assert inbox.get(timeout=BOUND_S) == RpcLost()
+    assert endpoint.open_connections == 0
+    assert wait_for(lambda: new_threads(before, "rpc-") == [])

@@ -1,9 +1,10 @@
 """TCP channels between tasks, with credit-based flow control.
 
-Every connection first proves it knows the job's secret (the HMAC challenge of
-`multiprocessing.connection`, before anything is unpickled), then says which
-job, attempt, edge and subtasks it connects; a receiver refuses any attempt but
-its own, so a zombie of an earlier deployment can never feed a newer one.
+Every connection is set up by `handshake`: it first proves it knows the job's
+secret (an HMAC challenge both ways, before anything is unpickled), then says
+which job, attempt, edge and subtasks it connects; a receiver refuses any job or
+attempt but its own, so a zombie of an earlier deployment can never feed a newer
+one. Each step is bounded and each connection is set up on its own thread.
 
 Helper threads only move bytes: they read frames and put them in the task's
 mailbox. Everything else happens on the mailbox thread.
@@ -11,13 +12,12 @@ mailbox. Everything else happens on the mailbox thread.
 
 from __future__ import annotations
 
-import contextlib
-import logging
+import functools
 import threading
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Connection
 
 import msgpack
 
@@ -32,10 +32,8 @@ from barrierflow.runtime.mails import (
     OutputChannelLost,
     Post,
 )
-from barrierflow.runtime.network import codec
+from barrierflow.runtime.network import codec, handshake
 from barrierflow.runtime.network.connections import close_connection
-
-log = logging.getLogger(__name__)
 
 INITIAL_CREDIT = 8
 """Buffers a receiver can hold per channel; the sender queues the rest."""
@@ -63,7 +61,12 @@ class ChannelHello:
 
 
 class DataServer:
-    """Accepts the input channels of one task (helper thread), refusing strangers."""
+    """Accepts the input channels of one task (helper threads), refusing strangers.
+
+    Each connection is set up by `handshake.Acceptor`: bounded, on its own thread, and
+    admitted only for this job and attempt and a channel not yet connected. Closing the
+    server ends its threads and closes every channel it admitted.
+    """
 
     def __init__(
         self,
@@ -74,66 +77,53 @@ class DataServer:
         receiver: tuple[int, int],
         channel_index: dict[tuple[int, tuple[int, int]], int],
         post: Post,
+        *,
+        handshake_timeout_s: float = handshake.HANDSHAKE_TIMEOUT_S,
     ) -> None:
-        self._listener = Listener((host, 0), family="AF_INET", authkey=secret)
         self._job_id = job_id
         self._attempt = attempt
         self._receiver = receiver
         self._channel_index = channel_index
+        self._lock = threading.Lock()
         self._connected: set[int] = set()
         self._post = post
-        self._closed = False
-        self._thread = threading.Thread(
-            target=self._accept_loop, name="channel-accept", daemon=True
+        self._acceptor = handshake.Acceptor(
+            host, secret, self._admit, name="channel", timeout_s=handshake_timeout_s
         )
 
     @property
     def address(self) -> tuple[str, int]:
-        return self._listener.address
+        return self._acceptor.address
 
     def start(self) -> None:
-        self._thread.start()
+        self._acceptor.start()
 
     def close(self) -> None:
-        self._closed = True
-        with contextlib.suppress(OSError):
-            self._listener.close()
+        """Stop accepting, end every handshake and close every admitted channel."""
+        self._acceptor.close()
 
-    def _accept_loop(self) -> None:
-        while not self._closed:
-            try:
-                conn = self._listener.accept()
-            except OSError:
-                if self._closed:
-                    return
-                log.warning("refused a data connection that failed authentication", exc_info=True)
-                continue
-            except Exception:  # AuthenticationError and protocol errors of strangers
-                log.warning("refused a data connection that failed authentication", exc_info=True)
-                continue
-            try:
-                self._admit(conn)
-            except Exception as error:  # a refused peer must not stop the accept loop
-                log.warning("refused data connection: %s", error)
-                conn.close()
-
-    def _admit(self, conn: Connection) -> None:
-        hello = ChannelHello.decode(conn.recv_bytes(4096))
-        problem = None
+    def _admit(self, data: bytes) -> handshake.Admitted:
+        """Handshake threads: admit a channel of this job and attempt, once."""
+        try:
+            hello = ChannelHello.decode(data)
+        except Exception:
+            raise handshake.Refused("not a channel hello") from None
         channel = self._channel_index.get((hello.edge_id, hello.sender))
-        if hello.job_id != self._job_id:
-            problem = "another job"
-        elif hello.attempt != self._attempt:
-            problem = f"attempt {hello.attempt}, this task runs attempt {self._attempt}"
-        elif hello.receiver != self._receiver or channel is None:
-            problem = f"unexpected channel {hello}"
-        elif channel in self._connected:
-            problem = f"channel {channel} is already connected"
-        if problem:
-            conn.send_bytes(b"NO " + problem.encode())
-            raise StreamCorruptionError(problem)
-        self._connected.add(channel)
-        conn.send_bytes(b"OK")
+        with self._lock:
+            if hello.job_id != self._job_id:
+                problem = f"a channel of job {hello.job_id}, this task runs job {self._job_id}"
+            elif hello.attempt != self._attempt:
+                problem = f"attempt {hello.attempt}, this task runs attempt {self._attempt}"
+            elif hello.receiver != self._receiver or channel is None:
+                problem = f"unexpected channel {hello}"
+            elif channel in self._connected:
+                problem = f"channel {channel} is already connected"
+            else:
+                self._connected.add(channel)
+                return functools.partial(self._start_channel, channel)
+        raise handshake.Refused(problem)
+
+    def _start_channel(self, channel: int, conn: Connection) -> None:
         conn.send_bytes(codec.encode_credit(INITIAL_CREDIT))
         self._post(ChannelConnected(self._attempt, channel, conn))
         threading.Thread(
@@ -158,15 +148,26 @@ def _read_frames(conn: Connection, attempt: int, channel: int, post: Post) -> No
 
 
 def connect_output(
-    address: tuple[str, int], secret: bytes, hello: ChannelHello, index: int, post: Post
+    address: tuple[str, int],
+    secret: bytes,
+    hello: ChannelHello,
+    index: int,
+    post: Post,
+    *,
+    timeout_s: float = handshake.HANDSHAKE_TIMEOUT_S,
 ) -> Connection:
-    """Open the channel to one downstream subtask; credit arrives as mails."""
-    conn = Client(tuple(address), family="AF_INET", authkey=secret)
-    conn.send_bytes(hello.encode())
-    answer = conn.recv_bytes(4096)
-    if answer != b"OK":
-        conn.close()
-        raise StreamCorruptionError(f"downstream refused the channel: {answer[3:].decode()}")
+    """Open the channel to one downstream subtask; credit arrives as mails.
+
+    Set-up takes at most `timeout_s`, else a ConnectionSetupError names the address; a
+    downstream that refuses the hello (another attempt) raises StreamCorruptionError.
+    """
+    host, port = address
+    try:
+        conn = handshake.connect((host, port), secret, hello.encode(), timeout_s=timeout_s)
+    except handshake.Refused as refusal:
+        raise StreamCorruptionError(
+            f"downstream {host}:{port} refused the channel: {refusal}"
+        ) from None
 
     def read_credit() -> None:
         try:
