@@ -39,6 +39,10 @@ REGISTRATION_TIMEOUT_MS = 120_000
 LOST_PEER_GRACE_MS = 1_500
 """How long a lost-peer failure waits for its primary cause (the peer's own failure or
 its lost connection) before it is reported as the attempt's cause itself."""
+SPARK_END_GRACE_MS = 5_000
+"""How long an attempt whose Spark job ended cleanly waits for the tasks' last messages:
+a task says it finished, then ends its Spark task, and the JobMaster may hear of the Spark
+job's end before the RPC reader has handed over that last message."""
 
 
 class Attempt:
@@ -73,6 +77,7 @@ class Attempt:
         self.failed: set[int] = set()
         self.end_of_input: set[int] = set()
         self.lost: set[int] = set()
+        self._spark_end_timer: ScheduledAction | None = None
         """Tasks whose connection ended: their process is gone (or finished)."""
         self.spark_job_ended = False
         self.source_partitions = frozenset(self.partitions.index(s) for s in master.sources)
@@ -121,7 +126,8 @@ class Attempt:
         )
 
     def on_spark_job_ended(self, error: str | None) -> None:
-        """The attempt's Spark job ended: returns if the attempt finished, else raises."""
+        """The attempt's Spark job ended: it failed, or the attempt finishes once every task
+        said so (at once, or when a last TaskFinished arrives within SPARK_END_GRACE_MS)."""
         self.spark_job_ended = True
         if error is not None:
             cause = RemoteTaskError(spark_error_headline(error))
@@ -129,8 +135,24 @@ class Attempt:
             self._fail(
                 AttemptFailure(f"the Spark job of attempt {self.number} failed: {cause}", cause)
             )
-        if len(self.finished) < len(self.partitions):
-            self._fail(AttemptFailure("the Spark job ended before every task finished"))
+        if not self._finish_if_done():
+            self._spark_end_timer = self.master.scheduler.schedule(
+                SPARK_END_GRACE_MS, self._spark_ended_early, "last task messages"
+            )
+            self._timers.append(self._spark_end_timer)
+
+    def _finish_if_done(self) -> bool:
+        """Tell the JobMaster the attempt finished once its Spark job ended and every task
+        said it finished (in either order)."""
+        if not self.spark_job_ended or len(self.finished) < len(self.partitions):
+            return False
+        if self._spark_end_timer is not None:
+            self._spark_end_timer.cancel()
+        self.master.attempt_finished(self)
+        return True
+
+    def _spark_ended_early(self) -> None:
+        self._fail(AttemptFailure("the Spark job ended before every task finished"))
 
     def cancel(self, reason: str) -> None:
         raise AttemptFailed(AttemptFailure(reason))
@@ -238,6 +260,7 @@ class Attempt:
 
     def _on_finished(self, partition: int, message: msg.TaskFinished) -> None:
         self.finished.add(partition)
+        self._finish_if_done()
 
     def _on_failed(self, partition: int, message: msg.TaskFailed) -> None:
         self.failed.add(partition)

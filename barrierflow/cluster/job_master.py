@@ -268,13 +268,17 @@ class JobMaster:
                     self._abandon_rollback_if_broken()
                 return
             self.attempt.on_spark_job_ended(mail.error)
-            self.attempt = None
-            self.publisher.publish(state="FINISHED")
-            self._end(self.checkpoint_stats)
         elif isinstance(mail, CancelRequested):
             self._on_cancel(mail.reason)
         else:
             raise TypeError(f"the JobMaster got a mail of unknown type: {mail!r}")
+
+    def attempt_finished(self, attempt: Attempt) -> None:
+        """Every task of `attempt` finished and its Spark job ended: the job is done."""
+        if attempt is self.attempt:
+            self.attempt = None
+            self.publisher.publish(state="FINISHED")
+            self._end(self.checkpoint_stats)
 
     def _on_task_message(self, conn: TaskConnection, message: Any) -> None:
         if type(message) not in msg.TASK_TO_JOBMASTER:

@@ -14,7 +14,7 @@ from job_master_builder import (
 )
 
 from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.cluster.attempt import LOST_PEER_GRACE_MS
+from barrierflow.cluster.attempt import LOST_PEER_GRACE_MS, SPARK_END_GRACE_MS
 from barrierflow.errors import ChannelLostError, JobExecutionError, RemoteTaskError
 from barrierflow.runtime import task_messages as msg
 
@@ -68,6 +68,45 @@ def test_the_job_finishes_when_its_spark_job_ends_after_every_task_finished(tmp_
     job.end_spark_job(0)
     assert job.master.ended and job.master.status.state == "FINISHED"
     assert job.master.result() == []
+
+
+def test_a_finished_message_still_on_its_way_when_the_spark_job_ends_finishes_the_job(tmp_path):
+    # Regression (issue 10): the Spark job's end can reach the JobMaster before the RPC reader
+    # posts the last TaskFinished; the attempt failed with "ended before every task finished".
+    job = job_master_builder(tmp_path)
+    job.run_all()
+    late = PARTITIONS[-1]
+    for partition in PARTITIONS[:-1]:
+        job.send(partition, msg.TaskFinished(0, partition))
+    job.end_spark_job(0)
+    assert not job.master.ended and job.master.status.state == "RUNNING"
+    job.send(late, msg.TaskFinished(0, late))
+    assert job.master.ended and job.master.status.state == "FINISHED"
+    assert job.master.result() == []
+
+
+def test_a_task_that_never_says_finished_after_the_spark_job_ended_fails_the_attempt(tmp_path):
+    job = job_master_builder(tmp_path, RestartStrategies.no_restart())
+    job.run_all()
+    for partition in PARTITIONS[:-1]:
+        job.send(partition, msg.TaskFinished(0, partition))
+    job.end_spark_job(0)
+    job.lose(PARTITIONS[-1])  # its connection closed without a TaskFinished before it
+    assert job.master.ended and job.master.status.state == "FAILED"
+    with pytest.raises(JobExecutionError, match="died"):
+        job.master.result()
+
+
+def test_a_spark_job_that_ended_waits_for_the_last_task_messages_only_so_long(tmp_path):
+    job = job_master_builder(tmp_path, RestartStrategies.no_restart())
+    job.run_all()
+    job.end_spark_job(0)
+    job.advance(SPARK_END_GRACE_MS - 1)
+    assert not job.master.ended
+    job.advance(1)
+    assert job.master.status.state == "FAILED"
+    with pytest.raises(JobExecutionError, match="ended before every task finished"):
+        job.master.result()
 
 
 def test_a_message_of_an_older_attempt_is_refused(tmp_path):
