@@ -33,6 +33,7 @@ import signal
 import socket
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import Pipe
@@ -122,7 +123,9 @@ class ChildProcess:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        pid = os.fork()
+        with warnings.catch_warnings():  # Python 3.12+ warns of forking with threads (above)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # the child: never returns
             _run_child(body, settings, child_end, parent_pid)
         child_end.close()
