@@ -297,6 +297,7 @@ class TaskSupervisor:
             self.settings = message.settings
             if self._child is None:
                 self._start_child()
+                self.respawns += 1
                 return True
         if self._child is not None:
             self._child.send(message)  # a child that just died: its ChildExited follows
@@ -344,7 +345,6 @@ class TaskSupervisor:
                 f"the stream task process {exited.pid} {exited.how}, and the JobMaster "
                 f"is unreachable: {error}"
             ) from error
-        self.respawns += 1
 
     def _stop_child(self) -> None:
         """End the child: close its pipe (it cancels its task), kill it if it lingers, reap."""
