@@ -351,17 +351,18 @@ class JobClient:
         return self._master.status.processes[SubtaskId(vertex_id, subtask_index)]
 
     def kill_task_process(self, vertex_id: int, subtask_index: int = 0) -> int:
-        """Kill a subtask's Python process with SIGKILL (local masters only). Returns the pid."""
-        import signal
-        import socket
+        """Kill a subtask's stream-task process with SIGKILL (local masters only); its Spark
+        task lives and starts a new one (the job rolls back in place). Returns the pid."""
+        return _kill_local(*self.task_process(vertex_id, subtask_index))
 
-        host, pid = self.task_process(vertex_id, subtask_index)
-        if host != socket.gethostname():
-            raise ConfigurationError(
-                f"task runs on {host}; only local task processes can be killed"
-            )
-        os.kill(pid, signal.SIGKILL)
-        return pid
+    def spark_task_process(self, vertex_id: int, subtask_index: int) -> tuple[str, int]:
+        """(host, pid) of the Spark task (Python worker) that runs a subtask's stream task."""
+        return self._master.spark_tasks[SubtaskId(vertex_id, subtask_index)]
+
+    def kill_spark_task(self, vertex_id: int, subtask_index: int = 0) -> int:
+        """Kill the Spark task (its Python worker) of a subtask with SIGKILL, its stream task
+        with it (local masters only): the job recovers in a new Spark job. Returns the pid."""
+        return _kill_local(*self.spark_task_process(vertex_id, subtask_index))
 
     @property
     def completed_checkpoints(self) -> tuple[int, ...]:
@@ -378,6 +379,17 @@ class JobClient:
 
 
 _ENDED = ("FINISHED", "FAILED", "CANCELED")
+
+
+def _kill_local(host: str, pid: int) -> int:
+    """SIGKILL process `pid` if it runs on this host; returns the pid."""
+    import signal
+    import socket
+
+    if host != socket.gethostname():
+        raise ConfigurationError(f"task runs on {host}; only local task processes can be killed")
+    os.kill(pid, signal.SIGKILL)
+    return pid
 
 
 def _positive(value: int, what: str) -> int:

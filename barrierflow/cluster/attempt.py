@@ -98,6 +98,8 @@ class Attempt:
             msg.EndOfInput: self._on_end_of_input,
             msg.TaskFinished: self._on_finished,
             msg.TaskFailed: self._on_failed,
+            msg.TaskProcessDied: self._on_process_died,
+            msg.SparkTaskProcess: self._on_spark_task_process,
         }
 
     # ---- mails (the JobMaster dispatches them here) -------------------------------------------
@@ -105,6 +107,12 @@ class Attempt:
     def on_task_message(self, conn: TaskConnection, message: Any) -> None:
         if isinstance(message, msg.RegisterTask):
             self._register(conn, message)
+        elif isinstance(message, msg.TaskProcessDied) and message.partition not in self.connections:
+            # died before it registered in this attempt: keep its Spark task's connection, so
+            # stopping the attempt cancels that Spark task too
+            self.connections[message.partition] = conn
+            self.partition_of[conn] = message.partition
+            self._on_process_died(message.partition, message)
         elif self.partition_of.get(conn) != message.partition:
             log.warning("refused %s: not from the connection that registered it", message)
         else:
@@ -277,6 +285,24 @@ class Attempt:
                     f"attempt {self.number}: no primary cause after a lost peer",
                 )
             )
+
+    def _on_process_died(self, partition: int, message: msg.TaskProcessDied) -> None:
+        """The stream task's process died while its Spark task lives: a primary failure that
+        keeps the Spark task, so the job can roll back in place (its Spark task respawns it)."""
+        if partition in self.finished:
+            return
+        self.failed.add(partition)
+        host = self.master.publisher.status.processes.get(self.partitions[partition], ("?",))[0]
+        self._fail(
+            AttemptFailure(
+                f"task {self.task_name(partition)} (pid {message.pid} on {host}) died: its "
+                f"process {message.how} (its Spark task lives)"
+            )
+        )
+
+    def _on_spark_task_process(self, partition: int, message: msg.SparkTaskProcess) -> None:
+        subtask = self.partitions[partition]
+        self.master.spark_tasks = {**self.master.spark_tasks, subtask: (message.host, message.pid)}
 
     # ---- checkpoints -------------------------------------------------------------------------
 

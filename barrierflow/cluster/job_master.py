@@ -59,7 +59,7 @@ from barrierflow.cluster.rpc import RpcServer
 from barrierflow.cluster.spark_runner import AttemptRunner, SparkAttemptRunner
 from barrierflow.errors import CheckpointStorageError, JobExecutionError
 from barrierflow.graph.deployment import build_task_descriptors
-from barrierflow.graph.job_graph import JobGraph
+from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.task import TaskSettings
 
@@ -126,6 +126,8 @@ class JobMaster:
         self.publisher = JobPublisher(
             self.job_id, graph, settings, self.storage.job_dir.uri, self.stats_tracker, clock
         )
+        self.spark_tasks: dict[SubtaskId, tuple[str, int]] = {}
+        """(host, pid) of each subtask's Spark task, which supervises its stream task's process."""
         self.attempt: Attempt | None = None
         """The attempt running now; None before the first, during a restart delay, at the end."""
         self._connect_runner = connect_runner

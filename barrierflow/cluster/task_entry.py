@@ -1,16 +1,19 @@
-"""What a Spark task runs: one stream task, attempt after attempt, in this process.
+"""What a Spark task runs: one stream task, attempt after attempt, in a supervised child.
 
 The payload is `(descriptors, settings)`: the `TaskDescriptor` of every subtask by
 SubtaskId (`graph.deployment.build_task_descriptors`) and the first attempt's
 `TaskSettings`. The Spark task connects to the JobMaster once and runs the stream
-task's attempt. When the attempt ends by failure or by the JobMaster's EndAttempt
-(the job rolls back in place), the Spark task keeps its connection and waits for
-RestartTask, then runs the next attempt in the same process and slot; a CancelTask,
-a lost connection or no word within the bound end the Spark task.
+task in a child process (task_process.py), relaying its messages. When an attempt
+ends by failure or by the JobMaster's EndAttempt (the job rolls back in place), the
+stream task keeps its process and waits for RestartTask, then runs the next attempt
+in the same process and slot (`run_attempts`); a CancelTask, a lost connection or no
+word within the bound end it. When the child dies, the Spark task reports it and
+starts a new child for the next attempt.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import pickle
 import queue
@@ -19,9 +22,10 @@ from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.rpc import RpcClient
+from barrierflow.cluster.task_process import ParentLink, TaskSupervisor
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.attempt_outcome import AttemptEnd
-from barrierflow.runtime.deployment import TaskSettings
+from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings
 from barrierflow.runtime.mails import RpcLost, RpcReceived
 from barrierflow.runtime.task import StreamTask
 from barrierflow.runtime.task_messages import (
@@ -47,11 +51,21 @@ def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
             settings.jobmaster_address, settings.secret, mailbox.put, job_id=settings.job_id
         )
         descriptor = descriptors[settings.partitions[partition]]
+        body = functools.partial(run_stream_task, descriptor, partition)
         try:
-            run_attempts(StreamTask(descriptor, settings, partition, rpc.send, mailbox))
+            TaskSupervisor(settings, partition, rpc.send, mailbox, body).run()
         finally:
             rpc.close()
     return iter(())
+
+
+def run_stream_task(
+    descriptor: TaskDescriptor, partition: int, settings: TaskSettings, link: ParentLink
+) -> None:
+    """The child process's work: the stream task's attempts, talking through `link`."""
+    mailbox: queue.SimpleQueue = queue.SimpleQueue()
+    link.start(mailbox.put)
+    run_attempts(StreamTask(descriptor, settings, partition, link.send, mailbox))
 
 
 def run_attempts(task: StreamTask, clock: Clock = SYSTEM_CLOCK) -> AttemptEnd:

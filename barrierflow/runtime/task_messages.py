@@ -143,6 +143,31 @@ class TaskFailed:
     failure: TaskFailure
 
 
+@dataclass(frozen=True)
+class TaskProcessDied:
+    """The stream task's process died while its Spark task lives (sent by the Spark task,
+    which supervises it): the job rolls back in place and the Spark task starts a new
+    process for the next attempt."""
+
+    attempt: int
+    partition: int
+    pid: int
+    """The process that died (the one its RegisterTask named)."""
+    how: str
+    """What ended it, e.g. "was killed by SIGKILL" or "exited with code 1"."""
+
+
+@dataclass(frozen=True)
+class SparkTaskProcess:
+    """The Spark task's own process (the Python worker that supervises the stream task's
+    process): losing it loses the Spark task. Sent after each RegisterTask."""
+
+    attempt: int
+    partition: int
+    host: str
+    pid: int
+
+
 # ---- JobMaster -> task -----------------------------------------------------------------------
 
 
@@ -220,6 +245,8 @@ TASK_TO_JOBMASTER = (
     EndOfInput,
     TaskFinished,
     TaskFailed,
+    TaskProcessDied,
+    SparkTaskProcess,
 )
 """Every message a task sends; the JobMaster refuses any other type."""
 

@@ -1,4 +1,7 @@
-"""Failures injected into running jobs: the committed output must equal a failure-free run."""
+"""Failures injected into running jobs: the committed output must equal a failure-free run.
+
+A killed stream-task process is respawned by its Spark task, in place (the job keeps its
+one Spark job); a killed Spark task (its Python worker) costs a new Spark job."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from barrierflow.errors import JobExecutionError
 
 from .conftest import read_rows
 from .jobs import running_count_rows, word_of
+from .test_rollback_in_place import spark_jobs_of
 
 pytestmark = pytest.mark.spark
 
@@ -39,25 +43,33 @@ def counting_vertex(job) -> int:
     return next(v.vertex_id for v in job.job_graph.vertices if "Reduce" in v.name)
 
 
-def test_killing_a_counting_task_process_loses_and_duplicates_nothing(spark, tmp_path):
+def test_killing_a_counting_stream_task_respawns_it_in_place_exactly_once(spark, tmp_path):
     records = 30_000
     job = running_count_job(tmp_path, records, rate=6000).execute_async("kill-counter")
     assert job.wait_for_completed_checkpoints(2, timeout=120)
-    job.kill_task_process(counting_vertex(job), 1)
+    counting = counting_vertex(job)
+    spark_task = job.spark_task_process(counting, 1)
+    killed = job.kill_task_process(counting, 1)
     result = job.wait(timeout=240)
 
     assert result.restarts >= 1
+    assert spark_jobs_of(spark, job.get_job_id(), result.restarts) == 1  # the slots were kept
+    assert job.spark_task_process(counting, 1) == spark_task
+    assert job.task_process(counting, 1)[1] not in (killed, spark_task[1])
     assert read_rows(tmp_path / "out") == running_count_rows(word_of(i) for i in range(records))
 
 
-def test_killing_a_source_task_process_rewinds_the_source_exactly(spark, tmp_path):
+def test_killing_a_source_spark_task_recovers_in_a_new_stage_exactly(spark, tmp_path):
     records = 24_000
     job = running_count_job(tmp_path, records, rate=6000).execute_async("kill-source")
     assert job.wait_for_completed_checkpoints(2, timeout=120)
-    job.kill_task_process(0, 0)
+    stream_task = job.task_process(0, 0)
+    job.kill_spark_task(0, 0)  # the Python worker itself: its stream task goes with it
     result = job.wait(timeout=240)
 
     assert result.restarts >= 1
+    assert spark_jobs_of(spark, job.get_job_id(), result.restarts) >= 2
+    assert job.task_process(0, 0) != stream_task
     assert read_rows(tmp_path / "out") == running_count_rows(word_of(i) for i in range(records))
 
 
