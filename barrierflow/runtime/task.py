@@ -108,6 +108,9 @@ class StreamTask:
         self._deploy: msg.DeployTask | None = None
         self._output_targets: list[SubtaskId] = []
         self._finished = False
+        self._finished_at = 0.0
+        self._gone_inputs: set[int] = set()
+        """Input channels lost after the final checkpoint: their upstream will send nothing."""
         self._source_exhausted = False
         self._end_of_input_unsent = False
         """The source ended; msg.EndOfInput waits until the chain accepts input (drained)."""
@@ -250,7 +253,7 @@ class StreamTask:
 
     def _loop(self) -> None:
         timeout_s = self.settings.buffer_timeout_ms / 1000
-        while not (self._finished and self.chain.accepts_input()):
+        while not (self._finished and self.chain.accepts_input() and self._inputs_released()):
             try:
                 if self._can_work():
                     mail = self.mailbox.get_nowait()
@@ -276,6 +279,19 @@ class StreamTask:
             if now - self._last_flush >= timeout_s:
                 self.writer.flush()
                 self._last_flush = now
+
+    def _inputs_released(self) -> bool:
+        """Every upstream ended its partitions (or is gone), so closing the input channels
+        cannot fail an upstream that has not yet heard the final checkpoint completed (as
+        Flink, a task ends after the end of partition of all its inputs). Bounded by the
+        connect timeout."""
+        gate = self.gate
+        if gate is None:
+            return True
+        if self._clock.monotonic() - self._finished_at > self.settings.connect_timeout_s:
+            log.warning("task %s ends without every input's end", self.descriptor.vertex_name)
+            return True
+        return all(gate.has_ended(c) or c in self._gone_inputs for c in range(gate.channel_count))
 
     def _wait_s(self, longest: float) -> float:
         """How long the loop may block on its mailbox."""
@@ -361,7 +377,10 @@ class StreamTask:
 
     def _on_input_lost(self, mail: mails.InputChannelLost) -> None:
         gate = self.gate
-        if self._finished or (gate is not None and gate.has_ended(mail.channel)):
+        if self._finished:
+            self._gone_inputs.add(mail.channel)
+            return
+        if gate is not None and gate.has_ended(mail.channel):
             return
         upstream = self.descriptor.inputs[mail.channel].upstream
         raise ChannelLostError(
@@ -403,6 +422,7 @@ class StreamTask:
             self.checkpoints.notify_complete(message.checkpoint_id)
             if message.is_final:
                 self._finished = True
+                self._finished_at = self._clock.monotonic()
         elif isinstance(message, msg.NotifyCheckpointAborted):
             self.checkpoints.notify_aborted(message.checkpoint_id)
         elif isinstance(message, msg.CancelTask):

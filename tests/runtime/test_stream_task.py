@@ -10,6 +10,7 @@ from barrierflow._clock import ManualClock
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.deployment import (
+    InputChannelDescriptor,
     OperatorDescriptor,
     OutputEdgeDescriptor,
     SubtaskId,
@@ -17,7 +18,7 @@ from barrierflow.runtime.deployment import (
     TaskSettings,
 )
 from barrierflow.runtime.elements import EndOfPartition
-from barrierflow.runtime.mails import CreditReceived, RunAction
+from barrierflow.runtime.mails import CreditReceived, InputChannelLost, InputReceived, RunAction
 from barrierflow.runtime.network import codec, task_channels
 from barrierflow.runtime.operators.base import StreamOperator
 from barrierflow.runtime.partitioners import ForwardPartitioner
@@ -60,8 +61,11 @@ class _Factory:
 ME, DOWNSTREAM = SubtaskId(0, 0), SubtaskId(1, 0)
 
 
-def deployed_task(monkeypatch, attempt: int = 0) -> tuple[StreamTask, _Wire, queue.SimpleQueue]:
-    """A one-operator task with one output channel to a wire, deployed and opened."""
+def deployed_task(
+    monkeypatch, attempt: int = 0, inputs: int = 0
+) -> tuple[StreamTask, _Wire, queue.SimpleQueue]:
+    """A one-operator task with one output channel to a wire (and `inputs` input channels
+    from upstream subtasks), deployed and opened."""
     wire = _Wire()
     monkeypatch.setattr(task_channels, "connect_output", lambda *args: wire)
     descriptor = TaskDescriptor(
@@ -71,6 +75,7 @@ def deployed_task(monkeypatch, attempt: int = 0) -> tuple[StreamTask, _Wire, que
         max_parallelism=128,
         operators=(OperatorDescriptor("emit", "EmitsOnClose", _Factory()),),
         outputs=(OutputEdgeDescriptor(0, ForwardPartitioner(), (DOWNSTREAM,), 0),),
+        inputs=tuple(InputChannelDescriptor(9, SubtaskId(2, i)) for i in range(inputs)),
     )
     settings = TaskSettings(
         job_id="job",
@@ -142,3 +147,26 @@ def test_a_task_does_no_work_and_does_not_finish_while_an_operator_refuses_input
     assert closed_when_accepting_again == [False]
     task._finish()
     assert codec.decode(wire.sent[-1]) == EndOfPartition()
+
+
+def test_a_task_ends_only_after_every_upstream_ended_its_partition(monkeypatch):
+    # Regression (issue 10): a task that heard of the final checkpoint first closed its input
+    # channels while an upstream had not yet heard it; the upstream lost its output channel
+    # and the finished job failed over ("lost the output channel to subtask 1.1").
+    task, _, _ = deployed_task(monkeypatch, inputs=2)
+    task._finished = True  # the final checkpoint completed
+    assert not task._inputs_released()
+    task.handle(InputReceived(0, 0, EndOfPartition(), codec.encode_event(EndOfPartition())))
+    assert not task._inputs_released()
+    task.handle(InputChannelLost(0, 1))  # an upstream gone after the final checkpoint
+    assert task._inputs_released()
+    task._loop()  # returns at once: nothing holds the task any more
+
+
+def test_a_task_waits_for_its_inputs_ends_only_so_long(monkeypatch):
+    task, _, _ = deployed_task(monkeypatch, inputs=1)
+    task._finished = True
+    task._finished_at = task._clock.monotonic()
+    assert not task._inputs_released()
+    task._clock.advance(int(task.settings.connect_timeout_s * 1000) + 1)
+    assert task._inputs_released()
