@@ -3,8 +3,9 @@
 `barrierflow chaos job.py --failures N` runs the job file twice in this process, as
 `barrierflow run` would, each run in its own folder (`<workdir>/reference` and
 `<workdir>/chaos`): every `FileSink` path is rebased under the run's `outputs/` and the
-checkpoints go to its `checkpoints/` (`_redirect.py`), so the job file is used as written.
-The first run has no failures. During the second, a `FailureInjector` makes N failures at
+checkpoints go to its `checkpoints/` (`_check_run.py`), so the job file is used as written.
+The first run has no failures and reads generator sources at full speed (their rate only
+paces a run so failures fit in it). During the second, a `FailureInjector` makes N failures at
 random moments drawn from a seeded `random.Random`:
 
 - a failure is aimed only at a job that is RUNNING and has completed a checkpoint since
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from barrierflow import _redirect
+from barrierflow import _check_run
 from barrierflow.api.environment import (
     FAILURE_KINDS,
     JobClient,
@@ -407,7 +408,7 @@ class ChaosCheck:
         )
         started = time.monotonic()
         try:
-            with _redirect.redirect_outputs(self.workdir / name), settings:
+            with _check_run.check_run(self.workdir / name, full_speed=not plan), settings:
                 run_job_file(self.job_file, self.job_args)
         except ConfigurationError:
             raise

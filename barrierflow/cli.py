@@ -157,7 +157,9 @@ def chaos(
     checkpoint completed since the previous recovery, so each one tests a restore. Both
     runs restart at once and without limit, whatever the job's restart strategy. The job
     needs checkpointing and enough input to take every failure (with a generator source:
-    a rate, DataGeneratorSource(..., records_per_second=...)).
+    a rate, DataGeneratorSource(..., records_per_second=...); the failure-free run ignores
+    the rate, which only paces the run: a job whose output depends on its pace cannot be
+    checked by comparing two runs).
 
     \b
     A sink takes part if it can say what it committed (Sink.committed_output; FileSink

@@ -15,7 +15,7 @@ The order, top to bottom (issue 9):
     connectors  source and sink contracts and implementations
     core        user-facing contracts: function classes, Duration, watermarks, ...
     leaves      errors.py, _fs.py, _clock.py, _scheduler.py, _envelope.py, _bytes.py,
-                _redirect.py
+                _check_run.py
 
 A module may import its own unit (package or leaf module) and any unit of a lower
 layer. Modules of the same layer that are separate units (the facade modules, the
@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("state",),
     ("connectors",),
     ("core",),
-    ("errors", "_fs", "_clock", "_scheduler", "_envelope", "_bytes", "_redirect"),
+    ("errors", "_fs", "_clock", "_scheduler", "_envelope", "_bytes", "_check_run"),
 )
 """Units per layer, top first. A unit is a subpackage or a module of barrierflow; the
 unit "barrierflow" is the package's own `__init__`."""

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from barrierflow import _redirect
+from barrierflow import _check_run
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.execution_config import ExecutionConfig
@@ -239,7 +239,7 @@ integer >= 1, got 0
         barrier_handler_for(config.mode, config.unaligned, config.aligned_timeout_ms, 1)
         graph = self.get_job_graph(job_name)
         enabled = config.is_checkpointing_enabled()
-        storage = _redirect.checkpoint_storage(config.get_checkpoint_storage())
+        storage = _check_run.checkpoint_storage(config.get_checkpoint_storage())
         scratch = None
         if not enabled:
             scratch = tempfile.mkdtemp(prefix="barrierflow-final-checkpoint-")
@@ -384,7 +384,7 @@ class JobClient:
         attempt = self.attempt
         if kind == "exception":
             subtask = SubtaskId(vertex_id, subtask_index)
-            reason = f"failure injected by barrierflow chaos into {subtask} of attempt {attempt}"
+            reason = f"injected by barrierflow chaos (attempt {attempt})"
             self._master.mailbox.put(FailureInjectionRequested(attempt, subtask, reason))
         elif kind == "kill":
             self.kill_task_process(vertex_id, subtask_index)

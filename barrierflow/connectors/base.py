@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from barrierflow import _redirect
+from barrierflow import _check_run
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ class Sink(ABC):
     def output_location(path: str | os.PathLike[str]) -> str:
         """Where a sink should write `path`: `path` itself, or under `barrierflow chaos` the
         same path rebased into the current run's own folder."""
-        return _redirect.output_location(path)
+        return _check_run.output_location(path)
 
     @abstractmethod
     def create_writer(self, context: SinkContext) -> SinkWriter:
