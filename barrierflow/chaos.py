@@ -412,6 +412,9 @@ class ChaosCheck:
                 run_job_file(self.job_file, self.job_args)
         except ConfigurationError:
             raise
+        except SystemExit as exit_:  # the job file's own sys.exit: only a failure counts
+            if exit_.code not in (None, 0):
+                run.error = exit_
         except Exception as error:
             run.error = error
         finally:

@@ -25,7 +25,7 @@ from barrierflow.checkpoint.stats import (
     SubtaskCheckpointStats,
     SubtaskDecline,
 )
-from barrierflow.errors import BarrierflowError
+from barrierflow.errors import BarrierflowError, ConfigurationError
 from barrierflow.job_file import command_line_settings, run_job_file
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def chaos(
     )
     try:
         result = check.run(click.echo)
-    except ChaosError as error:
+    except (ChaosError, ConfigurationError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except BarrierflowError as error:
