@@ -1,11 +1,12 @@
-"""The `barrierflow` command: run a job file, show a job's checkpoints and their statistics."""
+"""The `barrierflow` command: run a job file, check it is exactly once under failures, show a
+job's checkpoints and their statistics."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import runpy
+import random
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -16,14 +17,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from barrierflow._bytes import format_bytes
-from barrierflow.api.environment import command_line_defaults
+from barrierflow.api.environment import FAILURE_KINDS
+from barrierflow.chaos import ChaosCheck, ChaosError
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsStatus,
     SubtaskCheckpointStats,
     SubtaskDecline,
 )
-from barrierflow.errors import BarrierflowError
+from barrierflow.errors import BarrierflowError, ConfigurationError
+from barrierflow.job_file import command_line_settings, run_job_file
 
 if TYPE_CHECKING:
     from barrierflow.checkpoint.history import CheckpointHistoryFile
@@ -56,6 +59,19 @@ def run(
     job_args: tuple[str, ...],
 ) -> None:
     """Run JOB_FILE, a Python file that builds a job and calls env.execute()."""
+    _check_job_file(job_file)
+    settings = command_line_settings(
+        parallelism=parallelism, master=master, checkpoint_dir=checkpoint_dir
+    )
+    try:
+        with settings:
+            run_job_file(job_file, job_args)
+    except BarrierflowError as error:
+        _fail(error)
+
+
+def _check_job_file(job_file: Path) -> None:
+    """A usage error for a missing file, exit status 2 for one that is not Python."""
     if not job_file.is_file():
         raise click.BadParameter(
             f"{job_file} does not exist or is not a file", param_hint="JOB_FILE"
@@ -69,19 +85,111 @@ def run(
             f"(line {error.lineno}, column {error.offset})"
         )
         sys.exit(2)
-    before = dataclasses.replace(command_line_defaults)
-    command_line_defaults.parallelism = parallelism
-    command_line_defaults.master = master
-    command_line_defaults.checkpoint_dir = checkpoint_dir
-    sys.argv = [str(job_file), *job_args]
-    sys.path.insert(0, str(job_file.resolve().parent))
+
+
+def _kinds(context: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    kinds = tuple(dict.fromkeys(k.strip() for k in value.split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in FAILURE_KINDS]
+    if unknown or not kinds:
+        raise click.BadParameter(
+            f"unknown kind(s) {', '.join(unknown) or '(none)'}; "
+            f"choose from {','.join(FAILURE_KINDS)}"
+        )
+    return kinds
+
+
+@main.command(context_settings={"max_content_width": 100})
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--failures",
+    "-n",
+    type=click.IntRange(min=0),
+    required=True,
+    help="How many failures to inject into the second run.",
+)
+@click.option(
+    "--kinds",
+    default=",".join(FAILURE_KINDS),
+    show_default=True,
+    callback=_kinds,
+    help="Failure kinds, comma-separated: exception (a task raises, as user code would), "
+    "kill (SIGKILL of a stream task's process), executor (SIGKILL of a Spark task's worker).",
+)
+@click.option("--seed", type=int, help="Seed of the failure plan (default: a random one, printed).")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of both runs' outputs and checkpoints (default: a new temporary folder).",
+)
+@click.option(
+    "--max-gap",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Longest wait (s) before a failure once the job may take one.",
+)
+@click.option("--parallelism", "-p", type=click.IntRange(min=1), help="As for `run`.")
+@click.option("--master", help="As for `run`.")
+@click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
+def chaos(
+    job_file: Path,
+    failures: int,
+    kinds: tuple[str, ...],
+    seed: int | None,
+    workdir: Path | None,
+    max_gap: float,
+    parallelism: int | None,
+    master: str | None,
+    job_args: tuple[str, ...],
+) -> None:
+    """Check that JOB_FILE commits exactly once under failures.
+
+    Runs JOB_FILE (as `barrierflow run` does) once without failures, then once with
+    --failures failures injected at random moments, and compares what the sinks committed
+    in the two runs as multisets. Prints a line per failure (its time, kind, task, and
+    recovery time: from the failure to the job RUNNING again, every task restored and
+    connected), then `exactly-once: OK`, or the records lost and duplicated.
+
+    \b
+    The job file is used as written. Each run gets its own folder under --workdir:
+    every FileSink path is rebased under <workdir>/<run>/outputs/ and the checkpoints go to
+    <workdir>/<run>/checkpoints. A failure is injected only while the job runs and after a
+    checkpoint completed since the previous recovery, so each one tests a restore. Both
+    runs restart at once and without limit, whatever the job's restart strategy. The job
+    needs checkpointing and enough input to take every failure (with a generator source:
+    a rate, DataGeneratorSource(..., records_per_second=...); the failure-free run ignores
+    the rate, which only paces the run: a job whose output depends on its pace cannot be
+    checked by comparing two runs).
+
+    \b
+    A sink takes part if it can say what it committed (Sink.committed_output; FileSink
+    can) and writes each run to its own place (Sink.output_location(path)).
+
+    \b
+    Exit status: 0 exactly once; 1 records lost or duplicated, or the job failed;
+    2 the check could not run as asked (bad job file, fewer failures than asked).
+    """
+    _check_job_file(job_file)
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**32)
+    if workdir is None:
+        workdir = Path(tempfile.mkdtemp(prefix="barrierflow-chaos-"))
+    check = ChaosCheck(
+        job_file, job_args, failures, kinds, seed, workdir, max_gap, parallelism, master
+    )
     try:
-        runpy.run_path(str(job_file), run_name="__main__")
+        result = check.run(click.echo)
+    except (ChaosError, ConfigurationError) as error:
+        console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        sys.exit(2)
     except BarrierflowError as error:
         _fail(error)
-    finally:  # the defaults belong to this run only (tests run several in one process)
-        for name in ("parallelism", "master", "checkpoint_dir"):
-            setattr(command_line_defaults, name, getattr(before, name))
+    for line in result.lines:
+        click.echo(line)
+    if not result.exactly_once:
+        sys.exit(1)
+    if len(result.failures) < failures:
+        sys.exit(2)
 
 
 @main.command()

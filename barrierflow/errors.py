@@ -13,6 +13,7 @@ BarrierflowError
   RemoteTaskError             a task failed with an exception the driver cannot rebuild
   JobExecutionError           the job failed and the restart strategy gave up
   InsufficientResourcesError  the cluster has fewer task slots than the job needs
+  ChaosFailure                a failure `barrierflow chaos` injected into a task on purpose
 """
 
 from __future__ import annotations
@@ -68,3 +69,8 @@ class JobExecutionError(BarrierflowError):
 
 class InsufficientResourcesError(BarrierflowError):
     """The Spark cluster has fewer task slots than the job has subtasks."""
+
+
+class ChaosFailure(BarrierflowError):
+    """A failure `barrierflow chaos` injected into a task on purpose: the task raises it on its
+    mailbox thread, and the job recovers from it as from an exception in user code."""

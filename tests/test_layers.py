@@ -4,7 +4,8 @@ Read statically (the AST of every module, imports inside functions and under
 `TYPE_CHECKING` included), so a lazy import cannot hide an upward dependency.
 The order, top to bottom (issue 9):
 
-    facade      barrierflow/__init__.py, functions.py, window.py, cli.py
+    facade      barrierflow/__init__.py, functions.py, window.py, cli.py, chaos.py,
+                job_file.py
     api         user-facing builders (DataStream, environment, async I/O, joins)
     cluster     JobMaster, Spark runner
     graph       transformations -> job graph
@@ -13,7 +14,8 @@ The order, top to bottom (issue 9):
     state       backends, key groups, state values
     connectors  source and sink contracts and implementations
     core        user-facing contracts: function classes, Duration, watermarks, ...
-    leaves      errors.py, _fs.py, _clock.py, _scheduler.py, _envelope.py, _bytes.py
+    leaves      errors.py, _fs.py, _clock.py, _scheduler.py, _envelope.py, _bytes.py,
+                _check_run.py
 
 A module may import its own unit (package or leaf module) and any unit of a lower
 layer. Modules of the same layer that are separate units (the facade modules, the
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "barrierflow"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("barrierflow", "functions", "window", "cli"),
+    ("barrierflow", "functions", "window", "cli", "chaos", "job_file"),
     ("api",),
     ("cluster",),
     ("graph",),
@@ -39,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("state",),
     ("connectors",),
     ("core",),
-    ("errors", "_fs", "_clock", "_scheduler", "_envelope", "_bytes"),
+    ("errors", "_fs", "_clock", "_scheduler", "_envelope", "_bytes", "_check_run"),
 )
 """Units per layer, top first. A unit is a subpackage or a module of barrierflow; the
 unit "barrierflow" is the package's own `__init__`."""

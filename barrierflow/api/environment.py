@@ -6,10 +6,11 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from barrierflow import _check_run
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.execution_config import ExecutionConfig
@@ -33,11 +34,17 @@ NO_CHECKPOINTS_INTERVAL_MS = 2**40
 
 @dataclass
 class _CommandLineDefaults:
-    """Set by `barrierflow run`; applied to every environment the job file creates."""
+    """Set by `barrierflow run` and `barrierflow chaos`; applied to every environment the job
+    file creates."""
 
     parallelism: int | None = None
     master: str | None = None
     checkpoint_dir: str | None = None
+    restart_strategy: RestartStrategyConfiguration | None = None
+    """Set by `barrierflow chaos`: replaces the job's own strategy, so a run with many
+    injected failures neither gives up nor waits between restarts."""
+    on_execute: Callable[[StreamExecutionEnvironment, JobClient], None] | None = None
+    """Set by `barrierflow chaos`: told of every job the file starts, as it starts."""
 
 
 command_line_defaults = _CommandLineDefaults()
@@ -146,7 +153,9 @@ integer >= 1, got 0
 
     def get_restart_strategy(self) -> RestartStrategyConfiguration:
         """The strategy set, else Flink 2's default: exponential delay with checkpointing on,
-        no restart without."""
+        no restart without (`barrierflow chaos` replaces either with its own)."""
+        if command_line_defaults.restart_strategy is not None:
+            return command_line_defaults.restart_strategy
         if self._restart_strategy is not None:
             return self._restart_strategy
         if self._checkpoint_config.is_checkpointing_enabled():
@@ -230,7 +239,7 @@ integer >= 1, got 0
         barrier_handler_for(config.mode, config.unaligned, config.aligned_timeout_ms, 1)
         graph = self.get_job_graph(job_name)
         enabled = config.is_checkpointing_enabled()
-        storage = config.get_checkpoint_storage()
+        storage = _check_run.checkpoint_storage(config.get_checkpoint_storage())
         scratch = None
         if not enabled:
             scratch = tempfile.mkdtemp(prefix="barrierflow-final-checkpoint-")
@@ -253,7 +262,10 @@ integer >= 1, got 0
             unaligned_checkpoints=config.unaligned,
             aligned_checkpoint_timeout_ms=config.aligned_timeout_ms,
         )
-        return JobClient(JobMaster(graph, settings), scratch)
+        client = JobClient(JobMaster(graph, settings), scratch)
+        if command_line_defaults.on_execute is not None:
+            command_line_defaults.on_execute(self, client)
+        return client
 
 
 @dataclass(frozen=True)
@@ -364,6 +376,27 @@ class JobClient:
         with it (local masters only): the job recovers in a new Spark job. Returns the pid."""
         return _kill_local(*self.spark_task_process(vertex_id, subtask_index))
 
+    def inject_failure(self, kind: str, vertex_id: int, subtask_index: int = 0) -> int:
+        """Make a running subtask fail in one of FAILURE_KINDS (`barrierflow chaos`); returns
+        the attempt it was aimed at (an exception aimed at an attempt that has meanwhile
+        ended is dropped: that attempt is already failing)."""
+        from barrierflow.cluster.mails import FailureInjectionRequested
+
+        attempt = self.attempt
+        if kind == "exception":
+            subtask = SubtaskId(vertex_id, subtask_index)
+            reason = f"injected by barrierflow chaos (attempt {attempt})"
+            self._master.mailbox.put(FailureInjectionRequested(attempt, subtask, reason))
+        elif kind == "kill":  # the stream task's process: respawned in place
+            self.kill_task_process(vertex_id, subtask_index)
+        elif kind == "executor":  # its Spark task (Python worker): a new Spark stage
+            self.kill_spark_task(vertex_id, subtask_index)
+        else:
+            raise ConfigurationError(
+                f"unknown failure kind {kind!r}; the kinds are {', '.join(FAILURE_KINDS)}"
+            )
+        return attempt
+
     @property
     def completed_checkpoints(self) -> tuple[int, ...]:
         return self._master.status.completed_checkpoints
@@ -379,6 +412,12 @@ class JobClient:
 
 
 _ENDED = ("FINISHED", "FAILED", "CANCELED")
+
+FAILURE_KINDS = ("exception", "kill", "executor")
+"""What `JobClient.inject_failure` does to a subtask. exception: the task raises ChaosFailure
+on its mailbox thread, as a user function would (recovered in place). kill: SIGKILL of the
+stream task's process. executor: SIGKILL of the Spark task's Python worker, which runs the
+stream task (its loss ends the Spark task; recovered by a new barrier stage)."""
 
 
 def _kill_local(host: str, pid: int) -> int:

@@ -165,6 +165,13 @@ class Attempt:
     def cancel(self, reason: str) -> None:
         raise AttemptFailed(AttemptFailure(reason))
 
+    def inject_failure(self, subtask: SubtaskId, reason: str) -> None:
+        """Tell a task to fail as user code would (`barrierflow chaos`); a task that has not
+        registered yet or has already ended is not told."""
+        partition = self.partitions.index(subtask)
+        if partition in self.connections and partition not in self.finished | self.failed:
+            self.send(partition, msg.InjectFailure(self.number, reason))
+
     def live_tasks(self) -> dict[int, TaskConnection] | None:
         """Every task's connection if all tasks registered and their processes and Spark job
         are alive and none finished (the job can roll back in place), else None."""

@@ -46,6 +46,7 @@ from barrierflow.cluster.job_settings import JobSettings
 from barrierflow.cluster.job_view import JobPublisher, JobStatus
 from barrierflow.cluster.mails import (
     CancelRequested,
+    FailureInjectionRequested,
     Mail,
     SparkJobEnded,
     TaskConnection,
@@ -272,6 +273,9 @@ class JobMaster:
             self.attempt.on_spark_job_ended(mail.error)
         elif isinstance(mail, CancelRequested):
             self._on_cancel(mail.reason)
+        elif isinstance(mail, FailureInjectionRequested):
+            if self.attempt is not None and self.attempt.number == mail.attempt:
+                self.attempt.inject_failure(mail.subtask, mail.reason)
         else:
             raise TypeError(f"the JobMaster got a mail of unknown type: {mail!r}")
 

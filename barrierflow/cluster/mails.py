@@ -1,7 +1,8 @@
 """The JobMaster's mails: what other threads hand to the JobMaster thread.
 
 RPC reader threads post a task's message or its lost connection, the Spark runner
-posts the end of an attempt's Spark job, the JobClient posts a cancel request. Each
+posts the end of an attempt's Spark job, the JobClient posts a cancel request (and, for
+`barrierflow chaos`, a failure to inject). Each
 mail is a frozen value dispatched by type; one that names an attempt carries its
 number, so the JobMaster refuses what belongs to an older attempt (a zombie).
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from barrierflow.graph.job_graph import SubtaskId
 
 
 class TaskConnection(Protocol):
@@ -50,5 +53,21 @@ class CancelRequested:
     reason: str
 
 
-Mail = TaskMessageReceived | TaskConnectionLost | SparkJobEnded | CancelRequested
+@dataclass(frozen=True)
+class FailureInjectionRequested:
+    """`barrierflow chaos` (JobClient.inject_failure) asks that subtask `subtask` of attempt
+    `attempt` fail as a user function would; refused if that attempt is no longer current."""
+
+    attempt: int
+    subtask: SubtaskId
+    reason: str
+
+
+Mail = (
+    TaskMessageReceived
+    | TaskConnectionLost
+    | SparkJobEnded
+    | CancelRequested
+    | FailureInjectionRequested
+)
 """Everything the JobMaster's mailbox holds."""

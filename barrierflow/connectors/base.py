@@ -11,10 +11,13 @@ is complete.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from barrierflow import _check_run
 
 
 @dataclass(frozen=True)
@@ -153,10 +156,28 @@ class SinkWriter(ABC):
 
 
 class Sink(ABC):
-    """A user-facing sink: picklable, shipped to the tasks."""
+    """A user-facing sink: picklable, shipped to the tasks.
+
+    A sink takes part in `barrierflow chaos` (the exactly-once self-check) when it
+    implements `committed_output` and writes each run to its own place: a sink that writes
+    files gets its location from `Sink.output_location(path)`, which chaos rebases into the
+    run's folder.
+    """
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """On the driver, before deployment: fail fast on bad configuration (unwritable folder)."""
+
+    def committed_output(self) -> list[Any] | None:
+        """Every record this sink has committed, in any order (a multiset), read on the driver
+        after the job ended; None (the default) when the sink cannot tell. `barrierflow chaos`
+        compares it between a failure-free run and a run with failures."""
+        return None
+
+    @staticmethod
+    def output_location(path: str | os.PathLike[str]) -> str:
+        """Where a sink should write `path`: `path` itself, or under `barrierflow chaos` the
+        same path rebased into the current run's own folder."""
+        return _check_run.output_location(path)
 
     @abstractmethod
     def create_writer(self, context: SinkContext) -> SinkWriter:

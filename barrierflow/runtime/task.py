@@ -27,7 +27,12 @@ from typing import Any
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import Scheduler
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
-from barrierflow.errors import BarrierflowError, ChannelLostError, StreamCorruptionError
+from barrierflow.errors import (
+    BarrierflowError,
+    ChannelLostError,
+    ChaosFailure,
+    StreamCorruptionError,
+)
 from barrierflow.runtime import mails
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.attempt_outcome import AttemptEnd, AttemptEnded, TaskCancelled
@@ -429,6 +434,8 @@ class StreamTask:
             raise TaskCancelled(message.reason)
         elif isinstance(message, msg.EndAttempt):
             raise AttemptEnded(message.reason)
+        elif isinstance(message, msg.InjectFailure):
+            raise ChaosFailure(message.reason)
         elif isinstance(message, msg.RestartTask):  # the next attempt follows this one's end
             raise StreamCorruptionError(f"attempt {message.attempt} reached a running attempt")
 

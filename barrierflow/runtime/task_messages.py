@@ -237,6 +237,15 @@ class RestartTask:
     settings: TaskSettings
 
 
+@dataclass(frozen=True)
+class InjectFailure:
+    """Fail now, as a user function that raises would (`barrierflow chaos`): the task raises
+    `ChaosFailure(reason)` on its mailbox thread and reports it as its failure."""
+
+    attempt: int
+    reason: str
+
+
 TASK_TO_JOBMASTER = (
     RegisterTask,
     TaskRunning,
@@ -258,5 +267,6 @@ JOBMASTER_TO_TASK = (
     CancelTask,
     EndAttempt,
     RestartTask,
+    InjectFailure,
 )
 """Every message the JobMaster sends; a task refuses any other type."""

@@ -69,7 +69,7 @@ class FileSink(Sink):
     def __init__(
         self, path: str | os.PathLike[str], *, buffer_size: int = DEFAULT_BUFFER_SIZE
     ) -> None:
-        self.output = _fs.location(path)
+        self.output = _fs.location(Sink.output_location(path))
         self.buffer_size = buffer_size
 
     @classmethod
@@ -89,6 +89,18 @@ class FileSink(Sink):
 
     def create_writer(self, context: SinkContext) -> FileSinkWriter:
         return FileSinkWriter(self.output, context, self.buffer_size)
+
+    def committed_output(self) -> list[Any]:
+        """Every record of every committed file (staged files are not output yet)."""
+        records: list[Any] = []
+        try:
+            names = [n for n in _fs.list_dir(self.output) if n.startswith("part-")]
+            for name in sorted(names):
+                text = _fs.read_bytes(self.output.child(name)).decode("utf-8")
+                records.extend(json.loads(line) for line in text.splitlines() if line)
+        except (OSError, ValueError) as error:
+            raise SinkError(f"cannot read the committed output in {self.output}: {error}") from None
+        return records
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,75 @@
+"""How a job built during one run of `barrierflow chaos` differs from its file as written.
+
+`barrierflow chaos` runs the same job file twice, and each run must write its own output
+and checkpoints without the file being edited. While `check_run(root)` is active,
+`FileSink` (and any sink that names its location through `Sink.output_location`) writes a
+path rebased under `root/outputs/`, and the job's checkpoints go to `root/checkpoints`.
+With `full_speed`, generator sources ignore their rate (`source_rate`): a rate only paces
+a run so that failures fit in it, and a job whose output depended on its pace could not be
+checked by comparing two runs anyway. One run at a time per process.
+
+>>> from pathlib import Path
+>>> with check_run(Path("/work/chaos"), full_speed=True):
+...     output_location("/data/counts"), checkpoint_storage("/data/chk"), source_rate(100.0)
+('/work/chaos/outputs/data/counts', '/work/chaos/checkpoints', None)
+>>> output_location("/data/counts"), checkpoint_storage("/data/chk"), source_rate(100.0)
+('/data/counts', '/data/chk', 100.0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+_root: Path | None = None
+"""The active run's folder, None outside a check's run."""
+_full_speed = False
+
+
+@contextlib.contextmanager
+def check_run(root: Path, *, full_speed: bool = False) -> Iterator[None]:
+    """Jobs built inside the block write their outputs and checkpoints into `root` and, with
+    `full_speed`, read generator sources without their rate."""
+    global _root, _full_speed
+    if _root is not None:
+        raise RuntimeError(f"a check's run into {_root} is already active")
+    _root, _full_speed = root, full_speed
+    try:
+        yield
+    finally:
+        _root, _full_speed = None, False
+
+
+def source_rate(records_per_second: float | None) -> float | None:
+    """A generator source's rate: as given, or None (no limit) in a full-speed run."""
+    return None if _full_speed else records_per_second
+
+
+def output_location(path: str | os.PathLike[str]) -> str:
+    """`path`, or its rebased form under the active run's `outputs/` folder.
+
+    A local path keeps its absolute parts (`/data/x` -> `<root>/outputs/data/x`); a URI
+    keeps its scheme as the first part (`s3://bucket/x` -> `<root>/outputs/s3/bucket/x`).
+
+    >>> rebased(Path("/r"), "file:///tmp/out"), rebased(Path("/r"), "s3://bucket/x/")
+    ('/r/outputs/file/tmp/out', '/r/outputs/s3/bucket/x')
+    """
+    if _root is None:
+        return os.fspath(path)
+    return rebased(_root, path)
+
+
+def checkpoint_storage(configured: str) -> str:
+    """The job's checkpoint storage, or the active run's own `checkpoints/` folder."""
+    return configured if _root is None else str(_root / "checkpoints")
+
+
+def rebased(root: Path, path: str | os.PathLike[str]) -> str:
+    text = os.fspath(path)
+    scheme, separator, rest = text.partition("://")
+    local = Path(os.path.abspath(text)).parts[1:]
+    parts = [scheme, *rest.split("/")] if separator else list(local)
+    kept = [part for part in parts if part not in ("", ".", "..")]
+    return str(root.joinpath("outputs", *kept))

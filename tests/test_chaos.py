@@ -1,0 +1,140 @@
+"""The pure parts of `barrierflow chaos`: the failure plan from a seed, the multiset
+comparison and its report, and the redirection of a run's outputs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from barrierflow import _check_run
+from barrierflow.chaos import (
+    MARKER,
+    ChaosError,
+    FailureRecord,
+    _prepare_workdir,
+    compare_outputs,
+    plan_failures,
+    verdict_lines,
+)
+from barrierflow.connectors.base import Sink
+from barrierflow.connectors.datagen import DataGeneratorSource
+from barrierflow.connectors.files import FileSink
+from barrierflow.errors import ConfigurationError
+
+KINDS = ["exception", "kill", "executor"]
+
+
+def test_the_same_seed_plans_the_same_failures_and_another_seed_others():
+    plan = plan_failures(30, KINDS, seed=11, max_gap_s=0.5)
+    assert plan == plan_failures(30, KINDS, seed=11, max_gap_s=0.5)
+    assert plan != plan_failures(30, KINDS, seed=12, max_gap_s=0.5)
+
+
+def test_every_kind_gets_an_equal_share_of_the_failures_in_a_random_order():
+    plan = plan_failures(31, KINDS, seed=3, max_gap_s=1.0)
+    assert Counter(p.kind for p in plan) == {"exception": 11, "kill": 10, "executor": 10}
+    assert [p.kind for p in plan] != [KINDS[i % 3] for i in range(31)]
+
+
+def test_gaps_stay_within_the_bound_and_targets_vary():
+    plan = plan_failures(200, ["exception"], seed=5, max_gap_s=0.25)
+    assert all(0 <= p.gap_s <= 0.25 for p in plan)
+    assert len({p.target % 4 for p in plan}) == 4
+
+
+def test_an_unknown_kind_is_refused_with_the_known_ones():
+    with pytest.raises(ConfigurationError, match="exception, kill, executor"):
+        plan_failures(3, ["exception", "reboot"], seed=1, max_gap_s=1.0)
+
+
+def test_equal_multisets_are_exactly_once_whatever_the_order():
+    comparison = compare_outputs("out", [["a", 1], ["b", 2], ["a", 1]], [("a", 1)] * 2 + [("b", 2)])
+    assert comparison.exactly_once
+    assert verdict_lines([comparison])[-1] == "exactly-once: OK"
+
+
+def test_a_record_committed_once_more_is_duplicated_and_one_missing_is_lost():
+    reference = [1, 2, 3, 3]
+    comparison = compare_outputs("out", reference, [1, 1, 3])
+    assert comparison.lost == Counter({2: 1, 3: 1})
+    assert comparison.duplicated == Counter({1: 1})
+    lines = verdict_lines([comparison])
+    assert lines[0] == "sink out: 4 records without failures, 3 with; 2 lost, 1 duplicated"
+    assert lines[-1] == "exactly-once: FAILED (2 records lost, 1 duplicated)"
+
+
+def test_the_report_names_only_the_first_few_records_but_counts_all():
+    comparison = compare_outputs("out", [], list(range(100)))
+    lines = verdict_lines([comparison])
+    assert lines[1].startswith("  duplicated (first 5): 0 (1 more), 1 (1 more)")
+    assert lines[1].count("more") == 5
+    assert lines[-1] == "exactly-once: FAILED (0 records lost, 100 duplicated)"
+
+
+def test_a_failure_line_gives_time_kind_task_attempt_and_recovery():
+    record = FailureRecord(3, 4.214, "kill", "'Map' (1/2)", 2, 1532.4)
+    assert record.describe(10) == (
+        "failure 3/10 at 4.21 s: kill of 'Map' (1/2) in attempt 2, recovered in 1532 ms"
+    )
+    ended = FailureRecord(1, 1.0, "exception", "'Map' (2/2)", 0, None)
+    assert ended.describe(1).endswith("the job ended before it recovered")
+
+
+def test_inside_a_check_run_a_file_sink_and_checkpoints_land_in_the_runs_folder(tmp_path):
+    with _check_run.check_run(tmp_path / "chaos"):
+        sink = FileSink.for_rows("/data/out")
+        assert _check_run.checkpoint_storage("/data/chk") == str(tmp_path / "chaos" / "checkpoints")
+    assert sink.output.path == str(tmp_path / "chaos" / "outputs" / "data" / "out")
+    assert FileSink.for_rows("/data/out").output.path == "/data/out"
+
+
+def test_only_a_full_speed_run_ignores_a_generator_sources_rate(tmp_path):
+    with _check_run.check_run(tmp_path, full_speed=True):
+        assert DataGeneratorSource(str, 10, records_per_second=5).records_per_second is None
+    with _check_run.check_run(tmp_path):
+        assert DataGeneratorSource(str, 10, records_per_second=5).records_per_second == 5
+
+
+def test_a_file_sink_reports_its_committed_records_only(tmp_path):
+    from barrierflow.connectors.base import SinkContext
+
+    sink = FileSink.for_rows(str(tmp_path / "out"))
+    sink.prepare()
+    writer = sink.create_writer(SinkContext("sink", 0, 1, 0, "run-0"))
+    writer.restore([])
+    writer.write_batch([["a", 1], {"b": 2}])
+    writer.pre_commit(1)
+    writer.commit(1)
+    writer.write_batch(["pending"])
+    writer.pre_commit(2)
+    assert sink.committed_output() == [["a", 1], {"b": 2}]
+
+
+def test_a_sink_that_cannot_tell_what_it_committed_says_none():
+    class Blind(Sink):
+        def create_writer(self, context):
+            raise NotImplementedError
+
+    assert Blind().committed_output() is None
+
+
+def test_a_work_folder_with_other_files_is_refused_and_an_earlier_checks_is_reused(tmp_path):
+    (tmp_path / "mine.txt").write_text("keep")
+    with pytest.raises(ChaosError, match="not made by barrierflow chaos"):
+        _prepare_workdir(tmp_path)
+    assert (tmp_path / "mine.txt").read_text() == "keep"
+
+    workdir = tmp_path / "work"
+    _prepare_workdir(workdir)
+    (workdir / "chaos").mkdir()
+    (workdir / "chaos" / "old").write_text("")
+    _prepare_workdir(workdir)
+    assert not (workdir / "chaos").exists() and (workdir / MARKER).exists()
+
+
+def test_check_runs_do_not_nest(tmp_path):
+    nested = _check_run.check_run(Path(tmp_path / "other"))
+    with _check_run.check_run(tmp_path), pytest.raises(RuntimeError, match="already active"):
+        nested.__enter__()
