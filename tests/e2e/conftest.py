@@ -12,6 +12,9 @@ import pytest
 
 SLOTS = 8
 
+collect_ignore = ["chaos_jobs"]
+"""Job files that `barrierflow chaos` runs; importing them would run their jobs."""
+
 
 @pytest.fixture(scope="session")
 def spark():
