@@ -10,11 +10,11 @@ worker killed). Each failure prints one line with its kind and recovery time; at
 two committed outputs are compared as multisets: `exactly-once: OK`, or the records lost
 and duplicated (exit status 1).
 
-    python examples/flagship.py [--records N] [--failures K] [--seed S] [--workdir DIR]
+    python examples/flagship.py [--records N] [--rate R] [--failures K] [--seed S]
+                                [--workdir DIR]
 
-is the same check as
-
-    barrierflow chaos examples/word_count_job.py --failures 3 --seed 1 -- --records N
+It prints the `barrierflow chaos` command that makes the same check, to run on a job file of
+your own the same way.
 """
 
 from __future__ import annotations
@@ -29,9 +29,17 @@ from barrierflow.chaos import ChaosCheck, ChaosError
 JOB_FILE = Path(__file__).resolve().parent / "word_count_job.py"
 
 
+def shown(path: Path) -> str:
+    """`path` relative to the current folder when it is inside it (shorter to copy)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=40_000, help="input words")
+    parser.add_argument("--records", type=int, default=30_000, help="input words")
     parser.add_argument("--rate", type=float, default=2_000.0, help="words per second")
     parser.add_argument("--failures", type=int, default=len(FAILURE_KINDS))
     parser.add_argument("--seed", type=int, default=1, help="of the failure plan")
@@ -47,7 +55,11 @@ def main() -> None:
         workdir=args.workdir,
         max_gap_s=0.5,
     )
-    print(f"checking {JOB_FILE.name} with {args.failures} failures (seed {args.seed})")
+    print(
+        f"the same check as: barrierflow chaos {shown(JOB_FILE)} --failures {args.failures} "
+        f"--seed {args.seed} --max-gap {check.max_gap_s} --workdir {args.workdir} "
+        f"-- {' '.join(check.job_args)}"
+    )
     try:
         result = check.run(lambda line: print(line, flush=True))
     except ChaosError as error:

@@ -47,7 +47,7 @@ def build(env: StreamExecutionEnvironment, records: int, rate: float | None, out
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=40_000)
+    parser.add_argument("--records", type=int, default=30_000)
     parser.add_argument("--rate", type=float, default=2_000.0, help="records per second")
     parser.add_argument("--out", default="work-data/word-count/out", help="the sink's folder")
     args = parser.parse_args()
