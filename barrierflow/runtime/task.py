@@ -445,12 +445,10 @@ class StreamTask:
         """Tell the JobMaster why this task failed; True if it heard it (then the Spark task
         ends quietly instead of adding a second copy of the traceback to the executor log)."""
         name = self.descriptor.vertex_name
-        # A lost channel is the echo of a peer's failure, and an injected failure is chaos's
-        # own: the JobMaster reports both, so they would only add a second line per failure.
-        quiet = isinstance(error, ChannelLostError | ChaosFailure)
-        level = logging.INFO if quiet else logging.WARNING
         position = (self.subtask.subtask_index + 1, self.descriptor.parallelism)
-        log.log(level, "task %s (%d/%d) failed: %s", name, *position, error)
+        # The JobMaster reports every failure in one line, naming the root cause; this line
+        # is for the executor's log only (INFO), or a warning when the JobMaster is gone.
+        log.info("task %s (%d/%d) failed: %s", name, *position, error)
         try:
             self._send(
                 msg.TaskFailed(
