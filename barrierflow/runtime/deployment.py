@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.runtime.barriers.handler import BarrierHandler, barrier_handler_for
 from barrierflow.runtime.operators.base import DEFAULT_AUTO_WATERMARK_INTERVAL_MS, StreamOperator
+from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
 
 
 @dataclass(frozen=True, order=True)
@@ -84,6 +85,13 @@ class TaskDescriptor:
     vertex_names: dict[int, str] | None = None
     """Names of the job's vertices by id, for messages about peers."""
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
+
+    @property
+    def key_group_range(self) -> KeyGroupRange:
+        """The key groups this subtask owns."""
+        return key_group_range_for_subtask(
+            self.max_parallelism, self.parallelism, self.subtask.subtask_index
+        )
 
     def vertex_name_of(self, subtask: SubtaskId) -> str:
         """The name of a peer's vertex (its id if unknown)."""

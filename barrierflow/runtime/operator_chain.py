@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 
+from barrierflow._clock import Clock
 from barrierflow.checkpoint.handles import OperatorRestore
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.runtime.chain_inputs import ChainInputs
 from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
-from barrierflow.runtime.deployment import TaskDescriptor
+from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings
+from barrierflow.runtime.mailbox_executor import MailboxExecutor
 from barrierflow.runtime.network.record_writer import RecordWriter
 from barrierflow.runtime.operators.base import (
     OperatorContext,
@@ -156,4 +158,21 @@ def restored_state(
             for old, uri, off, length in restore.operator
         ],
         timers=[reader.slice(uri, off, length) for uri, off, length in restore.timers],
+    )
+
+
+def operator_context(
+    descriptor: TaskDescriptor, settings: TaskSettings, clock: Clock, mailbox: MailboxExecutor
+) -> OperatorContext:
+    """What every operator of one subtask's chain is set up with, for one attempt."""
+    return OperatorContext(
+        subtask_index=descriptor.subtask.subtask_index,
+        parallelism=descriptor.parallelism,
+        max_parallelism=descriptor.max_parallelism,
+        key_group_range=descriptor.key_group_range,
+        attempt=settings.attempt,
+        deployment_id=settings.deployment_id,
+        processing_time=clock.epoch_millis,
+        auto_watermark_interval_ms=descriptor.auto_watermark_interval_ms,
+        mailbox=mailbox,
     )

@@ -50,12 +50,10 @@ from barrierflow.runtime.network.channels import DataServer
 from barrierflow.runtime.network.checkpointed_input_gate import CheckpointedInputGate
 from barrierflow.runtime.network.input_gate import InputGate
 from barrierflow.runtime.network.record_writer import RecordWriter
-from barrierflow.runtime.operator_chain import OperatorChain
-from barrierflow.runtime.operators.base import OperatorContext
+from barrierflow.runtime.operator_chain import OperatorChain, operator_context
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader
 from barrierflow.runtime.subtask_checkpoint import SubtaskCheckpointCoordinator
-from barrierflow.state.key_groups import key_group_range_for_subtask
 
 log = logging.getLogger(__name__)
 
@@ -125,10 +123,7 @@ class StreamTask:
         self._torn_down = False
 
     def _checkpoint_coordinator(self) -> SubtaskCheckpointCoordinator:
-        descriptor = self.descriptor
-        key_range = key_group_range_for_subtask(
-            descriptor.max_parallelism, descriptor.parallelism, self.subtask.subtask_index
-        )
+        key_range = self.descriptor.key_group_range
         return SubtaskCheckpointCoordinator(
             self.settings,
             self.partition,
@@ -221,18 +216,11 @@ class StreamTask:
     def deploy_and_restore(self, deploy: msg.DeployTask) -> None:
         """Connect the outputs, restore channel state and operators, open the chain."""
         descriptor, settings = self.descriptor, self.settings
-        context = OperatorContext(
-            subtask_index=self.subtask.subtask_index,
-            parallelism=descriptor.parallelism,
-            max_parallelism=descriptor.max_parallelism,
-            key_group_range=key_group_range_for_subtask(
-                descriptor.max_parallelism, descriptor.parallelism, self.subtask.subtask_index
-            ),
-            attempt=settings.attempt,
-            deployment_id=settings.deployment_id,
-            processing_time=self._clock.epoch_millis,
-            auto_watermark_interval_ms=descriptor.auto_watermark_interval_ms,
-            mailbox=mails.TaskMailboxExecutor(self.mailbox.put, settings.attempt),
+        context = operator_context(
+            descriptor,
+            settings,
+            self._clock,
+            mails.TaskMailboxExecutor(self.mailbox.put, settings.attempt),
         )
         if self.chain.source is not None:
             self.chain.source.assign_splits(deploy.splits)
