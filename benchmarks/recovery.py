@@ -46,6 +46,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -75,6 +76,9 @@ FLINK_INPUT = {
 """Worker mode -> (--n, --fail-at) for one PyFlink run at parallelism 2: its second subtask
 reads n/2..n-1, so the failure falls mid-way through that subtask's share, seconds after the
 start (after a checkpoint), never on its first record."""
+FLINK_RUN_TIMEOUT_S = 120
+"""One PyFlink run takes 10-20 s here; some process-mode runs never restart (tasks stay
+SCHEDULED after the failure): those are ended and counted as timed out."""
 
 
 class Identity:
@@ -270,17 +274,27 @@ def run_pyflink(python: Path, script_dir: Path, worker: str) -> dict:
         environ.pop("PYTHONPATH", None)
     command = [str(python), "recovery.py", "--n", str(n), "--fail-at", str(fail_at)]
     command += ["--par", "2", "--worker", worker]
-    try:
-        done = subprocess.run(
-            command, cwd=script_dir, env=environ, capture_output=True, text=True, timeout=300
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": "timed out after 300 s"}
-    for line in done.stdout.splitlines():
+    # its own session, so a run that hangs is ended with the JVM it started
+    with subprocess.Popen(
+        command,
+        cwd=script_dir,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as run:
+        try:
+            stdout, stderr = run.communicate(timeout=FLINK_RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.communicate()
+            return {"error": f"timed out after {FLINK_RUN_TIMEOUT_S} s", "timed_out": True}
+    for line in stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
-    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit {done.returncode}: " + " | ".join(tail)}
+    tail = (stderr or stdout).strip().splitlines()[-3:]
+    return {"error": f"exit {run.returncode}: " + " | ".join(tail)}
 
 
 def pyflink_figures(args: argparse.Namespace) -> dict[str, list[dict]] | str:
@@ -362,6 +376,7 @@ def main() -> None:
     for worker, runs in flink.items():
         times = [r["failure_to_first_record_s"] for r in runs if "failure_to_first_record_s" in r]
         once = sum(1 for r in runs if r.get("sink", {}).get("exactly_once"))
+        hung = sum(1 for r in runs if r.get("timed_out"))
         if not times:
             errors = "; ".join(r.get("error", "?") for r in runs)
             print(f"PyFlink {worker}: no figure ({errors})")
@@ -373,6 +388,8 @@ def main() -> None:
             f"{label:<34} {len(times):>3} {median:>7.3f}s {worst:>7.3f}s  {'-':>10}  "
             f"{once}/{len(runs)} runs OK"
         )
+        if hung:
+            print(f"    {hung} of {len(runs)} runs did not recover within {FLINK_RUN_TIMEOUT_S} s")
         print(f"    without its 1 s restart delay: median {without:.3f} s (an estimate)")
         for which, figure in (("as measured", median), ("without the delay", without)):
             ratios = ", ".join(
