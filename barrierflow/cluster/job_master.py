@@ -29,7 +29,7 @@ import queue
 import secrets
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from pyspark import cloudpickle
 
@@ -56,8 +56,8 @@ from barrierflow.cluster.mails import (
 from barrierflow.cluster.rest import resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
 from barrierflow.cluster.rollback import InPlaceRollback, roll_back
-from barrierflow.cluster.rpc import RpcServer
-from barrierflow.cluster.spark_runner import AttemptRunner, SparkAttemptRunner
+from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
+from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
 from barrierflow.errors import CheckpointStorageError, JobExecutionError
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
@@ -71,22 +71,6 @@ IDLE_WAIT_S = 1.0
 
 __all__ = ["CheckpointStats", "JobMaster", "JobSettings", "JobStatus"]
 # CheckpointStats (checkpoint/stats.py) is what JobExecutionResult.checkpoints holds.
-
-
-class RpcEndpoint(Protocol):
-    """The JobMaster's RPC endpoint (rpc.RpcServer): tasks connect to `address`."""
-
-    address: tuple[str, int]
-
-    def close(self) -> None:
-        """Stop listening and close every task's connection."""
-        ...
-
-
-RunnerFactory = Callable[[str | None, int, str, Callable[[Mail], None]], AttemptRunner]
-"""(Spark master, subtask count, job name, post) -> the runner of the job's attempts."""
-RpcFactory = Callable[..., RpcEndpoint]
-"""(host, secret, post, *, job_id) -> the RPC endpoint tasks of job `job_id` connect to."""
 
 
 class JobMaster:

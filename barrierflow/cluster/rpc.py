@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Protocol
 
 import msgpack
 
@@ -45,6 +45,20 @@ def _decode_hello(data: bytes) -> str:
     if kind != _RPC or not isinstance(job_id, str):
         raise handshake.Refused("not an RPC hello")
     return job_id
+
+
+class RpcEndpoint(Protocol):
+    """The JobMaster's RPC endpoint (rpc.RpcServer): tasks connect to `address`."""
+
+    address: tuple[str, int]
+
+    def close(self) -> None:
+        """Stop listening and close every task's connection."""
+        ...
+
+
+RpcFactory = Callable[..., RpcEndpoint]
+"""(host, secret, post, *, job_id) -> the RPC endpoint tasks of job `job_id` connect to."""
 
 
 class RpcServer:

@@ -158,6 +158,10 @@ class AttemptRunner(Protocol):
         ...
 
 
+RunnerFactory = Callable[[str | None, int, str, Callable[[Mail], None]], AttemptRunner]
+"""(Spark master, subtask count, job name, post) -> the runner of the job's attempts."""
+
+
 class SparkAttemptRunner:
     """Runs each attempt as one Spark barrier job, waited for on a thread of its own."""
 
