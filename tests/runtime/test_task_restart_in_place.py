@@ -94,11 +94,35 @@ class CommittingSink(Sink):
 
 
 class FakeJobMaster:
-    """Plays the JobMaster's side of the protocol for one attempt at a time."""
+    """Plays the JobMaster's side of the protocol for one attempt at a time, for the tasks
+    of `graph` (parallelism 1 everywhere) with their checkpoints under `tmp_path`."""
 
-    def __init__(self, tasks: list[StreamTask], inbox: queue.SimpleQueue) -> None:
-        self.tasks = tasks
-        self.inbox = inbox
+    def __init__(self, graph: Any, tmp_path: Any, **settings: Any) -> None:
+        self.graph = graph
+        self.partitions = tuple(graph.all_subtasks())
+        self.folder = _fs.location(str(tmp_path))
+        self.settings = TaskSettings(
+            job_id="job",
+            attempt=0,
+            deployment_id="d0",
+            secret=b"secret",
+            jobmaster_address=("127.0.0.1", 1),
+            bind_host="127.0.0.1",
+            checkpoint_dir=self.folder.uri,
+            partitions=self.partitions,
+            buffer_timeout_ms=5,
+            **settings,
+        )
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        descriptors = build_task_descriptors(graph)
+        self.tasks = [
+            StreamTask(descriptors[subtask], self.settings, p, self.inbox.put, queue.SimpleQueue())
+            for p, subtask in enumerate(self.partitions)
+        ]
+        self.source = next(
+            p for p, s in enumerate(self.partitions) if graph.vertex(s.vertex_id).is_source
+        )
+        self.splits = {self.source: GatedSource().create_splits()}
 
     def tell(self, partition: int, message: Any) -> None:
         self.tasks[partition].mailbox.put(RpcReceived(message))
@@ -112,6 +136,30 @@ class FakeJobMaster:
             if isinstance(message, kind) and message.attempt == attempt:
                 got.append(message)
         return got
+
+    def deploy(self, attempt: int, restore_from: tuple[int, dict[str, Any]] | None) -> None:
+        """Wait for every task to register under `attempt`, deploy it, wait until running."""
+        registered = self.expect(msg.RegisterTask, attempt, len(self.tasks))
+        peers = {r.partition: r.data_address for r in registered}
+        for p, subtask in enumerate(self.partitions):
+            restore, checkpoint_id = {}, None
+            if restore_from is not None:
+                checkpoint_id, metadata = restore_from
+                chk = self.folder.child(f"chk-{checkpoint_id}")
+                restore = restore_assignment(self.graph, metadata, chk, subtask)
+            splits = self.splits.get(p, [])
+            self.tell(p, msg.DeployTask(attempt, peers, splits, checkpoint_id, restore))
+        self.expect(msg.TaskRunning, attempt, len(self.tasks))
+
+    def checkpoint(self, attempt: int, checkpoint_id: int, is_final: bool) -> dict[str, Any]:
+        """Trigger a checkpoint at the source, collect every ack, notify its completion."""
+        self.tell(self.source, msg.TriggerCheckpoint(attempt, checkpoint_id, 0, is_final))
+        acks = self.expect(msg.AcknowledgeCheckpoint, attempt, len(self.tasks))
+        handles = {self.partitions[a.partition]: a.state_handle for a in acks}
+        metadata = build_metadata(self.graph, checkpoint_id, 0, is_final, handles)
+        for p in range(len(self.tasks)):
+            self.tell(p, msg.NotifyCheckpointComplete(attempt, checkpoint_id, is_final))
+        return metadata
 
 
 def run_in_threads(tasks: list[StreamTask]) -> list[threading.Thread]:
@@ -137,49 +185,8 @@ def test_a_task_rolls_back_to_a_checkpoint_and_runs_the_next_attempt_in_the_same
         .sink_to(CommittingSink())
         .uid("sink")
     )
-    graph = env.get_job_graph("restart")
-    partitions = tuple(graph.all_subtasks())
-    descriptors = build_task_descriptors(graph)
-    settings = TaskSettings(
-        job_id="job",
-        attempt=0,
-        deployment_id="d0",
-        secret=b"secret",
-        jobmaster_address=("127.0.0.1", 1),
-        bind_host="127.0.0.1",
-        checkpoint_dir=_fs.location(str(tmp_path)).uri,
-        partitions=partitions,
-        buffer_timeout_ms=5,
-    )
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
-    tasks = [
-        StreamTask(descriptors[subtask], settings, p, inbox.put, queue.SimpleQueue())
-        for p, subtask in enumerate(partitions)
-    ]
-    jm = FakeJobMaster(tasks, inbox)
-    source = next(p for p, s in enumerate(partitions) if graph.vertex(s.vertex_id).is_source)
-    splits = {source: GatedSource().create_splits()}
-
-    def deploy(attempt: int, restore_from: tuple[int, dict[str, Any]] | None) -> None:
-        registered = jm.expect(msg.RegisterTask, attempt, len(tasks))
-        peers = {r.partition: r.data_address for r in registered}
-        for p, subtask in enumerate(partitions):
-            restore, checkpoint_id = {}, None
-            if restore_from is not None:
-                checkpoint_id, metadata = restore_from
-                folder = _fs.location(str(tmp_path)).child(f"chk-{checkpoint_id}")
-                restore = restore_assignment(graph, metadata, folder, subtask)
-            jm.tell(p, msg.DeployTask(attempt, peers, splits.get(p, []), checkpoint_id, restore))
-        jm.expect(msg.TaskRunning, attempt, len(tasks))
-
-    def checkpoint(attempt: int, checkpoint_id: int, is_final: bool) -> dict[str, Any]:
-        jm.tell(source, msg.TriggerCheckpoint(attempt, checkpoint_id, 0, is_final))
-        acks = jm.expect(msg.AcknowledgeCheckpoint, attempt, len(tasks))
-        handles = {partitions[a.partition]: a.state_handle for a in acks}
-        metadata = build_metadata(graph, checkpoint_id, 0, is_final, handles)
-        for p in range(len(tasks)):
-            jm.tell(p, msg.NotifyCheckpointComplete(attempt, checkpoint_id, is_final))
-        return metadata
+    jm = FakeJobMaster(env.get_job_graph("restart"), tmp_path)
+    tasks, deploy, checkpoint = jm.tasks, jm.deploy, jm.checkpoint
 
     # ---- attempt 0: the first half, checkpoint 1, then a roll-back ----
     threads = run_in_threads(tasks)
@@ -194,7 +201,7 @@ def test_a_task_rolls_back_to_a_checkpoint_and_runs_the_next_attempt_in_the_same
     assert {1: sums[:10]} == COMMITTED
 
     # ---- attempt 1: the same task objects, restored from checkpoint 1 ----
-    attempt_1 = dataclasses.replace(settings, attempt=1, deployment_id="d1")
+    attempt_1 = dataclasses.replace(jm.settings, attempt=1, deployment_id="d1")
     for task in tasks:
         task.restart(attempt_1)
     GATE.set()

@@ -6,9 +6,7 @@ StreamTasks in threads over loopback sockets and a fake JobMaster; no Spark."""
 from __future__ import annotations
 
 import dataclasses
-import queue
 import threading
-from typing import Any
 
 from test_task_restart_in_place import (
     COMMITTED,
@@ -19,14 +17,12 @@ from test_task_restart_in_place import (
     GatedSource,
 )
 
-from barrierflow import StreamExecutionEnvironment, WatermarkStrategy, _fs
-from barrierflow.checkpoint.metadata import build_metadata, restore_assignment
+from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.cluster.task_entry import run_attempts
 from barrierflow.core.functions import MapFunction, RuntimeContext
-from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.attempt_outcome import AttemptEnd
-from barrierflow.runtime.task import StreamTask, TaskSettings
+from barrierflow.runtime.task import StreamTask
 
 
 class RaiseOnceIn0(MapFunction):
@@ -57,30 +53,8 @@ def test_a_user_function_that_raises_once_rolls_back_in_place_exactly_once(tmp_p
         .sink_to(CommittingSink())
         .uid("sink")
     )
-    graph = env.get_job_graph("roll-back")
-    partitions = tuple(graph.all_subtasks())
-    descriptors = build_task_descriptors(graph)
-    folder = _fs.location(str(tmp_path))
-    settings = TaskSettings(
-        job_id="job",
-        attempt=0,
-        deployment_id="d0",
-        secret=b"secret",
-        jobmaster_address=("127.0.0.1", 1),
-        bind_host="127.0.0.1",
-        checkpoint_dir=folder.uri,
-        partitions=partitions,
-        buffer_timeout_ms=5,
-        connect_timeout_s=20,
-    )
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
-    tasks = [
-        StreamTask(descriptors[subtask], settings, p, inbox.put, queue.SimpleQueue())
-        for p, subtask in enumerate(partitions)
-    ]
-    jm = FakeJobMaster(tasks, inbox)
-    source = next(p for p, s in enumerate(partitions) if graph.vertex(s.vertex_id).is_source)
-    splits = {source: GatedSource().create_splits()}
+    jm = FakeJobMaster(env.get_job_graph("roll-back"), tmp_path, connect_timeout_s=20)
+    tasks, inbox, source = jm.tasks, jm.inbox, jm.source
     ends: dict[int, AttemptEnd] = {}
 
     def run(task: StreamTask) -> None:
@@ -90,26 +64,7 @@ def test_a_user_function_that_raises_once_rolls_back_in_place_exactly_once(tmp_p
     for thread in threads:
         thread.start()
 
-    def deploy(attempt: int, restore_from: tuple[int, dict[str, Any]] | None) -> None:
-        registered = jm.expect(msg.RegisterTask, attempt, len(tasks))
-        peers = {r.partition: r.data_address for r in registered}
-        for p, subtask in enumerate(partitions):
-            restore, checkpoint_id = {}, None
-            if restore_from is not None:
-                checkpoint_id, metadata = restore_from
-                chk = folder.child(f"chk-{checkpoint_id}")
-                restore = restore_assignment(graph, metadata, chk, subtask)
-            jm.tell(p, msg.DeployTask(attempt, peers, splits.get(p, []), checkpoint_id, restore))
-        jm.expect(msg.TaskRunning, attempt, len(tasks))
-
-    def checkpoint(attempt: int, checkpoint_id: int, is_final: bool) -> dict[str, Any]:
-        jm.tell(source, msg.TriggerCheckpoint(attempt, checkpoint_id, 0, is_final))
-        acks = jm.expect(msg.AcknowledgeCheckpoint, attempt, len(tasks))
-        handles = {partitions[a.partition]: a.state_handle for a in acks}
-        metadata = build_metadata(graph, checkpoint_id, 0, is_final, handles)
-        for p in range(len(tasks)):
-            jm.tell(p, msg.NotifyCheckpointComplete(attempt, checkpoint_id, is_final))
-        return metadata
+    deploy, checkpoint = jm.deploy, jm.checkpoint
 
     # ---- attempt 0: checkpoint 1 after 10 values, then the map raises on 15 ----
     deploy(0, None)
@@ -124,7 +79,7 @@ def test_a_user_function_that_raises_once_rolls_back_in_place_exactly_once(tmp_p
         jm.tell(p, msg.EndAttempt(0, "rolling back", 0))
 
     # ---- attempt 1 in the same processes, over the same connections ----
-    attempt_1 = dataclasses.replace(settings, attempt=1, deployment_id="d1")
+    attempt_1 = dataclasses.replace(jm.settings, attempt=1, deployment_id="d1")
     for p in range(len(tasks)):
         jm.tell(p, msg.RestartTask(1, attempt_1))
     deploy(1, (1, metadata))
@@ -143,22 +98,8 @@ def test_a_task_waiting_for_its_next_attempt_ends_on_cancel(tmp_path):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     env.from_collection([1, 2, 3]).uid("numbers").sink_to(CommittingSink()).uid("sink")
-    graph = env.get_job_graph("cancel-while-waiting")
-    (subtask,) = graph.all_subtasks()
-    settings = TaskSettings(
-        job_id="job",
-        attempt=0,
-        deployment_id="d0",
-        secret=b"secret",
-        jobmaster_address=("127.0.0.1", 1),
-        bind_host="127.0.0.1",
-        checkpoint_dir=_fs.location(str(tmp_path)).uri,
-        partitions=(subtask,),
-        connect_timeout_s=20,
-    )
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
-    task = StreamTask(build_task_descriptors(graph)[subtask], settings, 0, inbox.put, queue.Queue())
-    jm = FakeJobMaster([task], inbox)
+    jm = FakeJobMaster(env.get_job_graph("cancel-while-waiting"), tmp_path, connect_timeout_s=20)
+    (task,), inbox = jm.tasks, jm.inbox
     jm.tell(0, msg.EndAttempt(0, "rolling back", 60_000))  # before it even registered
     jm.tell(0, msg.CancelTask(0, "the job failed"))
     assert run_attempts(task) is AttemptEnd.ENDED  # ended the attempt, then the process
