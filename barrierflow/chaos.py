@@ -37,6 +37,7 @@ from typing import Any
 
 from barrierflow import _check_run
 from barrierflow.api.environment import (
+    ENDED_STATES,
     FAILURE_KINDS,
     JobClient,
     StreamExecutionEnvironment,
@@ -264,7 +265,7 @@ class FailureInjector:
                 continue
             recovered = client.wait_until_running(attempt + 1, timeout=self.recovery_timeout_s)
             now = time.monotonic()
-            if not recovered and client.get_job_status() not in _ENDED:
+            if not recovered and client.get_job_status() not in ENDED_STATES:
                 raise ChaosError(
                     f"the job did not recover within {self.recovery_timeout_s:.0f} s "
                     f"from a {planned.kind} of {self._task_name(subtask)}"
@@ -289,21 +290,18 @@ class FailureInjector:
         client = self.client
         while not self._stop.is_set():
             if not client.wait_for_completed_checkpoints(checkpoints + 1, timeout=1.0):
-                if client.get_job_status() in _ENDED:
+                if client.get_job_status() in ENDED_STATES:
                     return False
                 continue
             if client.wait_until_running(client.attempt, timeout=1.0):
                 return True
-            if client.get_job_status() in _ENDED:
+            if client.get_job_status() in ENDED_STATES:
                 return False
         return False
 
     def _task_name(self, subtask: Any) -> str:
         vertex = self.client.job_graph.vertex(subtask.vertex_id)
         return f"'{vertex.name}' ({subtask.subtask_index + 1}/{vertex.parallelism})"
-
-
-_ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 
 # ---- the two runs ------------------------------------------------------------------------------

@@ -344,7 +344,7 @@ class JobClient:
         """True once `count` checkpoints completed in this run (of any attempt)."""
         return (
             self._master.wait_for(
-                lambda s: len(s.completed_checkpoints) >= count or s.state in _ENDED, timeout
+                lambda s: len(s.completed_checkpoints) >= count or s.state in ENDED_STATES, timeout
             )
             and len(self._master.status.completed_checkpoints) >= count
         )
@@ -352,7 +352,9 @@ class JobClient:
     def wait_until_running(self, attempt: int = 0, timeout: float = 120.0) -> bool:
         return (
             self._master.wait_for(
-                lambda s: (s.state == "RUNNING" and s.attempt >= attempt) or s.state in _ENDED,
+                lambda s: (
+                    (s.state == "RUNNING" and s.attempt >= attempt) or s.state in ENDED_STATES
+                ),
                 timeout,
             )
             and self._master.status.state == "RUNNING"
@@ -411,7 +413,8 @@ class JobClient:
         return self._master.status.restored_from
 
 
-_ENDED = ("FINISHED", "FAILED", "CANCELED")
+ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
+"""The job states a job never leaves."""
 
 FAILURE_KINDS = ("exception", "kill", "executor")
 """What `JobClient.inject_failure` does to a subtask. exception: the task raises ChaosFailure

@@ -77,8 +77,8 @@ class Attempt:
         self.failed: set[int] = set()
         self.end_of_input: set[int] = set()
         self.lost: set[int] = set()
-        self._spark_end_timer: ScheduledAction | None = None
         """Tasks whose connection ended: their process is gone (or finished)."""
+        self._spark_end_timer: ScheduledAction | None = None
         self.spark_job_ended = False
         self.source_partitions = frozenset(self.partitions.index(s) for s in master.sources)
         self.checkpoints: CheckpointActions | None = None
@@ -197,11 +197,7 @@ class Attempt:
         try:
             self.halt()
         finally:  # the tasks go even if aborting the checkpoints failed (the crash path)
-            for conn in self.connections.values():
-                with contextlib.suppress(OSError):
-                    conn.send(msg.CancelTask(self.number, "the job is failing over or cancelled"))
-                with contextlib.suppress(OSError):
-                    conn.close()
+            cancel_tasks(self.connections, self.number, "the job is failing over or cancelled")
 
     # ---- registration and deployment ---------------------------------------------------------
 
@@ -366,3 +362,13 @@ class Attempt:
         subtask = self.partitions[partition]
         vertex = self.master.graph.vertex(subtask.vertex_id)
         return f"'{vertex.name}' ({subtask.subtask_index + 1}/{vertex.parallelism})"
+
+
+def cancel_tasks(connections: dict[int, TaskConnection], attempt: int, reason: str) -> None:
+    """Tell every task to cancel `attempt` and close its connection (an unreachable task is
+    already gone)."""
+    for conn in connections.values():
+        with contextlib.suppress(OSError):
+            conn.send(msg.CancelTask(attempt, reason))
+        with contextlib.suppress(OSError):
+            conn.close()

@@ -36,7 +36,7 @@ from pyspark import cloudpickle
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
 from barrierflow.checkpoint.history import CheckpointHistoryFile
-from barrierflow.checkpoint.metadata import check_compatible
+from barrierflow.checkpoint.metadata import check_compatible, is_savepoint
 from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsTracker, TaskVertexInfo
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster.attempt import Attempt
@@ -208,7 +208,7 @@ class JobMaster:
         prepare_sinks(self.graph)
         self.storage.prepare()
         self._first_checkpoint_id = self.history.first_unused_id()
-        self._payload_graph = shippable_graph(self.graph)
+        self._descriptors = build_task_descriptors(shippable_graph(self.graph))
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
         )
@@ -303,7 +303,7 @@ class JobMaster:
                 latest[0],
                 self.clock.epoch_millis(),
                 external_path=self.storage.checkpoint_dir(latest[0]).uri,
-                is_savepoint=bool(latest[1].get("is_savepoint", False)),
+                is_savepoint=is_savepoint(latest[1]),
             )
         assert self._runner is not None and self._rpc is not None
         settings = self.settings.task_settings(
@@ -331,7 +331,7 @@ class JobMaster:
 
     def _payload(self, settings: TaskSettings) -> bytes:
         """What every Spark task of an attempt unpacks (task_entry.py)."""
-        return cloudpickle.dumps((build_task_descriptors(self._payload_graph), settings))
+        return cloudpickle.dumps((self._descriptors, settings))
 
     def _group(self, number: int) -> str:
         return f"barrierflow-{self.job_id}-{number}"

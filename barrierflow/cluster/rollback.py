@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from barrierflow.cluster.attempt import cancel_tasks
 from barrierflow.cluster.attempt_failure import AttemptFailure
 from barrierflow.cluster.mails import TaskConnection
 from barrierflow.runtime import task_messages as msg
@@ -106,10 +107,6 @@ class InPlaceRollback:
         """Cancel every kept task, close its connection and cancel the Spark job (the job ends,
         or the next attempt takes a new stage)."""
         try:
-            for conn in self.connections.values():
-                with contextlib.suppress(OSError):
-                    conn.send(msg.CancelTask(self.number, reason))
-                with contextlib.suppress(OSError):
-                    conn.close()
+            cancel_tasks(self.connections, self.number, reason)
         finally:
             self._cancel_spark_job()

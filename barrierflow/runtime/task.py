@@ -116,7 +116,7 @@ class StreamTask:
         """Input channels lost after the final checkpoint: their upstream will send nothing."""
         self._source_exhausted = False
         self._end_of_input_unsent = False
-        """The source ended; msg.EndOfInput waits until the chain accepts input (drained)."""
+        """The source ended; EndOfInput waits until the chain accepts input (drained)."""
         self._source_waiting = False
         self._next_wakeup_ms: int | None = None
         self._last_flush = self._clock.monotonic()
