@@ -25,6 +25,7 @@ from barrierflow.checkpoint.stats import (
     SubtaskCheckpointStats,
     SubtaskDecline,
 )
+from barrierflow.cli_jobs import add_job_commands
 from barrierflow.errors import BarrierflowError, ConfigurationError
 from barrierflow.job_file import command_line_settings, run_job_file
 
@@ -420,6 +421,8 @@ def _time(epoch_ms: int) -> str:
 def _ms(value: float) -> str:
     return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
 
+
+add_job_commands(main)
 
 if __name__ == "__main__":
     main()

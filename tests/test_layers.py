@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "barrierflow"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("barrierflow", "functions", "window", "cli", "chaos", "job_file"),
+    ("barrierflow", "functions", "window", "cli", "chaos", "job_file", "cli_jobs", "job_remote"),
     ("api",),
     ("cluster",),
     ("graph",),

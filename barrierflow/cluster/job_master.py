@@ -218,7 +218,13 @@ class JobMaster:
         self.publisher.publish_view()
         publisher, host = self.publisher, self._runner.bind_host
         self._rest = start_rest_endpoint(
-            self.graph.job_name, self.job_id, host, rest_port, lambda: publisher.view
+            self.graph.job_name,
+            self.job_id,
+            host,
+            rest_port,
+            lambda: publisher.view,
+            actions=self,
+            token=secrets.token_urlsafe(32),
         )
         if self._rest is not None:
             self.publisher.publish(rest_url=self._rest.url)

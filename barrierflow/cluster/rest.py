@@ -1,4 +1,4 @@
-"""The JobMaster's REST endpoint: read-only JSON about one running job, in Flink's shapes.
+"""The JobMaster's REST endpoint: JSON about one running job, and its actions, in Flink's shapes.
 
     GET /jobs                                            the job's id and state
     GET /jobs/overview                                   name, state, start time, attempt
@@ -8,10 +8,15 @@
     GET /jobs/<job_id>/checkpoints/details/<id>          one checkpoint, every subtask
     GET /jobs/<job_id>/checkpoints/details/<id>/subtasks/<vertex_id>   one vertex's subtasks
 
-Anything else is a 404 (405 for other methods) with Flink's error body,
+    GET /jobs/<job_id>/savepoints/<trigger_id>           a triggered savepoint's state
+    POST /jobs/<job_id>/savepoints, POST /jobs/<job_id>/stop, PATCH /jobs/<job_id>?mode=cancel
+                                                         actions, with the job's token
+                                                         (rest_actions.py)
+
+Anything else is a 404 (405 for a method a path does not take) with Flink's error body,
 `{"errors": ["..."]}`. The server answers from HTTP threads, which only read the
-immutable `JobView` the JobMaster thread last published: they never touch the
-JobMaster's own state.
+immutable `JobView` the JobMaster thread last published and act through `JobActions`
+(whose calls post to the JobMaster): they never touch the JobMaster's own state.
 
 The port comes from `JobSettings.rest_port` or, when that is None, the environment
 variable `BARRIERFLOW_REST_PORT`: unset or `0` picks a free port (logged at job
@@ -31,17 +36,21 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
-from barrierflow.cluster import rest_json
+from barrierflow.cluster import rest_actions, rest_json
+from barrierflow.cluster.rest_actions import JobControl, RestError
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
     "REST_PORT_VARIABLE",
+    "JobControl",
     "JobView",
+    "RestRequest",
     "RestServer",
     "VertexView",
+    "allowed_methods",
     "resolve_rest_port",
     "route",
 ]
@@ -105,22 +114,33 @@ class JobView:
     restored_from: int | None = None
 
 
-class _NotFound(Exception):
-    pass
+@dataclass(frozen=True)
+class RestRequest:
+    """One request as `route` sees it: plain values, no socket."""
+
+    method: str
+    path: str
+    """The request target, with its query string."""
+    body: bytes | None = None
+    authorization: str | None = None
+    """The Authorization header, if any."""
 
 
 def _job(view: JobView, job_id: str) -> JobView:
     if job_id != view.job_id:
-        raise _NotFound(f"job {job_id} not found; this endpoint serves job {view.job_id}")
+        raise RestError(
+            HTTPStatus.NOT_FOUND, f"job {job_id} not found; this endpoint serves job {view.job_id}"
+        )
     return view
 
 
 def _checkpoint(view: JobView, job_id: str, checkpoint_id: str) -> dict[str, Any]:
     stats = _job(view, job_id).checkpoints.checkpoint(int(checkpoint_id))
     if stats is None:
-        raise _NotFound(
+        raise RestError(
+            HTTPStatus.NOT_FOUND,
             f"checkpoint {checkpoint_id} of job {job_id} is not in the statistics history "
-            "(it keeps the newest checkpoints; `barrierflow checkpoints` shows older ones)"
+            "(it keeps the newest checkpoints; `barrierflow checkpoints` shows older ones)",
         )
     return rest_json.checkpoint_json(stats, details=True)
 
@@ -128,50 +148,134 @@ def _checkpoint(view: JobView, job_id: str, checkpoint_id: str) -> dict[str, Any
 def _vertex(view: JobView, job_id: str, checkpoint_id: str, vertex_id: str) -> dict[str, Any]:
     tasks = _checkpoint(view, job_id, checkpoint_id)["tasks"]
     if vertex_id not in tasks:
-        raise _NotFound(f"checkpoint {checkpoint_id} of job {job_id} has no vertex {vertex_id}")
+        raise RestError(
+            HTTPStatus.NOT_FOUND,
+            f"checkpoint {checkpoint_id} of job {job_id} has no vertex {vertex_id}",
+        )
     return tasks[vertex_id]
 
 
-_ROUTES: list[tuple[re.Pattern[str], Callable[..., Any]]] = [
-    (re.compile(r"/jobs"), lambda v: {"jobs": [{"id": v.job_id, "status": v.state}]}),
-    (re.compile(r"/jobs/overview"), lambda v: {"jobs": [rest_json.job_overview_json(v)]}),
-    (re.compile(r"/jobs/([^/]+)"), lambda v, j: rest_json.job_json(_job(v, j))),
+_RouteHandler = Callable[..., Any]
+"""A route's handler: (view, control, request, *path groups) -> (status, body)."""
+
+
+def _read(reader: Callable[..., Any]) -> _RouteHandler:
+    """A GET handler of the view alone, answering 200."""
+    return lambda view, control, request, *groups: (HTTPStatus.OK, reader(view, *groups))
+
+
+_ROUTES: list[tuple[str, re.Pattern[str], _RouteHandler]] = [
+    ("GET", re.compile(r"/jobs"), _read(lambda v: {"jobs": [{"id": v.job_id, "status": v.state}]})),
     (
-        re.compile(r"/jobs/([^/]+)/checkpoints"),
-        lambda v, j: rest_json.checkpoints_json(_job(v, j).checkpoints),
+        "GET",
+        re.compile(r"/jobs/overview"),
+        _read(lambda v: {"jobs": [rest_json.job_overview_json(v)]}),
     ),
-    (re.compile(r"/jobs/([^/]+)/checkpoints/config"), lambda v, j: _job(v, j).checkpoint_config),
-    (re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)"), _checkpoint),
-    (re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)/subtasks/(\d+)"), _vertex),
+    ("GET", re.compile(r"/jobs/([^/]+)"), _read(lambda v, j: rest_json.job_json(_job(v, j)))),
+    (
+        "GET",
+        re.compile(r"/jobs/([^/]+)/checkpoints"),
+        _read(lambda v, j: rest_json.checkpoints_json(_job(v, j).checkpoints)),
+    ),
+    (
+        "GET",
+        re.compile(r"/jobs/([^/]+)/checkpoints/config"),
+        _read(lambda v, j: _job(v, j).checkpoint_config),
+    ),
+    ("GET", re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)"), _read(_checkpoint)),
+    ("GET", re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)/subtasks/(\d+)"), _read(_vertex)),
+    (
+        "GET",
+        re.compile(r"/jobs/([^/]+)/savepoints/([^/]+)"),
+        lambda v, c, r, j, t: (HTTPStatus.OK, rest_actions.savepoint_status(v, c, j, t)),
+    ),
+    (
+        "POST",
+        re.compile(r"/jobs/([^/]+)/savepoints"),
+        lambda v, c, r, j: rest_actions.trigger_savepoint(v, c, j, r.body, r.authorization),
+    ),
+    (
+        "POST",
+        re.compile(r"/jobs/([^/]+)/stop"),
+        lambda v, c, r, j: rest_actions.stop(v, c, j, r.body, r.authorization),
+    ),
+    (
+        "PATCH",
+        re.compile(r"/jobs/([^/]+)"),
+        lambda v, c, r, j: rest_actions.cancel(
+            v, c, j, parse_qs(urlsplit(r.path).query), r.authorization
+        ),
+    ),
 ]
 
 
-def route(view: JobView | None, path: str) -> tuple[int, dict[str, Any]]:
-    """The status and JSON body of a GET of `path` (pure: tests call it without a socket)."""
-    path = unquote(urlsplit(path).path).rstrip("/") or "/"
+def allowed_methods(path: str) -> list[str]:
+    """The methods `path` answers to (GET implies HEAD); empty when it names nothing."""
+    path = _clean(path)
+    methods = [m for m, pattern, _ in _ROUTES if pattern.fullmatch(path)]
+    return sorted(set(methods + (["HEAD"] if "GET" in methods else [])))
+
+
+def route(
+    view: JobView | None,
+    path: str,
+    *,
+    method: str = "GET",
+    body: bytes | None = None,
+    authorization: str | None = None,
+    control: JobControl | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body of a request (pure but for `control`, which acts on the job:
+    tests call it without a socket). GETs are open; actions need `control`'s token."""
+    request = RestRequest(method, path, body, authorization)
+    clean = _clean(path)
+    get = "GET" if method == "HEAD" else method
+    if get != "GET" and control is None:
+        return HTTPStatus.METHOD_NOT_ALLOWED, {"errors": ["read-only: use GET"]}
     if view is None:
         return HTTPStatus.SERVICE_UNAVAILABLE, {"errors": ["the job is starting"]}
-    for pattern, handler in _ROUTES:
-        match = pattern.fullmatch(path)
-        if match is not None:
-            try:
-                return HTTPStatus.OK, handler(view, *match.groups())
-            except _NotFound as missing:
-                return HTTPStatus.NOT_FOUND, {"errors": [str(missing)]}
-    return HTTPStatus.NOT_FOUND, {"errors": [f"not found: {path}"]}
+    matched = False
+    for route_method, pattern, handler in _ROUTES:
+        match = pattern.fullmatch(clean)
+        if match is None:
+            continue
+        matched = True
+        if route_method != get:
+            continue
+        try:
+            return handler(view, control, request, *match.groups())
+        except RestError as refused:
+            return refused.status, {"errors": [str(refused)]}
+    if matched:
+        allowed = ", ".join(allowed_methods(path))
+        return HTTPStatus.METHOD_NOT_ALLOWED, {"errors": [f"{method} {clean}: use {allowed}"]}
+    return HTTPStatus.NOT_FOUND, {"errors": [f"not found: {clean}"]}
+
+
+def _clean(path: str) -> str:
+    return unquote(urlsplit(path).path).rstrip("/") or "/"
 
 
 class RestServer:
     """Serves `route()` over HTTP on a ThreadingHTTPServer. Thread-safe.
 
     Guarantees that HTTP threads see only what `get_view` returns (the JobMaster's
-    last published `JobView`); assumes `get_view` is a plain attribute read.
+    last published `JobView`) and act on the job only through `control`; assumes
+    `get_view` is a plain attribute read. Without `control` the endpoint is read-only.
     """
 
-    def __init__(self, host: str, port: int, get_view: Callable[[], JobView | None]) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        get_view: Callable[[], JobView | None],
+        control: JobControl | None = None,
+    ) -> None:
         class Handler(_Handler):
             view = staticmethod(get_view)
+            job_control = control
 
+        self.control = control
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -199,9 +303,14 @@ class RestServer:
         self._thread.join(5)
 
 
+MAX_BODY_BYTES = 64 * 1024
+"""A request body larger than this is refused (an action's body is a few fields)."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "barrierflow"
     view: Callable[[], JobView | None]
+    job_control: JobControl | None
 
     def do_GET(self) -> None:
         self._answer(send_body=True)
@@ -209,23 +318,35 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._answer(send_body=False)
 
+    def do_POST(self) -> None:
+        self._answer(send_body=True)
+
+    do_PATCH = do_PUT = do_DELETE = do_POST
+
     def _answer(self, *, send_body: bool) -> None:
+        headers: dict[str, str] = {}
         try:
-            status, body = route(self.view(), self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+                body = {"errors": [f"the request body is larger than {MAX_BODY_BYTES} bytes"]}
+                self.close_connection = True
+            else:
+                status, body = route(
+                    self.view(),
+                    self.path,
+                    method=self.command,
+                    body=self.rfile.read(length) if length > 0 else None,
+                    authorization=self.headers.get("Authorization"),
+                    control=self.job_control,
+                )
+            if status == HTTPStatus.METHOD_NOT_ALLOWED:
+                allowed = allowed_methods(self.path) if self.job_control else []
+                headers["Allow"] = ", ".join(allowed) or "GET, HEAD"
         except Exception as error:  # a bug here must not kill the server thread silently
-            log.warning("REST request %s failed", self.path, exc_info=True)
+            log.warning("REST request %s %s failed", self.command, self.path, exc_info=True)
             status, body = HTTPStatus.INTERNAL_SERVER_ERROR, {"errors": [str(error)]}
-        self._send(status, body, send_body)
-
-    def _refuse(self) -> None:
-        self._send(
-            HTTPStatus.METHOD_NOT_ALLOWED,
-            {"errors": ["read-only: use GET"]},
-            True,
-            {"Allow": "GET, HEAD"},
-        )
-
-    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+        self._send(status, body, send_body, headers)
 
     def _send(
         self,
