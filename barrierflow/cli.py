@@ -19,6 +19,7 @@ from rich.table import Table
 from barrierflow._bytes import format_bytes
 from barrierflow.api.environment import FAILURE_KINDS
 from barrierflow.chaos import ChaosCheck, ChaosError
+from barrierflow.cli_state import state
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsStatus,
@@ -38,6 +39,9 @@ console = Console(stderr=True)
 @click.group()
 def main() -> None:
     """barrierflow: exactly-once stream processing on Spark."""
+
+
+main.add_command(state)
 
 
 @main.command()
