@@ -19,13 +19,13 @@ from rich.table import Table
 from barrierflow._bytes import format_bytes
 from barrierflow.api.environment import FAILURE_KINDS
 from barrierflow.chaos import ChaosCheck, ChaosError
-from barrierflow.cli_state import state
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsStatus,
     SubtaskCheckpointStats,
     SubtaskDecline,
 )
+from barrierflow.cli_state import state
 from barrierflow.errors import BarrierflowError, ConfigurationError
 from barrierflow.job_file import command_line_settings, run_job_file
 

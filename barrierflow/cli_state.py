@@ -125,4 +125,3 @@ def _fail(error: BaseException) -> NoReturn:
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
-

@@ -333,7 +333,9 @@ class Snapshot:
         if kind == "map":
             rows = [(e.key, None, e.user_key, e.value) for e in entries]
             return to_frame(spark, ["key", "namespace", "user_key", "value"], rows)
-        return to_frame(spark, ["key", "namespace", "value"], [(e.key, None, e.value) for e in entries])
+        return to_frame(
+            spark, ["key", "namespace", "value"], [(e.key, None, e.value) for e in entries]
+        )
 
     def operator_state(self, spark: SparkSession, uid: str) -> DataFrame:
         """Operator state of `uid`: columns subtask, state (a row per subtask that stored one)."""

@@ -336,4 +336,3 @@ def _entries(data: Any, kind: str) -> Iterable[_Entry]:
             if len(row) != 2:
                 raise ConfigurationError(f"{kind} state rows are (key, value), got {row!r}")
             yield row[0], None, row[1]
-
