@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from barrierflow.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent / "state_processor"))
-from test_reading import WORDS, word_count_checkpoint  # noqa: E402
+from test_reading import WORDS, word_count_checkpoint
 
 
 def test_show_lists_operators_states_kinds_key_counts_and_a_sample(tmp_path):

@@ -97,3 +97,38 @@ def test_count_state_reads_back_and_a_written_savepoint_changes_the_rerun(spark,
         (w, base[w] + n) for w, total in Counter(second_words).items() for n in range(1, total + 1)
     )
     assert read_rows(tmp_path / "out2") == expected
+
+
+def test_windows_and_untypable_values_round_trip_through_dataframes(spark, tmp_path):
+    from barrierflow.window import TimeWindow
+
+    contents = [
+        ("a", TimeWindow(0, 10), 3),
+        ("a", TimeWindow(10, 20), 8),
+        ("b", TimeWindow(0, 10), 4),
+    ]
+    original = (
+        state_processor.SavepointWriter()
+        .with_keyed_state("windows", "window-contents", contents, kind="map")
+        .with_keyed_state("odd", "tags", {1: {"x", "y"}, 2: {"z"}})
+        .write(tmp_path / "original")
+    )
+
+    windows = original.keyed_state(spark, "windows", "window-contents")
+    assert windows.columns == ["key", "namespace", "value"]
+    assert windows.schema["namespace"].dataType.simpleString() == "struct<start:bigint,end:bigint>"
+    tags = original.keyed_state(spark, "odd", "tags")
+    assert tags.schema["value"].dataType.simpleString() == "binary"  # sets: pickled
+
+    copy = (
+        state_processor.SavepointWriter()
+        .with_keyed_state("windows", "window-contents", windows, kind="map")
+        .with_keyed_state("odd", "tags", tags)
+        .write(tmp_path / "copy")
+    )
+    for uid, name in [("windows", "window-contents"), ("odd", "tags")]:
+        assert entries(copy, uid, name) == entries(original, uid, name)
+
+
+def entries(snapshot, uid: str, name: str) -> dict:
+    return {(e.key, e.user_key): e.value for e in snapshot.keyed_entries(uid, name)}
