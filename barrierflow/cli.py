@@ -26,6 +26,7 @@ from barrierflow.checkpoint.stats import (
     SubtaskDecline,
 )
 from barrierflow.cli_jobs import add_job_commands
+from barrierflow.cli_state import state
 from barrierflow.errors import BarrierflowError, ConfigurationError
 from barrierflow.job_file import command_line_settings, run_job_file
 
@@ -39,6 +40,9 @@ console = Console(stderr=True)
 @click.group()
 def main() -> None:
     """barrierflow: exactly-once stream processing on Spark."""
+
+
+main.add_command(state)
 
 
 @main.command()

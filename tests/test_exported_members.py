@@ -72,6 +72,17 @@ PUBLIC = {
         "ValueState",
         "ValueStateDescriptor",
     },
+    "barrierflow.state_processor": {
+        "KeyedEntry",
+        "OperatorInfo",
+        "SavepointWriter",
+        "Snapshot",
+        "StateInfo",
+        "StateReader",
+        "TimerEntry",
+        "load",
+        "read",
+    },
     "barrierflow.window": {
         "MAX_TIMESTAMP",
         "ContinuousEventTimeTrigger",

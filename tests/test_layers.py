@@ -4,8 +4,8 @@ Read statically (the AST of every module, imports inside functions and under
 `TYPE_CHECKING` included), so a lazy import cannot hide an upward dependency.
 The order, top to bottom (issue 9):
 
-    facade      barrierflow/__init__.py, functions.py, window.py, cli.py, chaos.py,
-                job_file.py
+    facade      barrierflow/__init__.py, functions.py, window.py, cli.py, cli_state.py,
+                chaos.py, job_file.py, state_processor/
     api         user-facing builders (DataStream, environment, async I/O, joins)
     cluster     JobMaster, Spark runner
     graph       transformations -> job graph
@@ -32,7 +32,18 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "barrierflow"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("barrierflow", "functions", "window", "cli", "chaos", "job_file", "cli_jobs", "job_remote"),
+    (
+        "barrierflow",
+        "functions",
+        "window",
+        "cli",
+        "cli_state",
+        "chaos",
+        "job_file",
+        "state_processor",
+        "cli_jobs",
+        "job_remote",
+    ),
     ("api",),
     ("cluster",),
     ("graph",),

@@ -1,0 +1,404 @@
+"""A savepoint or checkpoint read as plain Python: its operators, and the entries of their
+keyed state, operator state and timers (docs/savepoint-format.md, no Spark needed).
+
+The reader follows the documented format rather than restoring a backend: every
+envelope's version is checked, keyed state is read key group by key group, and
+every error names the file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from barrierflow import _envelope, _fs
+from barrierflow.checkpoint.files import read_checkpoint_file
+from barrierflow.checkpoint.metadata import METADATA_SCHEMA
+from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
+from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
+from barrierflow.errors import StateRestoreError
+from barrierflow.runtime.timers import SNAPSHOT_KIND as TIMERS_KIND
+from barrierflow.state.heap_backend import KEYED_STATE, KEYED_STATE_VERSION
+from barrierflow.state.operator_state import decode_operator_state
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["KeyedEntry", "OperatorInfo", "Snapshot", "StateInfo", "TimerEntry", "load"]
+
+WINDOW_STATES = frozenset({"window-contents", "merging-window-set"})
+"""State names only a window operator writes; an operator holding one keeps its map states
+per (key, namespace = window), so they read as namespaced by default."""
+
+_TIMERS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class StateInfo:
+    """One keyed state of an operator: its name and kind ("value", "list" or "map")."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class OperatorInfo:
+    """One operator of a snapshot, as `_metadata` and the keyed-state headers describe it."""
+
+    uid: str
+    name: str
+    parallelism: int
+    """The operator's parallelism when the snapshot was taken."""
+    states: tuple[StateInfo, ...]
+    """Its keyed states, by name."""
+    keyed_bytes: int
+    operator_bytes: int
+    timer_bytes: int
+    has_operator_state: bool
+
+    @property
+    def namespaced(self) -> bool:
+        """Whether its map states hold one value per (key, namespace): a window operator's."""
+        return any(state.name in WINDOW_STATES for state in self.states)
+
+
+@dataclass(frozen=True)
+class KeyedEntry:
+    """One entry of a keyed state: a value per key, or per (key, user key) of map state."""
+
+    key_group: int
+    key: Any
+    user_key: Any
+    """The map key of map state; None for value and list state."""
+    value: Any
+
+
+@dataclass(frozen=True)
+class TimerEntry:
+    """One registered timer: `domain` is "event_time" or "processing_time"."""
+
+    key_group: int
+    domain: str
+    timestamp: int
+    key: Any
+    namespace: Any
+
+
+def load(path: str | os.PathLike[str]) -> Snapshot:
+    """The snapshot at `path`: a savepoint or `chk-N` folder, or its `_metadata` file.
+
+    Raises CheckpointStorageError (cannot read) or StateRestoreError (damaged, or
+    written by a newer barrierflow), each naming the file.
+
+    >>> load("/no/such/savepoint")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    barrierflow.errors.CheckpointStorageError: cannot read the 'checkpoint-metadata' file \
+file:///no/such/savepoint/_metadata: ...
+    """
+    where = _fs.location(path)
+    if where.uri.rstrip("/").endswith("/" + METADATA):
+        folder = _fs.Location(where.uri.rstrip("/")[: -len(METADATA) - 1])
+    else:
+        folder = _fs.Location(where.uri.rstrip("/"))
+    metadata_file = folder.child(METADATA)
+    header, _ = read_checkpoint_file(metadata_file, METADATA_KIND)
+    if not isinstance(header, dict) or not isinstance(header.get("operators"), dict):
+        raise StateRestoreError(f"{metadata_file}: not checkpoint metadata (no operators map)")
+    schema = header.get("schema")
+    if not isinstance(schema, int) or not 1 <= schema <= METADATA_SCHEMA:
+        raise StateRestoreError(
+            f"{metadata_file}: metadata schema {schema!r}; this barrierflow reads schemas 1 "
+            f"to {METADATA_SCHEMA}"
+        )
+    return Snapshot(folder, header)
+
+
+class Snapshot:
+    """The state of one savepoint or checkpoint, read lazily, each state file once.
+
+    Guarantees: every entry it yields is what the job restores (the same key
+    groups, values and timers); assumes the files are not changed while it reads.
+    """
+
+    def __init__(self, folder: _fs.Location, metadata: dict[str, Any]) -> None:
+        self.folder = folder
+        self.metadata = metadata
+        self._files = SubtaskStateReader()
+
+    # ---- what the metadata says -------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The folder's URI."""
+        return self.folder.uri
+
+    @property
+    def checkpoint_id(self) -> int:
+        return int(self.metadata["checkpoint_id"])
+
+    @property
+    def is_savepoint(self) -> bool:
+        return bool(self.metadata.get("is_savepoint", False))
+
+    @property
+    def job_name(self) -> str:
+        return str(self.metadata.get("job_name", ""))
+
+    @property
+    def max_parallelism(self) -> int:
+        return int(self.metadata["max_parallelism"])
+
+    def uids(self) -> list[str]:
+        """The uids of the operators holding state, sorted."""
+        return sorted(self.metadata["operators"])
+
+    def operators(self) -> list[OperatorInfo]:
+        """Every operator holding state, by uid."""
+        return [self.operator(uid) for uid in self.uids()]
+
+    def operator(self, uid: str) -> OperatorInfo:
+        """The operator `uid`; KeyError naming the uids there are if it holds no state."""
+        stored = self._stored(uid)
+        sizes = {"keyed": 0, "operator": 0, "timers": 0}
+        for entry in stored["subtasks"]:
+            for part in sizes:
+                section = entry.get(part)
+                if section is not None:
+                    sizes[part] += int(section[1])
+        states: dict[str, str] = {}
+        for header, _body, _file in self._keyed_sections(uid):
+            for name, kind in header["states"]:
+                states.setdefault(name, kind)
+        return OperatorInfo(
+            uid=uid,
+            name=str(stored.get("name", "")),
+            parallelism=int(stored.get("parallelism", len(stored["subtasks"]))),
+            states=tuple(StateInfo(name, kind) for name, kind in states.items()),
+            keyed_bytes=sizes["keyed"],
+            operator_bytes=sizes["operator"],
+            timer_bytes=sizes["timers"],
+            has_operator_state=any(e.get("operator") is not None for e in stored["subtasks"]),
+        )
+
+    def state_info(self, uid: str, state_name: str) -> StateInfo:
+        """The keyed state `state_name` of `uid`; KeyError naming the states there are."""
+        states = {state.name: state for state in self.operator(uid).states}
+        if state_name not in states:
+            raise KeyError(
+                f"operator {uid!r} has no keyed state {state_name!r}; it has "
+                f"{', '.join(sorted(states)) or 'none'}"
+            )
+        return states[state_name]
+
+    def _stored(self, uid: str) -> dict[str, Any]:
+        operators = self.metadata["operators"]
+        if uid not in operators:
+            raise KeyError(
+                f"{self.path} holds no state of operator {uid!r}; it holds "
+                f"{', '.join(sorted(operators)) or 'none'}"
+            )
+        return operators[uid]
+
+    # ---- keyed state ------------------------------------------------------------------------
+
+    def keyed_entries(self, uid: str, state_name: str) -> Iterator[KeyedEntry]:
+        """Every entry of keyed state `state_name` of `uid`, by key group.
+
+        Value state: one entry per key; list state: one per key, the value a list;
+        map state: one per (key, user key).
+        """
+        kind = self.state_info(uid, state_name).kind
+        for header, body, file in self._keyed_sections(uid):
+            names = [name for name, _ in header["states"]]
+            if state_name not in names:
+                continue
+            position = names.index(state_name)
+            for key_group, per_state in self._key_groups(header, body, file):
+                entries = per_state[position]
+                for key, value in entries.items():
+                    if kind == "map":
+                        for user_key, item in value.items():
+                            yield KeyedEntry(key_group, key, user_key, item)
+                    else:
+                        yield KeyedEntry(key_group, key, None, value)
+
+    def key_count(self, uid: str, state_name: str) -> int:
+        """How many keys have a value in state `state_name` of `uid`."""
+        return len({(e.key_group, _hashable(e.key)) for e in self.keyed_entries(uid, state_name)})
+
+    def values_of_key(self, uid: str, key: Any) -> dict[str, Any]:
+        """Every keyed state's value for `key` in `uid` (map state: a dict), absent states left
+        out."""
+        found: dict[str, Any] = {}
+        for state in self.operator(uid).states:
+            for entry in self.keyed_entries(uid, state.name):
+                if entry.key != key:
+                    continue
+                if state.kind == "map":
+                    found.setdefault(state.name, {})[entry.user_key] = entry.value
+                else:
+                    found[state.name] = entry.value
+        return found
+
+    def _keyed_sections(self, uid: str) -> Iterator[tuple[dict[str, Any], memoryview, str]]:
+        """(header, body, file URI) of each keyed-state snapshot of `uid`."""
+        for entry in self._stored(uid)["subtasks"]:
+            section = entry.get("keyed")
+            if section is None:
+                continue
+            uri, data = self._section(entry, section)
+            try:
+                header, body = _envelope.decode(data, KEYED_STATE)
+            except StateRestoreError as error:
+                raise StateRestoreError(f"{uri}: keyed state of {uid!r}: {error}") from error
+            _check_keyed_header(header, uri, self.max_parallelism)
+            yield header, body, uri
+
+    def _key_groups(
+        self, header: dict[str, Any], body: memoryview, uri: str
+    ) -> Iterator[tuple[int, list[dict[Any, Any]]]]:
+        states = header["states"]
+        for key_group, (offset, length) in sorted(
+            (int(g), s) for g, s in header["key_groups"].items()
+        ):
+            if offset < 0 or length < 0 or offset + length > len(body):
+                raise StateRestoreError(
+                    f"{uri}: key group {key_group} lies outside the keyed-state body"
+                )
+            try:
+                per_state = pickle.loads(body[offset : offset + length])
+            except Exception as error:
+                raise StateRestoreError(
+                    f"{uri}: key group {key_group} cannot be unpickled: {error!r}"
+                ) from error
+            if not isinstance(per_state, list) or len(per_state) != len(states):
+                raise StateRestoreError(
+                    f"{uri}: key group {key_group} holds no dict per state ({len(states)})"
+                )
+            yield key_group, per_state
+
+    # ---- operator state and timers ----------------------------------------------------------
+
+    def operator_state_entries(self, uid: str) -> list[tuple[int, Any]]:
+        """(subtask index, value) of the operator state each subtask of `uid` stored."""
+        result = []
+        for entry in self._stored(uid)["subtasks"]:
+            section = entry.get("operator")
+            if section is None:
+                continue
+            uri, data = self._section(entry, section)
+            try:
+                result.append((int(entry["subtask"]), decode_operator_state(data)))
+            except StateRestoreError as error:
+                raise StateRestoreError(f"{uri}: operator state of {uid!r}: {error}") from error
+        return sorted(result, key=lambda pair: pair[0])
+
+    def timer_entries(self, uid: str) -> Iterator[TimerEntry]:
+        """Every timer of `uid`, by key group, event time first."""
+        for entry in self._stored(uid)["subtasks"]:
+            section = entry.get("timers")
+            if section is None:
+                continue
+            uri, data = self._section(entry, section)
+            try:
+                yield from _timers(data, self.max_parallelism)
+            except StateRestoreError as error:
+                raise StateRestoreError(f"{uri}: timers of {uid!r}: {error}") from error
+
+    # ---- as Spark DataFrames ----------------------------------------------------------------
+
+    def keyed_state(
+        self, spark: SparkSession, uid: str, state_name: str, *, namespaced: bool | None = None
+    ) -> DataFrame:
+        """Keyed state `state_name` of `uid` as a DataFrame (columns: see the package guide).
+
+        Value and list state: key, namespace, value (list state: value is the array of
+        the key's elements). Map state: key, namespace, user_key, value, a row per entry;
+        `namespaced` map state (a window operator's, the default when the operator holds
+        window state): key, namespace (the map key: the window), value.
+        """
+        from barrierflow.state_processor._frames import to_frame
+
+        kind = self.state_info(uid, state_name).kind
+        if namespaced is None:
+            namespaced = self.operator(uid).namespaced
+        entries = self.keyed_entries(uid, state_name)
+        if kind == "map" and namespaced:
+            rows = [(e.key, e.user_key, e.value) for e in entries]
+            return to_frame(spark, ["key", "namespace", "value"], rows)
+        if kind == "map":
+            rows = [(e.key, None, e.user_key, e.value) for e in entries]
+            return to_frame(spark, ["key", "namespace", "user_key", "value"], rows)
+        return to_frame(
+            spark, ["key", "namespace", "value"], [(e.key, None, e.value) for e in entries]
+        )
+
+    def operator_state(self, spark: SparkSession, uid: str) -> DataFrame:
+        """Operator state of `uid`: columns subtask, state (a row per subtask that stored one)."""
+        from barrierflow.state_processor._frames import to_frame
+
+        return to_frame(spark, ["subtask", "state"], self.operator_state_entries(uid))
+
+    def timers(self, spark: SparkSession, uid: str) -> DataFrame:
+        """Timers of `uid`: columns domain, timestamp, key, namespace."""
+        from barrierflow.state_processor._frames import to_frame
+
+        rows = [(t.domain, t.timestamp, t.key, t.namespace) for t in self.timer_entries(uid)]
+        return to_frame(spark, ["domain", "timestamp", "key", "namespace"], rows)
+
+    def _section(self, entry: dict[str, Any], section: list[int]) -> tuple[str, bytes]:
+        uri = self.folder.child(entry["file"]).uri
+        offset, length = section
+        return uri, self._files.slice(uri, int(offset), int(length))
+
+
+def _check_keyed_header(header: Any, uri: str, max_parallelism: int) -> None:
+    if not isinstance(header, dict):
+        raise StateRestoreError(f"{uri}: a keyed-state header must be a map")
+    version = header.get("version")
+    if not isinstance(version, int) or not 1 <= version <= KEYED_STATE_VERSION:
+        raise StateRestoreError(
+            f"{uri}: keyed state has version {version!r}; this barrierflow reads versions 1 to "
+            f"{KEYED_STATE_VERSION}"
+        )
+    if header.get("max_parallelism") != max_parallelism:
+        raise StateRestoreError(
+            f"{uri}: keyed state has max parallelism {header.get('max_parallelism')}, the "
+            f"metadata {max_parallelism}"
+        )
+
+
+def _timers(data: bytes, max_parallelism: int) -> Iterator[TimerEntry]:
+    header, body = _envelope.decode(data, TIMERS_KIND)
+    version = header.get("version") if isinstance(header, dict) else None
+    if not isinstance(version, int) or not 1 <= version <= _TIMERS_VERSION:
+        raise StateRestoreError(
+            f"timer snapshot version {version!r}; this barrierflow reads versions 1 to "
+            f"{_TIMERS_VERSION}"
+        )
+    if header.get("max_parallelism") != max_parallelism:
+        raise StateRestoreError(f"timers have max parallelism {header.get('max_parallelism')}")
+    try:
+        for section in header["key_groups"]:
+            start, length = section["offset"], section["length"]
+            pairs = pickle.loads(body[start : start + length])
+            stamps = [("event_time", t) for t in section["event_time"]]
+            stamps += [("processing_time", t) for t in section["processing_time"]]
+            if len(pairs) != len(stamps):
+                raise ValueError(f"key group {section['key_group']}: keys do not match timestamps")
+            for (domain, timestamp), (key, namespace) in zip(stamps, pairs, strict=True):
+                yield TimerEntry(section["key_group"], domain, timestamp, key, namespace)
+    except (KeyError, TypeError, ValueError, pickle.UnpicklingError) as error:
+        raise StateRestoreError(f"timer snapshot cannot be read: {error!r}") from error
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value

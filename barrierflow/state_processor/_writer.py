@@ -1,0 +1,338 @@
+"""Writing a savepoint from tables: each keyed state's entries split into key groups by the
+runtime's stable hash, encoded by the heap backend and timer service themselves.
+
+Because keys are re-split on write, a written savepoint restores into a job of any
+parallelism, and copying operators from a snapshot taken with another max
+parallelism moves them to the writer's.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from barrierflow import _envelope, _fs
+from barrierflow._clock import SystemClock
+from barrierflow.checkpoint import subtask_state_file
+from barrierflow.checkpoint.metadata import METADATA_SCHEMA
+from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
+from barrierflow.errors import ConfigurationError
+from barrierflow.runtime.timers import InternalTimerService, Timer
+from barrierflow.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from barrierflow.state.heap_backend import HeapKeyedStateBackend
+from barrierflow.state.key_groups import (
+    DEFAULT_MAX_PARALLELISM,
+    KeyGroupRange,
+    assign_to_key_group,
+    key_group_range_for_subtask,
+    subtask_for_key_group,
+)
+from barrierflow.state.operator_state import encode_operator_state
+from barrierflow.state_processor import _frames
+from barrierflow.state_processor._snapshot import Snapshot, TimerEntry, load
+
+__all__ = ["KINDS", "SavepointWriter"]
+
+KINDS = ("value", "list", "map")
+"""The keyed state kinds a savepoint holds."""
+
+_Entry = tuple[Any, Any, Any]
+"""(key, user key or None, value)."""
+
+
+@dataclass
+class _Operator:
+    name: str
+    parallelism: int | None = None
+    states: dict[str, tuple[str, list[_Entry]]] = field(default_factory=dict)
+    operator_state: list[Any] | None = None
+    """One value per subtask index, or None."""
+    timers: list[TimerEntry] = field(default_factory=list)
+
+
+class SavepointWriter:
+    """Builds a savepoint folder: operators copied from snapshots and states from tables.
+
+    Guarantees: the folder is a savepoint in today's format (`_metadata` written
+    last), which a job restores at any parallelism with this max parallelism; keys
+    land in the key groups the runtime computes (`stable_hash`). Assumes values are
+    picklable and operator state msgpack-able (docs/savepoint-format.md).
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp() + "/bootstrap"
+    >>> written = (
+    ...     SavepointWriter(max_parallelism=128)
+    ...     .with_keyed_state("count", "reduce", {"ant": ("ant", 1000), "bee": ("bee", 7)})
+    ...     .write(folder)
+    ... )
+    >>> sorted((e.key, e.value) for e in written.keyed_entries("count", "reduce"))
+    [('ant', ('ant', 1000)), ('bee', ('bee', 7))]
+    """
+
+    def __init__(
+        self, max_parallelism: int = DEFAULT_MAX_PARALLELISM, *, job_name: str = "state-processor"
+    ) -> None:
+        if max_parallelism < 1:
+            raise ConfigurationError(f"max_parallelism must be at least 1, got {max_parallelism}")
+        self.max_parallelism = max_parallelism
+        self.job_name = job_name
+        self._operators: dict[str, _Operator] = {}
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot | str | os.PathLike[str]) -> SavepointWriter:
+        """A writer holding every operator of `snapshot` (a Snapshot or its path): the start
+        of modifying one state and writing the rest unchanged."""
+        snapshot = snapshot if isinstance(snapshot, Snapshot) else load(snapshot)
+        writer = cls(snapshot.max_parallelism, job_name=snapshot.job_name or "state-processor")
+        return writer.with_operator_of(snapshot)
+
+    def with_operator_of(self, snapshot: Snapshot, *uids: str) -> SavepointWriter:
+        """Copy operators `uids` (all if none) of `snapshot`: keyed state, operator state,
+        timers and parallelism."""
+        for uid in uids or snapshot.uids():
+            info = snapshot.operator(uid)
+            operator = _Operator(info.name, info.parallelism)
+            for state in info.states:
+                entries = [
+                    (e.key, e.user_key, e.value) for e in snapshot.keyed_entries(uid, state.name)
+                ]
+                operator.states[state.name] = (state.kind, entries)
+            if info.has_operator_state:
+                by_subtask = dict(snapshot.operator_state_entries(uid))
+                operator.operator_state = [by_subtask.get(i) for i in range(max(by_subtask) + 1)]
+            operator.timers = list(snapshot.timer_entries(uid))
+            self._operators[uid] = operator
+        return self
+
+    def with_keyed_state(
+        self,
+        uid: str,
+        state_name: str,
+        data: Any,
+        kind: str = "value",
+        *,
+        name: str | None = None,
+        parallelism: int | None = None,
+    ) -> SavepointWriter:
+        """Set keyed state `state_name` of operator `uid` to `data`, replacing what it held.
+
+        `data` is a Spark DataFrame with columns key and value (map state: also
+        user_key, or namespace for a window operator's state), a dict of key -> value,
+        or an iterable of (key, value) / (key, user key, value) tuples. `kind` is
+        "value", "list" (value: a list) or "map".
+        """
+        if kind not in KINDS:
+            raise ConfigurationError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        operator = self._operator(uid, name, parallelism)
+        operator.states[state_name] = (kind, list(_entries(data, kind)))
+        return self
+
+    def with_operator_state(
+        self,
+        uid: str,
+        values: Any,
+        *,
+        name: str | None = None,
+    ) -> SavepointWriter:
+        """Set operator `uid`'s operator state: one msgpack-able value per subtask (a list,
+        or a DataFrame with columns subtask and state)."""
+        if _is_frame(values):
+            by_subtask = dict(_frames.frame_rows(values, ["subtask", "state"]))
+            values = [by_subtask.get(i) for i in range(max(by_subtask, default=-1) + 1)]
+        operator = self._operator(uid, name, None)
+        operator.operator_state = list(values)
+        return self
+
+    def without_operator(self, uid: str) -> SavepointWriter:
+        """Leave operator `uid` out of the savepoint."""
+        self._operators.pop(uid, None)
+        return self
+
+    def _operator(self, uid: str, name: str | None, parallelism: int | None) -> _Operator:
+        operator = self._operators.setdefault(uid, _Operator(name or uid))
+        if name is not None:
+            operator.name = name
+        if parallelism is not None:
+            operator.parallelism = parallelism
+        return operator
+
+    # ---- writing ----------------------------------------------------------------------------
+
+    def write(self, path: str | os.PathLike[str], *, checkpoint_id: int = 0) -> Snapshot:
+        """Write the savepoint folder `path` (it must not hold a `_metadata` yet); returns it
+        loaded."""
+        folder = _fs.location(path)
+        target = folder.child(METADATA)
+        if _fs.exists(target):
+            raise ConfigurationError(f"{target} exists: will not overwrite a snapshot")
+        _fs.make_dirs(folder)
+        token = secrets.token_hex(6)
+        operators: dict[str, Any] = {}
+        for index, (uid, operator) in enumerate(sorted(self._operators.items())):
+            parallelism = max(operator.parallelism or 1, len(operator.operator_state or ()))
+            subtasks = self._write_operator(folder, index, token, uid, operator, parallelism)
+            if subtasks:
+                operators[uid] = {
+                    "name": operator.name,
+                    "parallelism": parallelism,
+                    "subtasks": subtasks,
+                }
+        metadata = {
+            "schema": METADATA_SCHEMA,
+            "checkpoint_id": checkpoint_id,
+            "timestamp": SystemClock().epoch_millis(),
+            "job_name": self.job_name,
+            "is_final": False,
+            "is_savepoint": True,
+            "max_parallelism": self.max_parallelism,
+            "operators": operators,
+        }
+        _fs.write_atomic(target, _envelope.encode(METADATA_KIND, metadata))
+        return load(folder.uri)
+
+    def _write_operator(
+        self,
+        folder: _fs.Location,
+        index: int,
+        token: str,
+        uid: str,
+        operator: _Operator,
+        parallelism: int,
+    ) -> list[dict[str, Any]]:
+        operator_state = operator.operator_state or []
+        keyed_parallelism = min(parallelism, self.max_parallelism)
+        keyed = self._split_keyed(operator, keyed_parallelism)
+        timers = self._split_timers(operator, keyed_parallelism)
+        subtasks = []
+        for subtask in range(parallelism):
+            if subtask < keyed_parallelism:
+                key_groups = key_group_range_for_subtask(
+                    self.max_parallelism, keyed_parallelism, subtask
+                )
+            else:  # operator state of more subtasks than there are key groups
+                key_groups = KeyGroupRange.empty()
+            state = operator_state[subtask] if subtask < len(operator_state) else None
+            sections = subtask_state_file.OperatorSections(
+                keyed=keyed[subtask] if subtask < len(keyed) else None,
+                operator=None if state is None else encode_operator_state(state),
+                timers=timers[subtask] if subtask < len(timers) else None,
+            )
+            if sections == subtask_state_file.OperatorSections():
+                continue
+            file = subtask_state_file.state_file_name(index, subtask, f"sp-{token}")
+            encoded = subtask_state_file.encode(
+                file, index, subtask, (key_groups.start, key_groups.end), {uid: sections}, None
+            )
+            assert encoded is not None
+            data, handle = encoded
+            _fs.write_bytes(folder.child(file), data)
+            stored = handle.operators[uid]
+            subtasks.append(
+                {
+                    "subtask": subtask,
+                    "file": file,
+                    "key_group_range": [key_groups.start, key_groups.end],
+                    "keyed": None if stored.keyed is None else list(stored.keyed),
+                    "operator": None if stored.operator is None else list(stored.operator),
+                    "timers": None if stored.timers is None else list(stored.timers),
+                }
+            )
+        return subtasks
+
+    def _split_keyed(self, operator: _Operator, parallelism: int) -> list[bytes | None]:
+        if not operator.states:
+            return []
+        backends = [
+            HeapKeyedStateBackend(
+                key_group_range_for_subtask(self.max_parallelism, parallelism, i),
+                self.max_parallelism,
+            )
+            for i in range(parallelism)
+        ]
+        for state_name, (kind, entries) in operator.states.items():
+            handles = [_state(backend, state_name, kind) for backend in backends]
+            for key, user_key, value in entries:
+                group = assign_to_key_group(key, self.max_parallelism)
+                subtask = subtask_for_key_group(self.max_parallelism, parallelism, group)
+                backends[subtask].set_current_key(key)
+                handle = handles[subtask]
+                if kind == "map":
+                    handle.put(user_key, value)
+                elif kind == "list":
+                    handle.add_all(list(value))
+                else:
+                    handle.update(value)
+        return [backend.snapshot() for backend in backends]
+
+    def _split_timers(self, operator: _Operator, parallelism: int) -> list[bytes | None]:
+        if not operator.timers:
+            return []
+        services = [
+            InternalTimerService(
+                key_group_range_for_subtask(self.max_parallelism, parallelism, i),
+                self.max_parallelism,
+                _NoCallbacks(),
+            )
+            for i in range(parallelism)
+        ]
+        for timer in operator.timers:
+            group = assign_to_key_group(timer.key, self.max_parallelism)
+            service = services[subtask_for_key_group(self.max_parallelism, parallelism, group)]
+            if timer.domain == "event_time":
+                service.register_event_time_timer(timer.key, timer.namespace, timer.timestamp)
+            else:
+                service.register_processing_time_timer(timer.key, timer.namespace, timer.timestamp)
+        return [
+            service.snapshot()
+            if service.num_event_time_timers() or service.num_processing_time_timers()
+            else None
+            for service in services
+        ]
+
+
+class _NoCallbacks:
+    """Timers are only registered and snapshotted here, never fired."""
+
+    def on_event_time(self, timer: Timer) -> None:
+        raise AssertionError("a savepoint writer fires no timers")
+
+    on_processing_time = on_event_time
+
+
+def _state(backend: HeapKeyedStateBackend, name: str, kind: str) -> Any:
+    if kind == "map":
+        return backend.get_map_state(MapStateDescriptor(name))
+    if kind == "list":
+        return backend.get_list_state(ListStateDescriptor(name))
+    return backend.get_value_state(ValueStateDescriptor(name))
+
+
+def _is_frame(data: Any) -> bool:
+    return hasattr(data, "toLocalIterator") and hasattr(data, "schema")
+
+
+def _entries(data: Any, kind: str) -> Iterable[_Entry]:
+    """(key, user key, value) triples of `data` (see `with_keyed_state`)."""
+    if _is_frame(data):
+        if kind == "map":
+            inner = "user_key" if "user_key" in data.columns else "namespace"
+            yield from _frames.frame_rows(data, ["key", inner, "value"])
+        else:
+            for key, value in _frames.frame_rows(data, ["key", "value"]):
+                yield key, None, value
+        return
+    if isinstance(data, Mapping):
+        data = data.items()
+    for row in data:
+        row = tuple(row)
+        if kind == "map":
+            if len(row) != 3:
+                raise ConfigurationError(f"map state rows are (key, user key, value), got {row!r}")
+            yield row[0], row[1], row[2]
+        else:
+            if len(row) != 2:
+                raise ConfigurationError(f"{kind} state rows are (key, value), got {row!r}")
+            yield row[0], None, row[1]
