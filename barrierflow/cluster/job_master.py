@@ -236,6 +236,8 @@ class JobMaster:
         prepare_sinks(self.graph)
         self.storage.prepare()
         self._first_checkpoint_id = self.history.first_unused_id()
+        self._run_first_checkpoint_id = self.next_checkpoint_id()
+        """Checkpoints of this run have ids from here on (those of earlier runs are below)."""
         self._descriptors = build_task_descriptors(shippable_graph(self.graph))
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
@@ -368,7 +370,7 @@ class JobMaster:
         ids = self.storage.completed_checkpoint_ids()
         restore = self.settings.savepoint_restore
         if restore is not None:  # only this run's checkpoints come before the savepoint
-            ids = [n for n in ids if n >= self._first_checkpoint_id]
+            ids = [n for n in ids if n >= self._run_first_checkpoint_id]
         candidates = self.restore_points.candidates(ids, self.storage.checkpoint_dir)
         choice = self.restore_points.choose(candidates, _load_checked)
         if choice.note is not None:
