@@ -238,6 +238,8 @@ class JobMaster:
         self._first_checkpoint_id = self.history.first_unused_id()
         self._run_first_checkpoint_id = self.next_checkpoint_id()
         """Checkpoints of this run have ids from here on (those of earlier runs are below)."""
+        if self.restore_points.savepoint is not None:
+            self._choose_restore_point()  # a missing, damaged or refused one fails before Spark
         self._descriptors = build_task_descriptors(shippable_graph(self.graph))
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
