@@ -155,6 +155,8 @@ class JobMaster:
         )
         self.restore_point: RestorePoint | None = None
         """What the current (or the last) attempt restores."""
+        self._said_skipped: set[str] = set()
+        """Restore points whose non-restored state was logged (once each)."""
         self._claimed: RestorePoint | None = None
         """A savepoint restored in claim mode, deleted once this run's checkpoints subsume it."""
 
@@ -387,7 +389,8 @@ class JobMaster:
             where,
             allow_non_restored_state=restore is not None and restore.allow_non_restored_state,
         )
-        if skipped:
+        if skipped and point.folder.uri not in self._said_skipped:
+            self._said_skipped.add(point.folder.uri)
             log.warning(
                 "job '%s': %s holds state of operators not in this job, not restored "
                 "(allowed): %s", self.graph.job_name, where, ", ".join(skipped),

@@ -31,7 +31,9 @@ pytestmark = pytest.mark.spark
 RECORDS = 12_000
 
 
-def word_count(tmp_path, out: Path, *, rate=None, counting=True, added=False, retained=1):
+def word_count(
+    tmp_path, out: Path, *, rate=None, counting=True, added=False, retained=1, sink="sink"
+):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     env.enable_checkpointing(300)
@@ -50,7 +52,7 @@ def word_count(tmp_path, out: Path, *, rate=None, counting=True, added=False, re
         )
     if added:
         stream = stream.map(lambda pair: pair).uid("added")
-    stream.sink_to(FileSink.for_rows(str(out))).uid("sink")
+    stream.sink_to(FileSink.for_rows(str(out))).uid(sink)
     return env
 
 
@@ -83,8 +85,9 @@ def test_a_moved_savepoint_restores_into_a_job_with_an_added_and_a_removed_opera
     shutil.move(latest(job_folder), savepoint)  # moved: the job folder no longer has it
     shutil.rmtree(tmp_path / "checkpoints")
 
-    # Removed: the state of 'count' has no operator to go to.
-    removed = word_count(tmp_path, tmp_path / "out-removed", counting=False)
+    # Removed: the state of 'count' has no operator to go to. (The sink is another one too:
+    # its transactions are files of the other output folder.)
+    removed = word_count(tmp_path, tmp_path / "out-removed", counting=False, sink="other")
     removed.set_savepoint_restore_settings(str(savepoint))
     with pytest.raises(StateRestoreError, match=r"count \(Reduce\).*--allow-non-restored-state"):
         removed.execute("moved-removed")
@@ -94,6 +97,7 @@ def test_a_moved_savepoint_restores_into_a_job_with_an_added_and_a_removed_opera
         removed.execute("moved-removed")
     (line,) = [r.getMessage() for r in caplog.records if "not restored" in r.getMessage()]
     assert "count (Reduce)" in line
+    assert sum(read_rows(tmp_path / "out-removed").values()) > 0
 
     # Added: a new operator starts empty; the counts go on exactly once.
     env = word_count(tmp_path, tmp_path / "out", added=True)
