@@ -27,6 +27,7 @@ from barrierflow.checkpoint.stats import (
 )
 from barrierflow.cli_jobs import add_job_commands
 from barrierflow.cli_state import state
+from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.errors import BarrierflowError, ConfigurationError
 from barrierflow.job_file import command_line_settings, run_job_file
 
@@ -55,18 +56,53 @@ main.add_command(state)
 )
 @click.option("--master", help="Spark master URL (default: the embedded local[*]).")
 @click.option("--checkpoint-dir", help="Checkpoint storage folder or URI.")
+@click.option(
+    "--from-savepoint",
+    "-s",
+    "savepoint",
+    metavar="PATH",
+    help="Start from this savepoint or retained checkpoint (its folder or its _metadata).",
+)
+@click.option(
+    "--allow-non-restored-state",
+    is_flag=True,
+    help="Skip state of operators the job no longer has instead of refusing to start.",
+)
+@click.option(
+    "--restore-mode",
+    type=click.Choice([m.value for m in RestoreMode]),
+    default=RestoreMode.NO_CLAIM.value,
+    show_default=True,
+    help="claim: the job owns the restored folder and deletes it once newer checkpoints "
+    "subsume it; no-claim: never touches it.",
+)
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def run(
     job_file: Path,
     parallelism: int | None,
     master: str | None,
     checkpoint_dir: str | None,
+    savepoint: str | None,
+    allow_non_restored_state: bool,
+    restore_mode: str,
     job_args: tuple[str, ...],
 ) -> None:
     """Run JOB_FILE, a Python file that builds a job and calls env.execute()."""
     _check_job_file(job_file)
+    if savepoint is None and (allow_non_restored_state or restore_mode != "no-claim"):
+        raise click.UsageError(
+            "--allow-non-restored-state and --restore-mode need --from-savepoint"
+        )
+    restore = None
+    if savepoint is not None:
+        restore = SavepointRestoreSettings.for_path(
+            savepoint, allow_non_restored_state, restore_mode
+        )
     settings = command_line_settings(
-        parallelism=parallelism, master=master, checkpoint_dir=checkpoint_dir
+        parallelism=parallelism,
+        master=master,
+        checkpoint_dir=checkpoint_dir,
+        savepoint_restore=restore,
     )
     try:
         with settings:

@@ -14,6 +14,7 @@ from barrierflow import _check_run
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.execution_config import ExecutionConfig
+from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.connectors.base import Source
 from barrierflow.core.restart_strategies import (
     DEFAULT_WITH_CHECKPOINTING,
@@ -45,6 +46,8 @@ class _CommandLineDefaults:
     injected failures neither gives up nor waits between restarts."""
     on_execute: Callable[[StreamExecutionEnvironment, JobClient], None] | None = None
     """Set by `barrierflow chaos`: told of every job the file starts, as it starts."""
+    savepoint_restore: SavepointRestoreSettings | None = None
+    """Set by `barrierflow run --from-savepoint`: wins over the job's own setting."""
 
 
 command_line_defaults = _CommandLineDefaults()
@@ -70,6 +73,7 @@ class StreamExecutionEnvironment:
         self._buffer_timeout_ms = 50
         self._transformations: list[Transformation] = []
         self._config = ExecutionConfig()
+        self._savepoint_restore: SavepointRestoreSettings | None = None
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -161,6 +165,28 @@ integer >= 1, got 0
         if self._checkpoint_config.is_checkpointing_enabled():
             return DEFAULT_WITH_CHECKPOINTING
         return RestartStrategies.no_restart()
+
+    def set_savepoint_restore_settings(
+        self,
+        path: str,
+        allow_non_restored_state: bool = False,
+        restore_mode: str | RestoreMode = RestoreMode.NO_CLAIM,
+    ) -> StreamExecutionEnvironment:
+        """Start the job from a savepoint or retained checkpoint (`path`: its folder or its
+        `_metadata`) instead of the latest checkpoint in its checkpoint folder: Flink's
+        `execution.savepoint.path`, `execution.savepoint.ignore-unclaimed-state` and
+        `execution.savepoint-restore-mode` ("no-claim", the default, or "claim"). The
+        command line's `--from-savepoint` wins over it.
+
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> env.set_savepoint_restore_settings("/sp/savepoint-ab12cd-0123456789ab", True)
+        ... # doctest: +ELLIPSIS
+        <barrierflow.api.environment.StreamExecutionEnvironment object at ...>
+        """
+        self._savepoint_restore = SavepointRestoreSettings.for_path(
+            path, allow_non_restored_state, restore_mode
+        )
+        return self
 
     def set_buffer_timeout(self, timeout_ms: int) -> StreamExecutionEnvironment:
         """How long records may wait in a half-full network buffer (latency vs throughput)."""
@@ -261,6 +287,7 @@ integer >= 1, got 0
             checkpointing_mode=config.mode.value,
             unaligned_checkpoints=config.unaligned,
             aligned_checkpoint_timeout_ms=config.aligned_timeout_ms,
+            savepoint_restore=command_line_defaults.savepoint_restore or self._savepoint_restore,
         )
         client = JobClient(JobMaster(graph, settings), scratch)
         if command_line_defaults.on_execute is not None:

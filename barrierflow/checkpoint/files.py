@@ -10,17 +10,43 @@ file is reported with its path:
   `CheckpointStorageError("cannot read <path>: ...")`, the OSError chained;
 - the bytes are not a sound envelope of the expected kind (truncated, flipped,
   another kind, a newer format): `StateRestoreError("<path>: ...")`.
+
+Each such error also carries the file's URI as its `file` attribute (it survives pickling,
+so the JobMaster learns from a task's failure which checkpoint is damaged).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from barrierflow import _envelope as envelope
 from barrierflow import _fs
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 
-__all__ = ["read_checkpoint_file"]
+__all__ = ["file_error", "named_file", "read_checkpoint_file"]
+
+
+E = TypeVar("E", bound=BaseException)
+"""An exception type."""
+
+
+def file_error(error: E, location: _fs.Location | str) -> E:
+    """`error`, marked as being about the checkpoint file at `location` (its `file`)."""
+    error.file = location.uri if isinstance(location, _fs.Location) else location
+    return error
+
+
+def named_file(error: BaseException) -> str | None:
+    """The URI of the checkpoint file `error` (or an error it was raised from) is about."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        file = getattr(current, "file", None)
+        if isinstance(file, str):
+            return file
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def read_checkpoint_file(where: _fs.Location | str, kind: str) -> tuple[Any, memoryview]:
@@ -39,10 +65,9 @@ file:///no/chk-1/_metadata: ...
     try:
         data = _fs.read_bytes(location)
     except (OSError, ValueError) as error:  # pyarrow raises ValueError for a bad URI
-        raise CheckpointStorageError(
-            f"cannot read the {kind!r} file {location}: {error}"
-        ) from error
+        message = f"cannot read the {kind!r} file {location}: {error}"
+        raise file_error(CheckpointStorageError(message), location) from error
     try:
         return envelope.decode(data, kind)
     except StateRestoreError as error:
-        raise StateRestoreError(f"{location}: {error}") from error
+        raise file_error(StateRestoreError(f"{location}: {error}"), location) from error

@@ -96,15 +96,28 @@ def is_savepoint(metadata: dict[str, Any]) -> bool:
     return bool(metadata.get("is_savepoint", False))
 
 
-def check_compatible(graph: JobShape, metadata: dict[str, Any], where: str) -> None:
-    """Refuse to restore state the job cannot take (unknown operators, other key groups)."""
+def check_compatible(
+    graph: JobShape,
+    metadata: dict[str, Any],
+    where: str,
+    *,
+    allow_non_restored_state: bool = False,
+) -> list[str]:
+    """Refuse to restore state the job cannot take (unknown operators, other key groups).
+
+    Operators are matched by uid; an operator of the job without state in `metadata`
+    starts empty. State of an operator the job no longer has is refused, naming its uid
+    and name, unless `allow_non_restored_state`: then the returned list names it (as
+    "uid (name)") and it is left out of the restore.
+    """
     uids = set(graph.operator_uids())
     unknown = sorted(set(metadata["operators"]) - uids)
-    if unknown:
-        names = ", ".join(f"{u} ({metadata['operators'][u]['name']})" for u in unknown)
+    names = [f"{u} ({metadata['operators'][u]['name']})" for u in unknown]
+    if unknown and not allow_non_restored_state:
         raise StateRestoreError(
-            f"{where} holds state of operators that are not in this job: {names}. "
-            "Give operators stable uid()s, or start from an empty checkpoint folder"
+            f"{where} holds state of operators that are not in this job: {', '.join(names)}. "
+            "Give operators stable uid()s, or allow skipping that state "
+            "(--allow-non-restored-state)"
         )
     channel_state = metadata.get("channel_state")
     if channel_state:
@@ -127,6 +140,7 @@ def check_compatible(graph: JobShape, metadata: dict[str, Any], where: str) -> N
             f"{where} was taken with max parallelism {metadata['max_parallelism']}, this job "
             f"has {graph.max_parallelism}; keyed state cannot be redistributed across them"
         )
+    return names
 
 
 def restore_assignment(

@@ -16,7 +16,7 @@ from typing import Any
 
 from barrierflow import _envelope as state_format
 from barrierflow import _fs
-from barrierflow.checkpoint.files import read_checkpoint_file
+from barrierflow.checkpoint.files import file_error, read_checkpoint_file
 from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 
@@ -38,6 +38,8 @@ class FileSystemCheckpointStorage:
     def __init__(self, storage: str, job_name: str) -> None:
         self.root = _fs.location(storage)
         self.job_dir = self.root.child(job_folder_name(job_name))
+        self.protected: set[int] = set()
+        """Checkpoints retention never deletes: one a job restored from in no-claim mode."""
 
     def prepare(self) -> None:
         """Create the folder and prove it is writable, before any task starts."""
@@ -85,11 +87,7 @@ class FileSystemCheckpointStorage:
     def load_metadata(self, checkpoint_id: int) -> dict[str, Any]:
         """The `_metadata` of a checkpoint. Raises CheckpointStorageError (unreadable) or
         StateRestoreError (damaged), each naming the file."""
-        target = self.checkpoint_dir(checkpoint_id).child(METADATA)
-        header, _ = read_checkpoint_file(target, METADATA_KIND)
-        if not isinstance(header, dict):
-            raise StateRestoreError(f"{target}: the metadata is not a map but {type(header)}")
-        return header
+        return load_metadata(self.checkpoint_dir(checkpoint_id))
 
     def is_savepoint(self, checkpoint_id: int) -> bool:
         """Whether the completed checkpoint `checkpoint_id` is a savepoint (reads `_metadata`)."""
@@ -123,8 +121,65 @@ class FileSystemCheckpointStorage:
             else:
                 checkpoints.append(n)
         kept.update(checkpoints[-count:])
+        kept.update(self.protected)
         newest = completed[-1] if completed else 0
         removed = [n for n in self._checkpoint_ids() if n < newest and n not in kept]
         for n in removed:
             self.discard(n)
         return removed
+
+
+def load_metadata(folder: _fs.Location) -> dict[str, Any]:
+    """The `_metadata` of the checkpoint or savepoint in `folder`. Raises
+    CheckpointStorageError (unreadable) or StateRestoreError (damaged), each naming the file."""
+    target = folder.child(METADATA)
+    header, _ = read_checkpoint_file(target, METADATA_KIND)
+    if not isinstance(header, dict):
+        error = StateRestoreError(f"{target}: the metadata is not a map but {type(header)}")
+        raise file_error(error, target)
+    return header
+
+
+def restore_folder(path: str) -> _fs.Location:
+    """The folder of a savepoint or checkpoint given as the folder or its `_metadata` file,
+    a local path or a URI (what `flink run -s` accepts).
+
+    >>> restore_folder("/data/savepoints/savepoint-ab12cd-0123456789ab/_metadata").uri
+    'file:///data/savepoints/savepoint-ab12cd-0123456789ab'
+    >>> restore_folder("s3://bucket/chk/job/chk-7/").uri
+    's3://bucket/chk/job/chk-7'
+    """
+    uri = _fs.location(path).uri.rstrip("/")
+    if uri.endswith("/" + METADATA):
+        uri = uri[: -len(METADATA) - 1]
+    return _fs.Location(uri)
+
+
+def check_files(folder: _fs.Location, metadata: dict[str, Any]) -> None:
+    """Cheaply check, before any task is deployed, that every state file `_metadata` names
+    exists and is long enough for the sections it holds (checksums are checked where the
+    files are read). Raises CheckpointStorageError (missing) or StateRestoreError (too
+    short), each naming the file."""
+    needed: dict[str, int] = {}
+    for operator in metadata.get("operators", {}).values():
+        for entry in operator["subtasks"]:
+            ends = [
+                offset + length
+                for part in ("keyed", "operator", "timers")
+                if (section := entry.get(part)) is not None
+                for offset, length in [section]
+            ]
+            needed[entry["file"]] = max([needed.get(entry["file"], 0), *ends])
+    for entry in metadata.get("channel_state", {}).get("subtasks", []):
+        end = entry["offset"] + entry["length"]
+        needed[entry["file"]] = max(needed.get(entry["file"], 0), end)
+    for name, end in sorted(needed.items()):
+        target = folder.child(name)
+        try:
+            size = _fs.file_size(target)
+        except (OSError, ValueError) as error:
+            message = f"cannot read the state file {target}: {error}"
+            raise file_error(CheckpointStorageError(message), target) from error
+        if size < end:
+            message = f"state file {target} is truncated: {size} bytes, its sections need {end}"
+            raise file_error(StateRestoreError(message), target)

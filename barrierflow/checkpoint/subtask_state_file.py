@@ -14,7 +14,7 @@ from typing import Any
 
 from barrierflow import _envelope as state_format
 from barrierflow import _fs
-from barrierflow.checkpoint.files import read_checkpoint_file
+from barrierflow.checkpoint.files import file_error, read_checkpoint_file
 from barrierflow.checkpoint.handles import (
     OperatorStateHandle,
     Section,
@@ -112,10 +112,11 @@ file:///no/such/file.state: ...
         if body is None:
             body = self._bodies[uri] = self._read(uri)
         if offset < 0 or offset + length > len(body):
-            raise StateRestoreError(
+            error = StateRestoreError(
                 f"state file {uri} is truncated: section [{offset}, {offset + length}) "
                 f"beyond its {len(body)} bytes"
             )
+            raise file_error(error, uri)
         return body[offset : offset + length]
 
     @staticmethod

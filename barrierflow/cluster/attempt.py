@@ -29,6 +29,7 @@ from barrierflow.runtime import task_messages as msg
 
 if TYPE_CHECKING:
     from barrierflow.cluster.job_master import JobMaster
+    from barrierflow.cluster.restore_point import RestorePoint
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class Attempt:
         master: JobMaster,
         number: int,
         splits: dict[SubtaskId, list[SourceSplit]],
-        latest: tuple[int, dict[str, Any]] | None,
+        latest: RestorePoint | None,
         connections: dict[int, TaskConnection] | None = None,
     ) -> None:
         """`connections`: the tasks' kept connections when the attempt runs in place (they
@@ -224,18 +225,16 @@ class Attempt:
             restore = {}
             channel_state = None
             if latest is not None:
-                checkpoint_dir = master.storage.checkpoint_dir(latest[0])
-                restore = restore_assignment(master.graph, latest[1], checkpoint_dir, subtask)
-                channel_state = channel_state_assignment(
-                    master.graph, latest[1], checkpoint_dir, subtask
-                )
+                folder, metadata = latest.folder, latest.metadata
+                restore = restore_assignment(master.graph, metadata, folder, subtask)
+                channel_state = channel_state_assignment(master.graph, metadata, folder, subtask)
             self.send(
                 partition,
                 msg.DeployTask(
                     attempt=self.number,
                     peers=self.addresses,
                     splits=self.splits.get(subtask, []),
-                    restore_checkpoint_id=latest[0] if latest else None,
+                    restore_checkpoint_id=latest.checkpoint_id if latest else None,
                     restore=restore,
                     channel_state=channel_state,
                 ),

@@ -33,12 +33,23 @@ from typing import Any
 
 from pyspark import cloudpickle
 
+from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
 from barrierflow.checkpoint.history import CheckpointHistoryFile
 from barrierflow.checkpoint.metadata import check_compatible, is_savepoint
-from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsTracker, TaskVertexInfo
-from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
+from barrierflow.checkpoint.stats import (
+    CheckpointStats,
+    CheckpointStatsStatus,
+    CheckpointStatsTracker,
+    TaskVertexInfo,
+)
+from barrierflow.checkpoint.storage import (
+    FileSystemCheckpointStorage,
+    check_files,
+    load_metadata,
+    restore_folder,
+)
 from barrierflow.cluster.attempt import Attempt
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
 from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
@@ -55,10 +66,19 @@ from barrierflow.cluster.mails import (
 )
 from barrierflow.cluster.rest import resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
+from barrierflow.cluster.restore_point import (
+    Candidate,
+    FallBack,
+    GiveUp,
+    RestoreMode,
+    RestorePoint,
+    RestorePointChooser,
+)
 from barrierflow.cluster.rollback import InPlaceRollback, roll_back
 from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
-from barrierflow.errors import CheckpointStorageError, JobExecutionError
+from barrierflow.core.restart_strategies import RestartDecision
+from barrierflow.errors import CheckpointStorageError, JobExecutionError, StateRestoreError
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg
@@ -129,6 +149,16 @@ class JobMaster:
         self._first_checkpoint_id = 1
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
+        restore = settings.savepoint_restore
+        self.restore_points = RestorePointChooser(
+            Candidate(restore_folder(restore.path)) if restore is not None else None
+        )
+        self.restore_point: RestorePoint | None = None
+        """What the current (or the last) attempt restores."""
+        self._said_skipped: set[str] = set()
+        """Restore points whose non-restored state was logged (once each)."""
+        self._claimed: RestorePoint | None = None
+        """A savepoint restored in claim mode, deleted once this run's checkpoints subsume it."""
 
     # ---- any thread --------------------------------------------------------------------------
 
@@ -208,6 +238,10 @@ class JobMaster:
         prepare_sinks(self.graph)
         self.storage.prepare()
         self._first_checkpoint_id = self.history.first_unused_id()
+        self._run_first_checkpoint_id = self.next_checkpoint_id()
+        """Checkpoints of this run have ids from here on (those of earlier runs are below)."""
+        if self.restore_points.savepoint is not None:
+            self._choose_restore_point()  # a missing, damaged or refused one fails before Spark
         self._descriptors = build_task_descriptors(shippable_graph(self.graph))
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
@@ -300,16 +334,21 @@ class JobMaster:
         new Spark job."""
         self._restart = None
         rollback, self._rollback = self._rollback, None
-        latest = self.storage.latest_completed()
+        try:
+            latest = self._choose_restore_point()
+        except (StateRestoreError, CheckpointStorageError) as error:
+            if number == 0:
+                raise  # the job cannot start: run() raises it as it is
+            if rollback is not None:
+                rollback.stop(str(error))
+            self._fail_job(error)
+            return
         if latest is not None:
-            check_compatible(
-                self.graph, latest[1], f"checkpoint {self.storage.checkpoint_dir(latest[0])}"
-            )
             self.stats_tracker.report_restored(
-                latest[0],
+                latest.checkpoint_id,
                 self.clock.epoch_millis(),
-                external_path=self.storage.checkpoint_dir(latest[0]).uri,
-                is_savepoint=is_savepoint(latest[1]),
+                external_path=latest.folder.uri,
+                is_savepoint=is_savepoint(latest.metadata),
             )
         assert self._runner is not None and self._rpc is not None
         settings = self.settings.task_settings(
@@ -322,7 +361,7 @@ class JobMaster:
             self.storage.job_dir.uri,
             self.partitions,
         )
-        restored_from = latest[0] if latest else None
+        restored_from = latest.checkpoint_id if latest else None
         if rollback is not None:  # the same processes register again
             self.publisher.publish(state="DEPLOYING", attempt=number, restored_from=restored_from)
             self.attempt = Attempt(self, number, self._splits, latest, rollback.connections)
@@ -334,6 +373,43 @@ class JobMaster:
         self.attempt = Attempt(self, number, self._splits, latest)
         self._stage = number
         self._runner.submit(self._payload(settings), self._group(number), number)
+
+    def _choose_restore_point(self) -> RestorePoint | None:
+        """What the next attempt restores (restore_point.py): the newest intact candidate,
+        logged when it falls back past a damaged one. Raises when none is left."""
+        ids = self.storage.completed_checkpoint_ids()
+        restore = self.settings.savepoint_restore
+        if restore is not None:  # only this run's checkpoints come before the savepoint
+            ids = [n for n in ids if n >= self._run_first_checkpoint_id]
+        candidates = self.restore_points.candidates(ids, self.storage.checkpoint_dir)
+        choice = self.restore_points.choose(candidates, _load_checked)
+        if choice.note is not None:
+            log.warning("job '%s': %s", self.graph.job_name, choice.note)
+        point = self.restore_point = choice.point
+        if point is None:
+            return None
+        where = point.candidate.describe()
+        skipped = check_compatible(
+            self.graph,
+            point.metadata,
+            where,
+            allow_non_restored_state=restore is not None and restore.allow_non_restored_state,
+        )
+        if skipped and point.folder.uri not in self._said_skipped:
+            self._said_skipped.add(point.folder.uri)
+            log.warning(
+                "job '%s': %s holds state of operators not in this job, not restored "
+                "(allowed): %s", self.graph.job_name, where, ", ".join(skipped),
+            )  # fmt: skip
+        if point.candidate.user_given and restore is not None:
+            if restore.restore_mode is RestoreMode.CLAIM:
+                self._claimed = point
+            elif self._in_job_folder(point):  # no-claim: retention must not delete it
+                self.storage.protected.add(point.checkpoint_id)
+        return point
+
+    def _in_job_folder(self, point: RestorePoint) -> bool:
+        return point.folder.uri == self.storage.checkpoint_dir(point.checkpoint_id).uri
 
     def _payload(self, settings: TaskSettings) -> bytes:
         """What every Spark task of an attempt unpacks (task_entry.py)."""
@@ -369,7 +445,15 @@ class JobMaster:
         number, cancel, group = self.attempt.number, self._runner.cancel, self._group(self._stage)
         decision = None
         if self._cancel_requested is None:
-            decision = self._restart_tracker.decide(self.clock.epoch_millis())
+            decision = self._restore_failure_decision(failure)
+            if isinstance(decision, GiveUp):
+                self._stop_attempt()
+                log.warning("job '%s' attempt %d failed: %s", self.graph.job_name, number,
+                            failure.summary)  # fmt: skip
+                self._fail_job(decision.error)
+                return
+            if decision is None:
+                decision = self._restart_tracker.decide(self.clock.epoch_millis())
         if decision is not None and decision.restart:
             rollback = roll_back(self.attempt, self._stage, failure, decision.delay_ms,
                                  lambda: cancel(group))  # fmt: skip
@@ -408,6 +492,31 @@ class JobMaster:
             lambda: self._start_attempt(number + 1),
             f"restart as attempt {number + 1}",
         )
+
+    def _restore_failure_decision(self, failure: AttemptFailure) -> RestartDecision | GiveUp | None:
+        """For an attempt that failed while restoring (before every task ran): fall back at
+        once past a damaged checkpoint, or give up on a repeated restore failure. None: the
+        restart strategy decides."""
+        assert self.attempt is not None
+        if self.attempt.checkpoints is not None or self.restore_point is None:
+            return None  # it ran (or restored nothing): not a failure at restore
+        decision = self.restore_points.restore_failed(
+            self.restore_point, failure.cause, failure.summary
+        )
+        if isinstance(decision, FallBack):
+            # not the job's failure: no restart counted, no delay (the fallback is logged when
+            # the next attempt chooses its restore point)
+            return RestartDecision(True, 0, "falling back to an older checkpoint")
+        return decision if isinstance(decision, GiveUp) else None
+
+    def _fail_job(self, error: BaseException) -> None:
+        """End the job FAILED with `error` (the current attempt, if any, already stopped)."""
+        log.warning("job '%s' failed: %s", self.graph.job_name, error)
+        self.publisher.publish(state="FAILED")
+        job_error = JobExecutionError(f"job '{self.graph.job_name}' failed: {error}")
+        job_error.__cause__ = error
+        job_error.__suppress_context__ = True
+        self._end(job_error)
 
     def _end_cancelled(self) -> None:
         self.publisher.publish(state="CANCELED")
@@ -460,3 +569,31 @@ class JobMaster:
         except CheckpointStorageError as error:
             log.warning("checkpoint %d is missing from the history: %s", stats.checkpoint_id, error)
         self.publisher.mark_dirty()
+        if stats.status is CheckpointStatsStatus.COMPLETED and not stats.is_savepoint:
+            self._release_claimed()
+
+    def _release_claimed(self) -> None:
+        """Claim mode: the restored folder belongs to the job, and goes once this run's newest
+        `retained` checkpoints no longer include it (as a subsumed checkpoint would)."""
+        claimed = self._claimed
+        own = [s for s in self.checkpoint_stats if not s.is_savepoint]
+        if claimed is None or len(own) < self.settings.retained_checkpoints:
+            return
+        self._claimed = None
+        try:
+            _fs.delete_dir(claimed.folder)
+        except OSError as error:
+            log.warning("job '%s': cannot delete the claimed %s: %s", self.graph.job_name,
+                        claimed.candidate.describe(), error)  # fmt: skip
+            return
+        what, newest = claimed.candidate.describe(), own[-1].checkpoint_id
+        log.info("job '%s': deleted the claimed %s (subsumed by checkpoint %d)",
+                 self.graph.job_name, what, newest)  # fmt: skip
+
+
+def _load_checked(folder: _fs.Location) -> dict[str, Any]:
+    """A restore candidate's `_metadata`, after a cheap check that its state files exist and
+    are long enough (a missing file costs no deployment)."""
+    metadata = load_metadata(folder)
+    check_files(folder, metadata)
+    return metadata

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barrierflow.checkpoint import coordinator as cc
+from barrierflow.cluster.restore_point import SavepointRestoreSettings
 from barrierflow.core.restart_strategies import RestartStrategyConfiguration
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime.deployment import TaskSettings
@@ -27,6 +28,8 @@ class JobSettings:
     """A CheckpointingMode value."""
     unaligned_checkpoints: bool = False
     aligned_checkpoint_timeout_ms: int = 0
+    savepoint_restore: SavepointRestoreSettings | None = None
+    """Start from this savepoint or checkpoint instead of the job folder's latest checkpoint."""
 
     def task_settings(
         self,

@@ -86,6 +86,17 @@ def test_state_of_an_operator_missing_from_the_job_is_refused_with_its_uid():
         check_compatible(keyed_job(2, count_uid="renamed"), metadata, "checkpoint 7")
 
 
+def test_state_of_a_removed_operator_is_skipped_and_named_when_allowed():
+    old = keyed_job(2)
+    metadata = build_metadata(old, 7, 1234, False, acknowledged(old, 1))
+    with pytest.raises(StateRestoreError, match=r"count \(.*--allow-non-restored-state"):
+        check_compatible(keyed_job(2, count_uid="renamed"), metadata, "checkpoint 7")
+    skipped = check_compatible(
+        keyed_job(2, count_uid="renamed"), metadata, "checkpoint 7", allow_non_restored_state=True
+    )
+    assert skipped == [f"count ({metadata['operators']['count']['name']})"]
+
+
 def test_another_max_parallelism_is_refused():
     old = keyed_job(2)
     metadata = build_metadata(old, 7, 1234, False, acknowledged(old, 1))

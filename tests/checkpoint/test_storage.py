@@ -7,10 +7,13 @@ import os
 import pytest
 
 from barrierflow import _envelope as envelope
+from barrierflow import _fs
 from barrierflow.checkpoint.storage import (
     METADATA_KIND,
     FileSystemCheckpointStorage,
+    check_files,
     job_folder_name,
+    restore_folder,
 )
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 
@@ -134,3 +137,48 @@ def test_a_metadata_file_of_another_kind_is_named_in_the_error(tmp_path):
 
     with pytest.raises(StateRestoreError, match=f"file://{path}: expected a '{METADATA_KIND}'"):
         storage.load_metadata(4)
+
+
+def test_retention_never_deletes_a_protected_checkpoint(tmp_path):
+    # A checkpoint of the job's own folder restored with --from-savepoint in no-claim mode.
+    storage = storage_with(tmp_path, completed=(1, 2, 3))
+    storage.protected.add(1)
+    assert storage.retain(1) == [2]
+    assert storage.completed_checkpoint_ids() == [1, 3]
+
+
+def test_a_restore_path_is_the_folder_or_its_metadata_file(tmp_path):
+    assert restore_folder(str(tmp_path / "sp")).uri == f"file://{tmp_path}/sp"
+    assert restore_folder(str(tmp_path / "sp" / "_metadata")).uri == f"file://{tmp_path}/sp"
+
+
+def metadata_naming(file: str, keyed=(0, 10), channel=None) -> dict:
+    entry = {"subtask": 0, "file": file, "key_group_range": [0, 127], "keyed": list(keyed)}
+    metadata = {"operators": {"count": {"name": "Reduce", "subtasks": [entry]}}}
+    if channel is not None:
+        metadata["channel_state"] = {
+            "subtasks": [
+                {
+                    "uid": "count",
+                    "subtask": 0,
+                    "file": file,
+                    "offset": channel[0],
+                    "length": channel[1],
+                }
+            ]
+        }
+    return metadata
+
+
+def test_the_cheap_check_names_a_missing_state_file(tmp_path):
+    folder = _fs.location(tmp_path)
+    with pytest.raises(CheckpointStorageError, match=f"file://{tmp_path}/a.state") as raised:
+        check_files(folder, metadata_naming("a.state"))
+    assert raised.value.file == f"file://{tmp_path}/a.state"
+
+
+def test_the_cheap_check_names_a_state_file_too_short_for_its_sections(tmp_path):
+    (tmp_path / "a.state").write_bytes(b"x" * 50)
+    check_files(_fs.location(tmp_path), metadata_naming("a.state", keyed=(10, 40)))
+    with pytest.raises(StateRestoreError, match=r"a.state is truncated: 50 bytes, .* need 60"):
+        check_files(_fs.location(tmp_path), metadata_naming("a.state", channel=(20, 40)))

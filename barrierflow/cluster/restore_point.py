@@ -1,0 +1,250 @@
+"""Choosing what an attempt restores, and falling back past damaged checkpoints.
+
+The candidates, newest first: the retained completed checkpoints of the job's folder
+(today's rerun behaviour) or, for a job started from a savepoint (`--from-savepoint`), the
+checkpoints this run completed and then that savepoint. The chooser reads each candidate's
+`_metadata` through an injected loader and takes the first intact one; a candidate whose
+files turn out damaged (at the driver, or when a task restores it) is marked so and never
+chosen again in this run, and the next attempt falls back to the previous candidate, which
+the JobMaster logs in one line naming the file. Never silently empty: with every candidate
+damaged, the job fails with the cause. A savepoint the user named is never skipped: if it
+is damaged the job fails at once. A restore failure that is not a damaged file (state the
+job cannot take, a storage that refuses reads) goes through the restart strategy once;
+repeated at the same restore point, it fails the job instead of looping.
+
+Pure: no files, clocks or logging; the JobMaster carries out its decisions.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from barrierflow import _fs
+from barrierflow.checkpoint.files import named_file
+from barrierflow.errors import CheckpointStorageError, ConfigurationError, StateRestoreError
+
+__all__ = [
+    "Candidate",
+    "FallBack",
+    "GiveUp",
+    "RestoreMode",
+    "RestorePoint",
+    "RestorePointChooser",
+    "Retry",
+    "SavepointRestoreSettings",
+]
+
+MetadataLoader = Callable[[_fs.Location], dict[str, Any]]
+"""Reads (and checks) the `_metadata` of a checkpoint folder; raises a file-naming error."""
+
+
+class RestoreMode(enum.Enum):
+    """Who owns a restored savepoint's or checkpoint's files afterwards (Flink's names)."""
+
+    NO_CLAIM = "no-claim"
+    """The user: the job never deletes or changes the folder (Flink's default)."""
+    CLAIM = "claim"
+    """The job: once newer checkpoints of the job subsume it, the folder is deleted."""
+
+
+@dataclass(frozen=True)
+class SavepointRestoreSettings:
+    """Where a job starts from (Flink's `execution.savepoint.path`,
+    `execution.savepoint.ignore-unclaimed-state`, `execution.savepoint-restore-mode`).
+
+    >>> s = SavepointRestoreSettings.for_path("/sp/savepoint-ab12cd-0123456789ab", True, "claim")
+    >>> (s.allow_non_restored_state, s.restore_mode.value)
+    (True, 'claim')
+    """
+
+    path: str
+    """A savepoint folder, a retained checkpoint folder (chk-N) or its `_metadata` file."""
+    allow_non_restored_state: bool = False
+    """Skip state of operators the job no longer has (logged) instead of refusing it."""
+    restore_mode: RestoreMode = RestoreMode.NO_CLAIM
+
+    @classmethod
+    def for_path(
+        cls,
+        path: str,
+        allow_non_restored_state: bool = False,
+        restore_mode: str | RestoreMode = RestoreMode.NO_CLAIM,
+    ) -> SavepointRestoreSettings:
+        if not path:
+            raise ConfigurationError("the savepoint path is empty")
+        try:
+            mode = RestoreMode(restore_mode)
+        except ValueError:
+            choices = ", ".join(m.value for m in RestoreMode)
+            raise ConfigurationError(
+                f"unknown restore mode {restore_mode!r}; choose from {choices}"
+            ) from None
+        return cls(str(path), allow_non_restored_state, mode)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A folder an attempt may restore from."""
+
+    folder: _fs.Location
+    checkpoint_id: int | None = None
+    """The id of a checkpoint of this job's folder; None for a savepoint the user named."""
+
+    @property
+    def user_given(self) -> bool:
+        return self.checkpoint_id is None
+
+    def describe(self) -> str:
+        """`checkpoint 7`, or `savepoint file:///sp/savepoint-...`."""
+        if self.checkpoint_id is None:
+            return f"savepoint {self.folder}"
+        return f"checkpoint {self.checkpoint_id}"
+
+
+@dataclass(frozen=True)
+class RestorePoint:
+    """The chosen candidate with its `_metadata`."""
+
+    candidate: Candidate
+    metadata: dict[str, Any]
+
+    @property
+    def checkpoint_id(self) -> int:
+        return int(self.metadata["checkpoint_id"])
+
+    @property
+    def folder(self) -> _fs.Location:
+        return self.candidate.folder
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What `choose` decided: the point (None: start empty) and the line to log, if any."""
+
+    point: RestorePoint | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class FallBack:
+    """The restore point is damaged: restart at once from the previous candidate."""
+
+    damaged: str
+    """`checkpoint 7 is damaged (<file>: ...)`."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Not a damaged file: let the restart strategy decide."""
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """Fail the job with this error (a damaged savepoint, or a restore failure repeated)."""
+
+    error: BaseException
+
+
+RestoreFailureDecision = FallBack | Retry | GiveUp
+"""What the JobMaster does after an attempt failed while it restored."""
+
+
+@dataclass
+class RestorePointChooser:
+    """Which checkpoint or savepoint each attempt restores. JobMaster thread only.
+
+    Guarantees an attempt restores the newest candidate not known to be damaged, that a
+    damaged candidate is reported once (in the line of the fallback that skips it), and that
+    it never answers "start empty" after a damaged candidate. Assumes candidates are given
+    newest first and that the loader raises errors naming the file (checkpoint/files.py).
+    """
+
+    savepoint: Candidate | None = None
+    damaged: dict[str, str] = field(default_factory=dict)
+    """Folder URI -> why it is damaged (the file and the error)."""
+    _unreported: list[str] = field(default_factory=list)
+    _last_failure: tuple[str, str] | None = None
+    """(folder URI, summary) of the last restore failure that was not a damaged file."""
+
+    def candidates(self, checkpoint_ids: Sequence[int], folder_of: Callable[[int], _fs.Location]):
+        """The candidates, newest first: the given completed checkpoints, then the savepoint."""
+        found = [Candidate(folder_of(n), n) for n in sorted(checkpoint_ids, reverse=True)]
+        if self.savepoint is not None:
+            found.append(self.savepoint)
+        return found
+
+    def choose(self, candidates: Sequence[Candidate], load: MetadataLoader) -> Choice:
+        """The newest intact candidate (None if there were none at all). Raises
+        StateRestoreError naming the files if every candidate is damaged, or if the savepoint
+        the user named cannot be read."""
+        for candidate in candidates:
+            if candidate.folder.uri in self.damaged:
+                continue
+            try:
+                metadata = load(candidate.folder)
+            except (CheckpointStorageError, StateRestoreError) as error:
+                if candidate.user_given:
+                    raise StateRestoreError(
+                        f"cannot restore from {candidate.describe()}: {error}"
+                    ) from error
+                self._mark(candidate, error)
+                continue
+            return Choice(RestorePoint(candidate, metadata), self._note(candidate))
+        if self._unreported or self.damaged:
+            gone = "; ".join(self._unreported) or "every retained checkpoint is damaged"
+            self._unreported = []
+            raise StateRestoreError(f"{gone}; no intact checkpoint is left to restore from")
+        return Choice(None)
+
+    def restore_failed(
+        self, point: RestorePoint, cause: BaseException | None, summary: str
+    ) -> RestoreFailureDecision:
+        """An attempt restoring `point` failed before it ran, with `cause` (`summary`)."""
+        if cause is None or not _is_restore_error(cause):
+            return Retry()  # not about state: the restart strategy decides, as for any failure
+        file = named_file(cause)
+        if file is not None and file.startswith(point.folder.uri.rstrip("/") + "/"):
+            if point.candidate.user_given:
+                error = StateRestoreError(
+                    f"cannot restore from {point.candidate.describe()}: {cause}"
+                )
+                error.__cause__ = cause
+                return GiveUp(error)
+            return FallBack(self._mark(point.candidate, cause))
+        failure = (point.folder.uri, summary)
+        if failure == self._last_failure:
+            error = StateRestoreError(
+                f"restoring {point.candidate.describe()} failed twice in a row: {summary}"
+            )
+            error.__cause__ = cause
+            return GiveUp(error)
+        self._last_failure = failure
+        return Retry()
+
+    def _mark(self, candidate: Candidate, error: BaseException) -> str:
+        line = f"{candidate.describe()} is damaged ({error})"
+        self.damaged[candidate.folder.uri] = str(error)
+        self._unreported.append(line)
+        return line
+
+    def _note(self, chosen: Candidate) -> str | None:
+        if not self._unreported:
+            return None
+        line = f"{'; '.join(self._unreported)}; restoring from {chosen.describe()} instead"
+        self._unreported = []
+        return line
+
+
+def _is_restore_error(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from, is about reading or restoring state."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (StateRestoreError, CheckpointStorageError)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
