@@ -18,8 +18,11 @@ from barrierflow.connectors.files import FileSink
 from barrierflow.functions import (
     AsyncFunction,
     CheckpointedFunction,
+    FilterFunction,
+    FlatMapFunction,
     KeyedProcessFunction,
     MapFunction,
+    ProcessFunction,
 )
 from barrierflow.runtime.async_io import AsyncWaitSpec, OutputMode
 from barrierflow.runtime.batch import RecordBatch
@@ -34,8 +37,9 @@ from barrierflow.runtime.operators.base import (
     StreamOperator,
 )
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
+from barrierflow.runtime.operators.process import ProcessOperator
 from barrierflow.runtime.operators.source_sink import SinkOperator, SourceOperator
-from barrierflow.runtime.operators.stateless import MapOperator
+from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOperator, MapOperator
 from barrierflow.runtime.operators.window import WindowOperator
 from barrierflow.state import ListStateDescriptor
 from barrierflow.state.key_groups import (
@@ -469,3 +473,60 @@ def test_a_keyed_function_keeps_operator_state_next_to_its_keyed_state(old_p, ne
         start(operator, index, new_p, handed_to(snapshots, index, new_p), "new")
         total += function.seen
     assert total == len(KEYS)
+
+
+class KeepsEverything(CheckpointedFunction):
+    """Remembers every value it saw in a split list; usable as filter, flat_map or process."""
+
+    def initialize_state(self, context):
+        self.state = context.get_operator_state_store().get_list_state(ListStateDescriptor("v"))
+        self.values = self.state.get()
+
+    def snapshot_state(self, context):
+        self.state.update(self.values)
+
+    def remember(self, value, ctx=None):
+        self.values.append(value)
+        return [value]
+
+
+class KeepingFilter(KeepsEverything, FilterFunction):
+    def filter(self, value):
+        return bool(self.remember(value))
+
+
+class KeepingFlatMap(KeepsEverything, FlatMapFunction):
+    def flat_map(self, value):
+        return self.remember(value)
+
+
+class KeepingProcess(KeepsEverything, ProcessFunction):
+    def process_element(self, value, ctx):
+        return self.remember(value)
+
+
+@pytest.mark.parametrize(
+    ("operator_class", "function_class"),
+    [
+        (FilterOperator, KeepingFilter),
+        (FlatMapOperator, KeepingFlatMap),
+        (ProcessOperator, KeepingProcess),
+    ],
+    ids=["filter", "flat_map", "process"],
+)
+@RESCALES
+def test_filter_flat_map_and_process_functions_keep_operator_list_state(
+    operator_class, function_class, old_p, new_p
+):
+    snapshots = []
+    for index in range(old_p):
+        operator = operator_class("f", "f", function_class())
+        start(operator, index, old_p)
+        operator.process_batch(RecordBatch([f"{index}-{n}" for n in range(3)]))
+        snapshots.append(operator.snapshot_state(1))
+    restored = []
+    for index in range(new_p):
+        function = function_class()
+        start(operator_class("f", "f", function), index, new_p, handed_to(snapshots, index, new_p))
+        restored += function.values
+    assert restored == [f"{i}-{n}" for i in range(old_p) for n in range(3)]
