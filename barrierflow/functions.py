@@ -9,8 +9,11 @@ from barrierflow.core.co_functions import (
     KeyedCoProcessFunction,
 )
 from barrierflow.core.functions import (
+    CheckpointedFunction,
     FilterFunction,
     FlatMapFunction,
+    FunctionInitializationContext,
+    FunctionSnapshotContext,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
@@ -37,6 +40,7 @@ __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AsyncFunction",
+    "CheckpointedFunction",
     "CoFlatMapFunction",
     "CoGroupFunction",
     "CoMapFunction",
@@ -44,6 +48,8 @@ __all__ = [
     "FilterFunction",
     "FlatJoinFunction",
     "FlatMapFunction",
+    "FunctionInitializationContext",
+    "FunctionSnapshotContext",
     "JoinFunction",
     "KeySelector",
     "KeyedCoProcessFunction",

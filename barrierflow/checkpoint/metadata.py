@@ -132,8 +132,8 @@ def check_compatible(
             raise StateRestoreError(
                 f"{where} is an unaligned checkpoint holding in-flight data, which restores "
                 "only into the same operators with the same parallelism; changed: "
-                f"{', '.join(changed)}. Restore from a savepoint or an aligned checkpoint "
-                "to rescale"
+                f"{', '.join(changed)}. To rescale, take a savepoint (always aligned) at the "
+                "old parallelism and restore that, or restore an aligned checkpoint"
             )
     if metadata["max_parallelism"] != graph.max_parallelism:
         raise StateRestoreError(

@@ -175,6 +175,90 @@ class KeyedProcessFunction(Function, ABC):
         """A timer registered for the current key fired at `timestamp`."""
 
 
+class OperatorStateStore(ABC):
+    """Operator (non-keyed) state of one user function in one subtask: named lists.
+
+    Each list is part of every checkpoint. When a job resumes at another parallelism,
+    `get_list_state` lists are split evenly over the new subtasks, and every new subtask
+    gets all elements of a `get_union_list_state` list. Elements may be any picklable
+    value. The state name is what a checkpoint stores the list under: keep it stable.
+    """
+
+    @abstractmethod
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        """The `barrierflow.state.ListState` named by a `ListStateDescriptor`, redistributed
+        by even split: the old subtasks' elements, in old-subtask order, cut into
+        contiguous parts of near-equal size, one per new subtask (each subtask keeps its
+        own elements when the parallelism is unchanged)."""
+
+    @abstractmethod
+    def get_union_list_state(self, state_descriptor: Any) -> Any:
+        """The `barrierflow.state.ListState` named by a `ListStateDescriptor`, redistributed
+        by union: on restore every subtask gets the elements of every old subtask."""
+
+
+class FunctionInitializationContext(ABC):
+    """What `CheckpointedFunction.initialize_state` is given."""
+
+    @abstractmethod
+    def is_restored(self) -> bool:
+        """True when the job resumed from a checkpoint or savepoint holding state of this
+        operator; False on a fresh start."""
+
+    @abstractmethod
+    def get_operator_state_store(self) -> OperatorStateStore:
+        """The function's operator state, restored and redistributed when `is_restored()`."""
+
+
+class FunctionSnapshotContext(ABC):
+    """What `CheckpointedFunction.snapshot_state` is given."""
+
+    @abstractmethod
+    def get_checkpoint_id(self) -> int:
+        """The id of the checkpoint (or savepoint) being taken."""
+
+
+class CheckpointedFunction(ABC):
+    """A user function with its own operator state (Flink's `CheckpointedFunction`).
+
+    Mix it into a map, flat_map, filter, reduce or (keyed) process function.
+    `initialize_state` runs once in each subtask, before `open`, and gets the state
+    from `context.get_operator_state_store()`; `snapshot_state` runs on the task's
+    thread at every checkpoint barrier and brings the lists up to date (what they
+    hold then is what the checkpoint stores). Exactly-once: after a failure, or a
+    restart at another parallelism, the lists hold what they held at the last
+    completed checkpoint, redistributed over the subtasks.
+
+    >>> from barrierflow.functions import CheckpointedFunction, MapFunction
+    >>> from barrierflow.state import ListStateDescriptor
+    >>> class CountingMap(MapFunction, CheckpointedFunction):
+    ...     \"\"\"Numbers the records each subtask saw, across restarts.\"\"\"
+    ...     def initialize_state(self, context):
+    ...         self.state = context.get_operator_state_store().get_list_state(
+    ...             ListStateDescriptor("seen"))
+    ...         self.seen = sum(self.state.get())
+    ...     def snapshot_state(self, context):
+    ...         self.state.update([self.seen])
+    ...     def map(self, value):
+    ...         self.seen += 1
+    ...         return value, self.seen
+    >>> isinstance(CountingMap(), CheckpointedFunction)
+    True
+
+    Used in a job as any map function: `stream.map(CountingMap())`. After a restore at
+    another parallelism each subtask sums the counts it was given, so the total over
+    all subtasks carries on where it stood.
+    """
+
+    @abstractmethod
+    def snapshot_state(self, context: FunctionSnapshotContext) -> None:
+        """At a checkpoint barrier: write what must survive into the operator state."""
+
+    @abstractmethod
+    def initialize_state(self, context: FunctionInitializationContext) -> None:
+        """Before `open`: get the operator state (restored, when `is_restored()`)."""
+
+
 def as_callable(function: Any, method: str, kind: str) -> Callable[..., Any]:
     """The callable behind a function object (its `method`) or a plain callable."""
     bound = getattr(function, method, None)

@@ -1,10 +1,12 @@
-"""Keyed state for user functions, with PyFlink's names.
+"""Keyed state and operator state for user functions, with PyFlink's names (operator
+state through `barrierflow.functions.CheckpointedFunction`).
 
 >>> from barrierflow.state import ValueStateDescriptor
 >>> ValueStateDescriptor("count").name
 'count'
 """
 
+from barrierflow.core.functions import OperatorStateStore
 from barrierflow.state.descriptors import (
     ListStateDescriptor,
     MapStateDescriptor,
@@ -19,6 +21,7 @@ __all__ = [
     "ListStateDescriptor",
     "MapState",
     "MapStateDescriptor",
+    "OperatorStateStore",
     "ReducingState",
     "ReducingStateDescriptor",
     "State",

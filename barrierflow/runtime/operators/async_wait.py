@@ -12,7 +12,9 @@ Checkpoints hold the input of every element still held (in flight, completed but
 emitted, or waiting in the overflow), pickled in the operator state; a restore takes them
 back as input, in their order, and calls them again as the queue has room, so the output
 stays exactly-once. On rescaling, old subtask i's elements go to new subtask
-i mod parallelism.
+i mod parallelism, without the watermarks held among them: a held watermark speaks for
+its old subtask's input only, and a new subtask reads other splits, possibly behind it,
+whose records it would make late downstream. The sources send watermarks again.
 """
 
 from __future__ import annotations
@@ -56,12 +58,18 @@ class AsyncWaitOperator(StreamOperator):
         if restored is None:
             return
         assert self.context is not None
+        parallelism = self.context.parallelism
+        # Every old subtask stores its state, so there is one entry per old subtask.
+        rescaled = len(restored.operator) != parallelism
         for old_index, state in sorted(restored.operator, key=lambda item: item[0]):
-            if old_index % self.context.parallelism != self.context.subtask_index:
+            if old_index % parallelism != self.context.subtask_index:
                 continue
             if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
                 raise StateRestoreError(f"{self.name}: unknown async I/O state {state!r:.200}")
-            self._restored.extend(decode_elements(pickle.loads(state["elements"])))
+            elements = decode_elements(pickle.loads(state["elements"]))
+            if rescaled:
+                elements = [e for e in elements if not isinstance(e, Watermark)]
+            self._restored.extend(elements)
 
     def open(self) -> None:
         assert self.context is not None

@@ -14,6 +14,7 @@ from barrierflow.core.functions import (
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
+from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
 from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.timers import InternalTimerService, Timer
@@ -24,9 +25,11 @@ from barrierflow.state.heap_backend import HeapKeyedStateBackend
 class KeyedOperator(StreamOperator):
     """Owns the keyed state backend and the timer service of its key-group range.
 
-    Both are snapshotted per key group in every checkpoint, so they rescale. A
-    watermark first fires the event-time timers it passes, then goes on; processing-time
-    timers fire when the task calls `on_processing_time` at `next_wakeup()`.
+    Both are snapshotted per key group in every checkpoint, so they rescale; a user
+    function that is a `CheckpointedFunction` (`user_function()`) adds operator list
+    state, redistributed as its lists say. A watermark first fires the event-time
+    timers it passes, then goes on; processing-time timers fire when the task calls
+    `on_processing_time` at `next_wakeup()`.
     Subclasses that use timers override `on_event_time` / `on_processing_time_timer`.
     """
 
@@ -49,6 +52,12 @@ class KeyedOperator(StreamOperator):
                 self.backend.restore(restored.keyed)
             if restored.timers:
                 self.timer_service.restore(restored.timers)
+        self._function_state = FunctionOperatorState(self.user_function())
+        self._function_state.initialize(context, restored)
+
+    def user_function(self) -> Any:
+        """The user function that may keep operator list state (None: none)."""
+        return None
 
     def runtime_context(self) -> TaskRuntimeContext:
         return TaskRuntimeContext(self.context, self.backend)
@@ -82,7 +91,9 @@ class KeyedOperator(StreamOperator):
         service = self.timer_service
         has_timers = service.num_event_time_timers() or service.num_processing_time_timers()
         return OperatorSnapshot(
-            keyed=self.backend.snapshot(), timers=service.snapshot() if has_timers else None
+            keyed=self.backend.snapshot(),
+            operator=self._function_state.snapshot(checkpoint_id),
+            timers=service.snapshot() if has_timers else None,
         )
 
 
@@ -117,6 +128,9 @@ class KeyedReduceOperator(KeyedOperator):
         super().__init__(uid, name, key_selector)
         self.reduce_function = reduce_function
         self._reduce = as_callable(reduce_function, "reduce", "ReduceFunction")
+
+    def user_function(self) -> Any:
+        return self.reduce_function
 
     def open(self) -> None:
         assert self.backend is not None
@@ -220,6 +234,9 @@ class KeyedFunctionOperator(KeyedOperator):
     """
 
     function: Any
+
+    def user_function(self) -> Any:
+        return self.function
 
     def open(self) -> None:
         self._ctx = _ProcessContext(self)

@@ -8,7 +8,8 @@ from barrierflow.core.functions import ProcessFunction, TimerService
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
-from barrierflow.runtime.operators.base import StreamOperator
+from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
+from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
 from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.watermarks import MIN_WATERMARK
@@ -56,11 +57,20 @@ class FunctionOperator(StreamOperator):
     """Runs a non-keyed process function: clocks and side outputs, no timers.
 
     Subclasses set `self.function` and feed batches through `_process_with` with the
-    function's method of that input; outputs keep their input record's timestamp.
+    function's method of that input; outputs keep their input record's timestamp. A
+    `CheckpointedFunction` keeps operator list state.
     """
 
     function: Any
     current_watermark: int = MIN_WATERMARK
+
+    def initialize_state(self, restored: RestoredState | None) -> None:
+        self._function_state = FunctionOperatorState(self.function)
+        self._function_state.initialize(self.context, restored)
+
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        state = self._function_state.snapshot(checkpoint_id)
+        return None if state is None else OperatorSnapshot(operator=state)
 
     def open(self) -> None:
         self._ctx = _Context(self)

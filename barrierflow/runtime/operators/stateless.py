@@ -1,7 +1,8 @@
-"""map, filter and flat_map: one user function per record, no state.
+"""map, filter and flat_map: one user function per record.
 
 Every output keeps the timestamp of the record it came from (each of a flat_map's
-outputs gets it), as in Flink.
+outputs gets it), as in Flink. A function that is a `CheckpointedFunction` keeps
+operator list state (`FunctionOperatorState`); any other is stateless.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import Any
 
 from barrierflow.core.functions import Function, as_callable
 from barrierflow.runtime.batch import RecordBatch
-from barrierflow.runtime.operators.base import StreamOperator
+from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
+from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 
 
@@ -22,6 +24,14 @@ class _UserFunctionOperator(StreamOperator):
         super().__init__(uid, name)
         self.function = function
         self._call = as_callable(function, self.method, self.kind)
+        self._function_state = FunctionOperatorState(function)
+
+    def initialize_state(self, restored: RestoredState | None) -> None:
+        self._function_state.initialize(self.context, restored)
+
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        state = self._function_state.snapshot(checkpoint_id)
+        return None if state is None else OperatorSnapshot(operator=state)
 
     def open(self) -> None:
         if isinstance(self.function, Function):

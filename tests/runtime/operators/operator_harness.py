@@ -34,10 +34,12 @@ def context(
     key_group_range: KeyGroupRange | None = None,
     max_parallelism: int = 128,
     mailbox: MailboxExecutor = NO_MAILBOX,
+    subtask_index: int = 0,
+    parallelism: int = 1,
 ) -> OperatorContext:
     return OperatorContext(
-        subtask_index=0,
-        parallelism=1,
+        subtask_index=subtask_index,
+        parallelism=parallelism,
         max_parallelism=max_parallelism,
         key_group_range=key_group_range or KeyGroupRange(0, max_parallelism - 1),
         attempt=0,
