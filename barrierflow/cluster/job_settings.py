@@ -27,6 +27,11 @@ class JobSettings:
     """A CheckpointingMode value."""
     unaligned_checkpoints: bool = False
     aligned_checkpoint_timeout_ms: int = 0
+    savepoint_dir: str | None = None
+    """Where savepoints go unless the trigger names a folder; None: `<storage>/savepoints`."""
+    externalized_retention: str = "RETAIN_ON_CANCELLATION"
+    """An ExternalizedCheckpointRetention name: DELETE_ON_CANCELLATION deletes the job's
+    checkpoint folders when it ends CANCELED."""
 
     def task_settings(
         self,
