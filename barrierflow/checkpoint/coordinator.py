@@ -459,7 +459,7 @@ task_states={0: 'a', 1: 'b'}, is_savepoint=False)]
                 self._status = CoordinatorStatus.FAILING
                 self._decider.stop()
                 self._fail_job = FailJob(
-                    f"stop with savepoint failed: savepoint {checkpoint_id} failed: "
+                    f"the final savepoint {checkpoint_id} of a stop with savepoint failed: "
                     f"{reason.value}{detail}"
                 )
             else:

@@ -146,6 +146,8 @@ class JobMaster:
         """The stop with savepoint under way (at most one)."""
         self._stop_location: str | None = None
         """Where the stop's savepoint went, once it completed (the job then finishes)."""
+        self._stop_failure: str | None = None
+        """Why the stop's savepoint failed (the attempt then fails over)."""
         self._first_checkpoint_id = 1
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
@@ -408,7 +410,7 @@ class JobMaster:
     def _attempt_failed(self, failure: AttemptFailure) -> None:
         assert self.attempt is not None and self._runner is not None
         if self._stop is not None:  # the sources resume in the next attempt (if any)
-            self._stop_ended(None, failure.summary)
+            self._stop_ended(None, self._stop_failure or failure.summary)
         number, cancel, group = self.attempt.number, self._runner.cancel, self._group(self._stage)
         decision = None
         if self._cancel_requested is None:
@@ -535,7 +537,7 @@ class JobMaster:
                 folder,
                 " (draining)" if mail.drain else "",
             )
-            self._stop, self._stop_location = request, None
+            self._stop, self._stop_location, self._stop_failure = request, None, None
             self.attempt.stop_sources(request)
         else:
             log.info("job '%s': savepoint into %s", self.graph.job_name, folder)
@@ -577,8 +579,7 @@ class JobMaster:
         """A requested savepoint completed (`location`) or failed (checkpoint_actions.py). A
         stop's operation ends with the job instead: FINISHED, or the failure's failover."""
         if request.stop:
-            if location is not None:
-                self._stop_location = location
+            self._stop_location, self._stop_failure = location, failure
             return
         if location is not None:
             log.info("job '%s': savepoint completed: %s", self.graph.job_name, location)
@@ -596,7 +597,8 @@ class JobMaster:
                 stop.trigger_id, "COMPLETED", location=location, stops_job=True
             )
         else:
-            log.warning("job '%s': stop with savepoint failed: %s", self.graph.job_name, failure)
+            failure = f"stop with savepoint failed: {failure}"
+            log.warning("job '%s': %s", self.graph.job_name, failure)
             operation = SavepointOperation(
                 stop.trigger_id, "FAILED", failure=failure, stops_job=True
             )
