@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from job_master_builder import (
     COUNTERS,
     INTERVAL_MS,
@@ -18,9 +19,12 @@ from job_master_builder import (
 )
 
 from barrierflow import _fs
+from barrierflow.api.environment import JobClient
+from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.files import read_checkpoint_file
 from barrierflow.checkpoint.storage import METADATA_KIND
 from barrierflow.cluster.job_actions import SavepointOperation
+from barrierflow.errors import JobExecutionError, SavepointError
 from barrierflow.runtime import task_messages as msg
 
 
@@ -255,3 +259,16 @@ def test_cancel_retains_the_checkpoints_by_default(tmp_path):
     job.master.drain()
     assert job.master.status.state == "CANCELED"
     assert (tmp_path / "checkpoints" / "unit-job" / f"chk-{checkpoint_id}" / "_metadata").exists()
+
+
+def test_the_job_client_raises_the_reason_of_a_failed_savepoint(tmp_path):
+    job = JobHarness(tmp_path, RestartStrategies.no_restart())
+    client = JobClient(job.master, None)  # runs the JobMaster on its own thread
+    assert job.master.wait_for(lambda s: s.state == "DEPLOYING", timeout=30)
+    with pytest.raises(SavepointError, match="the savepoint failed: the job is DEPLOYING"):
+        client.trigger_savepoint(str(tmp_path / "sp"), timeout=30)
+    with pytest.raises(SavepointError, match="stop with savepoint failed: the job is DEPLOYING"):
+        client.stop_with_savepoint(drain=True, timeout=30)
+    client.cancel()
+    with pytest.raises(JobExecutionError, match="cancelled"):
+        client.wait(timeout=30)
