@@ -2,7 +2,11 @@
 
 from barrierflow.api.all_windowed_stream import AllWindowedStream
 from barrierflow.api.async_data_stream import AsyncDataStream
-from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
+from barrierflow.api.checkpoint_config import (
+    CheckpointConfig,
+    CheckpointingMode,
+    ExternalizedCheckpointRetention,
+)
 from barrierflow.api.connected_streams import ConnectedStreams
 from barrierflow.api.datastream import DataStream, DataStreamSink, KeyedStream
 from barrierflow.api.environment import JobClient, JobExecutionResult, StreamExecutionEnvironment
@@ -30,6 +34,7 @@ __all__ = [
     "DataStreamSink",
     "Duration",
     "ExecutionConfig",
+    "ExternalizedCheckpointRetention",
     "JobClient",
     "JobExecutionResult",
     "JoinedStreams",

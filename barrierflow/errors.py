@@ -7,6 +7,7 @@ BarrierflowError
   SinkError                   a sink cannot write or commit its output
   CheckpointStorageError      checkpoint storage cannot be read or written
   StateRestoreError           a checkpoint or savepoint cannot be restored into this job
+  SavepointError              a savepoint (or a stop with savepoint) asked for failed
   StreamCorruptionError       a channel delivered events in an impossible order
   ChannelLostError            a task lost a channel to a peer (the peer failed or was cancelled)
   ConnectionSetupError        a connection to a peer could not be set up in time or authenticated
@@ -45,6 +46,10 @@ class CheckpointStorageError(BarrierflowError):
 
 class StateRestoreError(BarrierflowError):
     """A checkpoint or savepoint cannot be restored into this job."""
+
+
+class SavepointError(BarrierflowError):
+    """A savepoint (or a stop with savepoint) asked for failed; the message says why."""
 
 
 class StreamCorruptionError(BarrierflowError):

@@ -21,6 +21,7 @@ PUBLIC = {
         "DataStreamSink",
         "Duration",
         "ExecutionConfig",
+        "ExternalizedCheckpointRetention",
         "JobClient",
         "JobExecutionResult",
         "JoinedStreams",

@@ -15,6 +15,12 @@ checkpoint, so checkpoints complete quickly under backpressure; with
 unaligned when alignment takes longer. Caveats: a checkpoint holding in-flight data
 cannot be restored with changed parallelism (savepoints are always aligned).
 
+Savepoints (`JobClient.trigger_savepoint`, `stop_with_savepoint`) go to the folder
+the call names, else `set_default_savepoint_dir(...)`, else `<checkpoint storage>/savepoints`.
+When a job is cancelled its retained checkpoints stay (`RETAIN_ON_CANCELLATION`, the
+default: running the job again resumes from them) or go (`DELETE_ON_CANCELLATION`);
+savepoints are never deleted.
+
 >>> config = CheckpointConfig()
 >>> config.enable_unaligned_checkpoints().set_aligned_checkpoint_timeout(500)
 CheckpointConfig(mode=EXACTLY_ONCE, unaligned=True, aligned_timeout_ms=500)
@@ -24,6 +30,7 @@ CheckpointConfig(mode=EXACTLY_ONCE, unaligned=True, aligned_timeout_ms=500)
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import Any
 
@@ -31,6 +38,19 @@ from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.errors import ConfigurationError
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
+
+
+class ExternalizedCheckpointRetention(enum.Enum):
+    """What happens to a job's retained checkpoints when it is cancelled (Flink 2's names).
+
+    >>> CheckpointConfig().get_externalized_checkpoint_retention().name
+    'RETAIN_ON_CANCELLATION'
+    """
+
+    RETAIN_ON_CANCELLATION = "retain_on_cancellation"
+    """Keep them: running the job again resumes from the latest one."""
+    DELETE_ON_CANCELLATION = "delete_on_cancellation"
+    """Delete the job's `chk-*` folders when it ends CANCELED (never savepoints)."""
 
 
 class CheckpointConfig:
@@ -47,6 +67,8 @@ class CheckpointConfig:
         self.retained: int = 1
         self.unaligned: bool = False
         self.aligned_timeout_ms: int = 0
+        self.default_savepoint_dir: str | None = None
+        self.externalized_retention = ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
 
     def __repr__(self) -> str:
         return (
@@ -145,6 +167,29 @@ class CheckpointConfig:
 
     def get_max_retained_checkpoints(self) -> int:
         return self.retained
+
+    def set_default_savepoint_dir(self, directory: str | os.PathLike[str]) -> CheckpointConfig:
+        """Where savepoints go when the trigger names no folder (a path or URI)."""
+        text = os.fspath(directory)
+        if not text:
+            raise ConfigurationError("the default savepoint folder must be a non-empty path")
+        self.default_savepoint_dir = text
+        return self
+
+    def get_default_savepoint_dir(self) -> str | None:
+        return self.default_savepoint_dir
+
+    def set_externalized_checkpoint_retention(
+        self, retention: ExternalizedCheckpointRetention
+    ) -> CheckpointConfig:
+        """Keep (the default) or delete the job's checkpoints when it is cancelled."""
+        if not isinstance(retention, ExternalizedCheckpointRetention):
+            raise ConfigurationError(f"not an ExternalizedCheckpointRetention: {retention!r}")
+        self.externalized_retention = retention
+        return self
+
+    def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
+        return self.externalized_retention
 
 
 def _at_least(value: int, minimum: int, what: str) -> int:

@@ -266,6 +266,7 @@ integer >= 1, got 0
         graph = self.get_job_graph(job_name)
         enabled = config.is_checkpointing_enabled()
         storage = _check_run.checkpoint_storage(config.get_checkpoint_storage())
+        savepoint_dir = config.default_savepoint_dir or os.path.join(storage, "savepoints")
         scratch = None
         if not enabled:
             scratch = tempfile.mkdtemp(prefix="barrierflow-final-checkpoint-")
@@ -288,6 +289,8 @@ integer >= 1, got 0
             unaligned_checkpoints=config.unaligned,
             aligned_checkpoint_timeout_ms=config.aligned_timeout_ms,
             savepoint_restore=command_line_defaults.savepoint_restore or self._savepoint_restore,
+            savepoint_dir=savepoint_dir,
+            externalized_retention=config.externalized_retention.name,
         )
         client = JobClient(JobMaster(graph, settings), scratch)
         if command_line_defaults.on_execute is not None:
@@ -365,7 +368,40 @@ class JobClient:
         return self._master.graph
 
     def cancel(self) -> None:
+        """Cancel the job (it ends CANCELED; `wait` raises JobExecutionError)."""
         self._master.request_cancel()
+
+    def trigger_savepoint(self, savepoint_dir: str | None = None, timeout: float = 300.0) -> str:
+        """Take a savepoint of the running job into a new folder below `savepoint_dir` (None:
+        the checkpoint config's default savepoint folder) and return that folder's URI, once
+        it completed. The job runs on. Raises SavepointError if it failed (the job was not
+        RUNNING, the folder is not writable, a task declined, it timed out) and TimeoutError
+        if it did not end within `timeout` seconds."""
+        trigger_id = self._master.trigger_savepoint(savepoint_dir)
+        return self._savepoint_location(trigger_id, timeout, "savepoint")
+
+    def stop_with_savepoint(
+        self, savepoint_dir: str | None = None, drain: bool = False, timeout: float = 300.0
+    ) -> str:
+        """Stop the job with a savepoint (Flink's stop-with-savepoint) and return the
+        savepoint folder's URI once the job ended FINISHED: the sources stop (with `drain`,
+        event time first advances to the end, so every window fires), the savepoint is
+        the final checkpoint, and two-phase-commit sinks commit up to it. If the savepoint
+        fails, the job fails over and runs on, and SavepointError says why."""
+        trigger_id = self._master.stop_with_savepoint(savepoint_dir, drain)
+        location = self._savepoint_location(trigger_id, timeout, "stop with savepoint")
+        self._thread.join(timeout)  # the operation completes as the job ends FINISHED
+        return location
+
+    def _savepoint_location(self, trigger_id: str, timeout: float, what: str) -> str:
+        from barrierflow.errors import SavepointError
+
+        operation = self._master.publisher.wait_for_operation(trigger_id, timeout)
+        if operation is None or operation.status == "IN_PROGRESS":
+            raise TimeoutError(f"the {what} ({trigger_id}) did not end within {timeout} s")
+        if operation.status == "FAILED" or operation.location is None:
+            raise SavepointError(f"the {what} failed: {operation.failure}")
+        return operation.location
 
     def wait_for_completed_checkpoints(self, count: int, timeout: float = 60.0) -> bool:
         """True once `count` checkpoints completed in this run (of any attempt)."""

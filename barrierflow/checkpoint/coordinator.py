@@ -120,7 +120,8 @@ class DiscardState:
 
 @dataclass(frozen=True)
 class FailJob:
-    """Too many checkpoints failed in a row: fail the attempt. Always the last action."""
+    """Fail the attempt: too many checkpoints failed in a row, or the final savepoint of a
+    stop with savepoint failed after the sources stopped. Always the last action."""
 
     reason: str
 
@@ -195,7 +196,8 @@ class CheckpointCoordinator:
     completion, starts the min pause; a checkpoint being finalized neither expires
     nor is declined (Flink finalizes under its lock, so it cannot happen there);
     once the final checkpoint is requested, no periodic checkpoint triggers any
-    more; a failed savepoint neither counts towards nor resets tolerable failures.
+    more; a failed savepoint neither counts towards nor resets tolerable failures (but a
+    failed final savepoint of a stop fails the attempt, as the sources already stopped).
     See request_decider.py for how trigger requests wait.
 
     >>> config = CheckpointCoordinatorConfig(interval_ms=100, timeout_ms=500)
@@ -241,6 +243,8 @@ task_states={0: 'a', 1: 'b'}, is_savepoint=False)]
             max_concurrent=config.max_concurrent,
         )
         self._failure_manager = CheckpointFailureManager(config.tolerable_failures)
+        self._final_is_savepoint = False
+        """The final checkpoint is a stop's savepoint: if it fails, the attempt fails over."""
         self._fail_job: FailJob | None = None
         """FailJob to append to the current event's actions (it must come last)."""
 
@@ -325,15 +329,21 @@ task_states={0: 'a', 1: 'b'}, is_savepoint=False)]
         )
         return self._finish(actions, now_ms)
 
-    def request_final_checkpoint(self, now_ms: int) -> list[CoordinatorAction]:
+    def request_final_checkpoint(
+        self, now_ms: int, *, savepoint: bool = False
+    ) -> list[CoordinatorAction]:
         """End periodic checkpoints; trigger one with is_final once a slot is free.
 
-        Idempotent: a second request, or one after the final checkpoint, does nothing.
+        With `savepoint` (a stop with savepoint: the sources were told to stop) the final
+        checkpoint is a savepoint, and if it fails it is not retried: FailJob follows, so
+        the attempt fails over and the sources resume. Idempotent: a second request, or one
+        after the final checkpoint, does nothing.
         """
         self._require_started("asked for a final checkpoint")
         if self._status is not CoordinatorStatus.RUNNING:
             return []
         self._status = CoordinatorStatus.FINISHING
+        self._final_is_savepoint = savepoint
         self._decider.request_final(now_ms)
         return self._finish([], now_ms)
 
@@ -411,7 +421,9 @@ task_states={0: 'a', 1: 'b'}, is_savepoint=False)]
         request = self._decider.choose(now_ms, pending=len(self._pending))
         if request is None:
             return []
-        return [self._trigger(now_ms, is_final=request is TriggerRequest.FINAL, is_savepoint=False)]
+        final = request is TriggerRequest.FINAL
+        savepoint = final and self._final_is_savepoint
+        return [self._trigger(now_ms, is_final=final, is_savepoint=savepoint)]
 
     def _finalize(self, checkpoint: PendingCheckpoint) -> FinalizeCheckpoint:
         return FinalizeCheckpoint(
@@ -443,7 +455,15 @@ task_states={0: 'a', 1: 'b'}, is_savepoint=False)]
                 self._decider.stop()
                 self._fail_job = FailJob(failure)
         if checkpoint.is_final and self._status is CoordinatorStatus.FINISHING:
-            self._decider.retry_final(now_ms)
+            if checkpoint.is_savepoint:  # a stop's savepoint: fail over, do not retry
+                self._status = CoordinatorStatus.FAILING
+                self._decider.stop()
+                self._fail_job = FailJob(
+                    f"the final savepoint {checkpoint_id} of a stop with savepoint failed: "
+                    f"{reason.value}{detail}"
+                )
+            else:
+                self._decider.retry_final(now_ms)
         return [NotifyCheckpointAborted(checkpoint_id, reason), DiscardState(checkpoint_id)]
 
     def _finish(self, actions: list[CoordinatorAction], now_ms: int) -> list[CoordinatorAction]:

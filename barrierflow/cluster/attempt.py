@@ -19,7 +19,7 @@ from barrierflow._scheduler import ScheduledAction
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.metadata import channel_state_assignment, restore_assignment
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure, task_failure
-from barrierflow.cluster.checkpoint_actions import CheckpointActions
+from barrierflow.cluster.checkpoint_actions import CheckpointActions, SavepointRequest
 from barrierflow.cluster.mails import TaskConnection
 from barrierflow.cluster.spark_runner import spark_error_headline
 from barrierflow.connectors.base import SourceSplit
@@ -325,11 +325,22 @@ class Attempt:
         self._tick_timer = master.scheduler.schedule(TICK_MS, self._tick, "coordinator tick")
 
     def _request_final_checkpoint(self) -> None:
+        """Every source ended: the final checkpoint (a savepoint if the job is stopping)."""
         assert self.checkpoints is not None
-        coordinator = self.checkpoints.coordinator
+        coordinator, stopping = self.checkpoints.coordinator, self.checkpoints.stop is not None
         self.checkpoints.carry_out(
-            coordinator.request_final_checkpoint(self.master.clock.epoch_millis())
+            coordinator.request_final_checkpoint(
+                self.master.clock.epoch_millis(), savepoint=stopping
+            )
         )
+
+    def stop_sources(self, request: SavepointRequest) -> None:
+        """Stop with savepoint: every source still reading stops (`msg.StopSources`); the
+        final checkpoint that follows their EndOfInput is `request`'s savepoint."""
+        assert self.checkpoints is not None
+        self.checkpoints.stop = request
+        for partition in sorted(self.source_partitions - self.end_of_input):
+            self.send(partition, msg.StopSources(self.number, request.drain))
 
     def _tick(self) -> None:
         master = self.master

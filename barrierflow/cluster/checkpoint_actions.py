@@ -4,18 +4,26 @@ The coordinator (checkpoint/coordinator.py) decides; this executes: it sends
 triggers and notifications to the tasks, writes `_metadata`, discards folders,
 feeds the statistics tracker, and fails the attempt when the coordinator says so.
 JobMaster thread only.
+
+A savepoint the JobMaster was asked for (`SavepointRequest`) has its own folder: its
+trigger names it (the barrier carries it to every task), `_metadata` is written there,
+a failed or aborted savepoint deletes it, and retention never looks at it. The JobMaster
+hears how each requested savepoint ended (`JobMaster.savepoint_ended`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from barrierflow import _envelope, _fs
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.metadata import build_metadata
 from barrierflow.checkpoint.stats import SubtaskCheckpointStats, SubtaskDecline
+from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
 from barrierflow.errors import CheckpointStorageError
 from barrierflow.runtime import task_messages as msg
@@ -27,6 +35,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class SavepointRequest:
+    """A savepoint asked for through the job's actions: its trigger id and its folder."""
+
+    trigger_id: str
+    folder: _fs.Location
+    """`<target>/savepoint-<job id[:6]>-<12 hex>/`, proven writable before it triggers."""
+    stop: bool = False
+    """A stop with savepoint: its savepoint is the final checkpoint."""
+    drain: bool = False
+
+
+def write_savepoint_metadata(folder: _fs.Location, metadata: dict[str, Any]) -> None:
+    """Write a savepoint's `_metadata` into its folder, atomically (as a checkpoint's)."""
+    target = folder.child(METADATA)
+    try:
+        _fs.write_atomic(target, _envelope.encode(METADATA_KIND, metadata))
+    except OSError as error:
+        raise CheckpointStorageError(f"cannot write {target}: {error}") from error
+
+
 class CheckpointActions:
     """Executes `CoordinatorAction`s of one attempt's coordinator, in the order given."""
 
@@ -35,6 +64,29 @@ class CheckpointActions:
         self._attempt = attempt
         self.coordinator = coordinator
         self._stats = master.stats_tracker
+        self._savepoints: dict[int, SavepointRequest] = {}
+        """Requested savepoints by checkpoint id (kept after they end: a late ack discards)."""
+        self._declines: dict[int, str] = {}
+        """The first decline's detail of each checkpoint, for a failed savepoint's reason."""
+        self.stop: SavepointRequest | None = None
+        """The stop with savepoint under way: the final checkpoint is its savepoint."""
+
+    def trigger_savepoint(self, request: SavepointRequest) -> None:
+        """Trigger a savepoint into `request.folder` now (the coordinator must be running)."""
+        actions = self.coordinator.request_savepoint(self._now())
+        for action in actions:
+            if isinstance(action, cc.TriggerCheckpoint) and action.is_savepoint:
+                self._savepoints[action.checkpoint_id] = request
+        self.carry_out(actions)
+
+    def _folder(self, checkpoint_id: int) -> _fs.Location:
+        request = self._savepoints.get(checkpoint_id)
+        if request is not None:
+            return request.folder
+        return self._master.storage.checkpoint_dir(checkpoint_id)
+
+    def _discard(self, checkpoint_id: int) -> None:
+        _fs.delete_dir(self._folder(checkpoint_id))
 
     def _now(self) -> int:
         return self._master.clock.epoch_millis()
@@ -70,6 +122,10 @@ class CheckpointActions:
         now = self._now()
         reason = CheckpointFailureReason[decline.reason]
         subtask = self._master.partitions[decline.partition]
+        detail = f" (task {self._attempt.task_name(decline.partition)}"
+        self._declines.setdefault(
+            decline.checkpoint_id, detail + (f": {decline.message})" if decline.message else ")")
+        )
         self._stats.report_declined(
             decline.checkpoint_id,
             SubtaskDecline(subtask.vertex_id, subtask.subtask_index, now, reason, decline.message),
@@ -94,13 +150,16 @@ class CheckpointActions:
                     msg.NotifyCheckpointAborted(self._attempt.number, action.checkpoint_id)
                 )
             elif isinstance(action, cc.DiscardState):
-                self._master.storage.discard(action.checkpoint_id)
+                self._discard(action.checkpoint_id)
             elif isinstance(action, cc.FailJob):
                 raise AttemptFailed(AttemptFailure(action.reason))
             else:
                 raise TypeError(f"unknown coordinator action {action!r}")
 
     def _trigger(self, action: cc.TriggerCheckpoint) -> None:
+        if action.is_savepoint and action.is_final and self.stop is not None:
+            self._savepoints[action.checkpoint_id] = self.stop
+        request = self._savepoints.get(action.checkpoint_id)
         self._stats.report_triggered(
             action.checkpoint_id,
             action.timestamp_ms,
@@ -114,6 +173,7 @@ class CheckpointActions:
             action.timestamp_ms,
             action.is_final,
             is_savepoint=action.is_savepoint,
+            target=request.folder.uri if request is not None else None,
         )
         for partition in sorted(self._attempt.source_partitions):
             self._attempt.send(partition, trigger)
@@ -129,8 +189,12 @@ class CheckpointActions:
             handles,
             is_savepoint=action.is_savepoint,
         )
+        request = self._savepoints.get(action.checkpoint_id)
         try:
-            master.storage.write_metadata(action.checkpoint_id, metadata)
+            if request is not None:
+                write_savepoint_metadata(request.folder, metadata)
+            else:
+                master.storage.write_metadata(action.checkpoint_id, metadata)
         except CheckpointStorageError:
             log.warning("finalizing checkpoint %d failed", action.checkpoint_id, exc_info=True)
             self.carry_out(self.coordinator.on_finalize_failed(action.checkpoint_id, self._now()))
@@ -140,13 +204,19 @@ class CheckpointActions:
     def _report_failed(self, action: cc.NotifyCheckpointAborted) -> None:
         stats = self._stats.report_failed(action.checkpoint_id, self._now(), action.reason)
         self._master.checkpoint_ended(stats)
+        request = self._savepoints.get(action.checkpoint_id)
+        if request is not None:
+            detail = self._declines.get(action.checkpoint_id, "")
+            self._master.savepoint_ended(
+                request, None, f"savepoint {action.checkpoint_id} failed: "
+                f"{action.reason.value}{detail}"
+            )  # fmt: skip
 
     def _completed(self, action: cc.NotifyCheckpointComplete) -> None:
         master = self._master
+        folder = self._folder(action.checkpoint_id)
         stats = self._stats.report_completed(
-            action.checkpoint_id,
-            self._now(),
-            external_path=master.storage.checkpoint_dir(action.checkpoint_id).uri,
+            action.checkpoint_id, self._now(), external_path=folder.uri
         )
         master.checkpoint_stats.append(stats)
         self._attempt.send_to_all(
@@ -157,9 +227,12 @@ class CheckpointActions:
         master.checkpoint_ended(stats)
         master.storage.retain(master.settings.retained_checkpoints)
         publisher = master.publisher
-        publisher.publish(
-            completed_checkpoints=(*publisher.status.completed_checkpoints, action.checkpoint_id)
-        )
+        request = self._savepoints.get(action.checkpoint_id)
+        if request is not None:  # a savepoint is the user's, not one of the job's checkpoints
+            master.savepoint_ended(request, folder.uri, None)
+        else:
+            completed = (*publisher.status.completed_checkpoints, action.checkpoint_id)
+            publisher.publish(completed_checkpoints=completed)
         if action.is_final:
             publisher.publish(state="FINISHING")
 
@@ -173,4 +246,4 @@ class CheckpointActions:
                     self._report_failed(action)
             elif isinstance(action, cc.DiscardState):
                 with contextlib.suppress(OSError):
-                    self._master.storage.discard(action.checkpoint_id)
+                    self._discard(action.checkpoint_id)

@@ -18,6 +18,12 @@ job is cancelled and the next attempt is a new barrier stage.
 
 What one attempt does is in attempt.py, carrying out the coordinator's actions in
 checkpoint_actions.py, the published status and REST view in job_view.py.
+
+The JobMaster implements the job's actions (job_actions.py): a savepoint or a stop with
+savepoint is a mail; its operation is published by trigger id at once (IN_PROGRESS) and
+when it ends. Only a RUNNING job takes one, into a folder proven writable first; a stop
+tells the sources to stop, its savepoint is the final checkpoint, and it completes when
+the job ended FINISHED. A failure during a stop fails the operation with that cause.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import contextlib
 import logging
 import os
 import queue
+import re
 import secrets
 import uuid
 from collections.abc import Callable
@@ -36,6 +43,7 @@ from pyspark import cloudpickle
 from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
+from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.history import CheckpointHistoryFile
 from barrierflow.checkpoint.metadata import check_compatible, is_savepoint
 from barrierflow.checkpoint.stats import (
@@ -52,6 +60,8 @@ from barrierflow.checkpoint.storage import (
 )
 from barrierflow.cluster.attempt import Attempt
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
+from barrierflow.cluster.checkpoint_actions import SavepointRequest
+from barrierflow.cluster.job_actions import SavepointOperation
 from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
 from barrierflow.cluster.job_settings import JobSettings
 from barrierflow.cluster.job_view import JobPublisher, JobStatus
@@ -59,6 +69,7 @@ from barrierflow.cluster.mails import (
     CancelRequested,
     FailureInjectionRequested,
     Mail,
+    SavepointRequested,
     SparkJobEnded,
     TaskConnection,
     TaskConnectionLost,
@@ -88,6 +99,10 @@ log = logging.getLogger(__name__)
 
 IDLE_WAIT_S = 1.0
 """The longest the JobMaster blocks on its mailbox when nothing is scheduled."""
+DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
+"""The externalized retention (JobSettings) that deletes the job's checkpoints on cancel."""
+_CHECKPOINT_FOLDER = re.compile(r"^chk-\d+$")
+_JOB_ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 __all__ = ["CheckpointStats", "JobMaster", "JobSettings", "JobStatus"]
 # CheckpointStats (checkpoint/stats.py) is what JobExecutionResult.checkpoints holds.
@@ -146,6 +161,12 @@ class JobMaster:
         self._stage = 0
         """The attempt whose Spark job (barrier stage) runs the tasks now."""
         self._cancel_requested: str | None = None
+        self._stop: SavepointRequest | None = None
+        """The stop with savepoint under way (at most one)."""
+        self._stop_location: str | None = None
+        """Where the stop's savepoint went, once it completed (the job then finishes)."""
+        self._stop_failure: str | None = None
+        """Why the stop's savepoint failed (the attempt then fails over)."""
         self._first_checkpoint_id = 1
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
@@ -168,6 +189,29 @@ class JobMaster:
 
     def request_cancel(self, reason: str = "cancelled by the user") -> None:
         self.mailbox.put(CancelRequested(reason))
+
+    def trigger_savepoint(self, target_dir: str | None) -> str:
+        """A savepoint into `target_dir` (None: the job's default); its trigger id at once."""
+        return self._request_savepoint(target_dir, stop=False, drain=False)
+
+    def stop_with_savepoint(self, target_dir: str | None, drain: bool) -> str:
+        """Stop the sources (`drain`: event time to the end first), take a savepoint as the
+        final checkpoint, let the sinks commit, end FINISHED; its trigger id at once."""
+        return self._request_savepoint(target_dir, stop=True, drain=drain)
+
+    def savepoint_operation(self, trigger_id: str) -> SavepointOperation | None:
+        return self.publisher.operation(trigger_id)
+
+    def _request_savepoint(self, target_dir: str | None, *, stop: bool, drain: bool) -> str:
+        trigger_id = uuid.uuid4().hex
+        self.publisher.publish_operation(
+            SavepointOperation(trigger_id, "IN_PROGRESS", stops_job=stop)
+        )
+        self.mailbox.put(SavepointRequested(trigger_id, target_dir, stop, drain))
+        state = self.status.state
+        if self.ended or state in _JOB_ENDED:  # nobody will take the mail: fail it now
+            self.publisher.fail_operations(f"the job has ended ({state})")
+        return trigger_id
 
     def wait_for(self, predicate: Callable[[JobStatus], bool], timeout: float) -> bool:
         return self.publisher.wait_for(predicate, timeout)
@@ -300,6 +344,8 @@ class JobMaster:
         elif isinstance(mail, FailureInjectionRequested):
             if self.attempt is not None and self.attempt.number == mail.attempt:
                 self.attempt.inject_failure(mail.subtask, mail.reason)
+        elif isinstance(mail, SavepointRequested):
+            self._on_savepoint_requested(mail)
         else:
             raise TypeError(f"the JobMaster got a mail of unknown type: {mail!r}")
 
@@ -307,6 +353,8 @@ class JobMaster:
         """Every task of `attempt` finished and its Spark job ended: the job is done."""
         if attempt is self.attempt:
             self.attempt = None
+            if self._stop is not None:
+                self._stop_ended(self._stop_location, "the job finished before its savepoint")
             self.publisher.publish(state="FINISHED")
             self._end(self.checkpoint_stats)
 
@@ -442,6 +490,8 @@ class JobMaster:
 
     def _attempt_failed(self, failure: AttemptFailure) -> None:
         assert self.attempt is not None and self._runner is not None
+        if self._stop is not None:  # the sources resume in the next attempt (if any)
+            self._stop_ended(None, self._stop_failure or failure.summary)
         number, cancel, group = self.attempt.number, self._runner.cancel, self._group(self._stage)
         decision = None
         if self._cancel_requested is None:
@@ -519,6 +569,8 @@ class JobMaster:
         self._end(job_error)
 
     def _end_cancelled(self) -> None:
+        if self.settings.externalized_retention == DELETE_ON_CANCELLATION:
+            self._delete_checkpoints()
         self.publisher.publish(state="CANCELED")
         error = JobExecutionError(
             f"job '{self.graph.job_name}' was cancelled: {self._cancel_requested}"
@@ -548,6 +600,8 @@ class JobMaster:
     def _end(self, outcome: list[CheckpointStats] | BaseException) -> None:
         self._outcome = outcome
         self.ended = True
+        ended = "the job finished" if isinstance(outcome, list) else str(outcome)
+        self.publisher.fail_operations(f"{ended} before the savepoint completed")
         with contextlib.suppress(Exception):
             self.close()
 
@@ -589,6 +643,110 @@ class JobMaster:
         what, newest = claimed.candidate.describe(), own[-1].checkpoint_id
         log.info("job '%s': deleted the claimed %s (subsumed by checkpoint %d)",
                  self.graph.job_name, what, newest)  # fmt: skip
+
+    # ---- savepoints and stop with savepoint ----------------------------------------------------
+
+    def _on_savepoint_requested(self, mail: SavepointRequested) -> None:
+        """Trigger the savepoint, or tell the sources to stop; or fail the operation at once
+        (the job does not run, a stop is under way, the folder is not writable)."""
+        kind = "a stop with savepoint" if mail.stop else "a savepoint"
+        refusal = self._savepoint_refusal(kind)
+        if refusal is None:
+            try:
+                folder = self._savepoint_folder(mail.target_dir)
+            except CheckpointStorageError as error:
+                refusal = str(error)
+        if refusal is not None:
+            log.warning("job '%s': %s refused: %s", self.graph.job_name, kind, refusal)
+            self.publisher.publish_operation(
+                SavepointOperation(mail.trigger_id, "FAILED", failure=refusal, stops_job=mail.stop)
+            )
+            return
+        request = SavepointRequest(mail.trigger_id, folder, mail.stop, mail.drain)
+        assert self.attempt is not None and self.attempt.checkpoints is not None
+        if mail.stop:
+            log.info(
+                "job '%s': stopping with a savepoint into %s%s",
+                self.graph.job_name,
+                folder,
+                " (draining)" if mail.drain else "",
+            )
+            self._stop, self._stop_location, self._stop_failure = request, None, None
+            self.attempt.stop_sources(request)
+        else:
+            log.info("job '%s': savepoint into %s", self.graph.job_name, folder)
+            self.attempt.checkpoints.trigger_savepoint(request)
+
+    def _savepoint_refusal(self, kind: str) -> str | None:
+        """Why the job cannot take `kind` now, or None (as Flink, only a running job can)."""
+        state = self.status.state
+        attempt = self.attempt
+        if state != "RUNNING" or attempt is None or attempt.checkpoints is None:
+            return f"the job is {state}: {kind} is taken only while it is RUNNING"
+        if self._stop is not None:
+            return f"{kind} was refused: a stop with savepoint is under way"
+        if attempt.checkpoints.coordinator.status is not cc.CoordinatorStatus.RUNNING:
+            return f"the job is finishing (its input ended): {kind} is taken only while it runs"
+        return None
+
+    def _savepoint_folder(self, target_dir: str | None) -> _fs.Location:
+        """A new `<target>/savepoint-<job id[:6]>-<12 hex>/`, proven writable."""
+        base = target_dir or self.settings.savepoint_dir
+        root = _fs.location(base) if base else self.storage.root.child("savepoints")
+        folder = root.child(f"savepoint-{self.job_id[:6]}-{secrets.token_hex(6)}")
+        probe = folder.child(f".probe-{uuid.uuid4().hex}")
+        try:
+            _fs.make_dirs(folder)
+            _fs.write_bytes(probe, b"")
+            _fs.delete_file(probe)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                _fs.delete_dir(folder)
+            raise CheckpointStorageError(
+                f"the savepoint folder {folder} is not writable: {error}"
+            ) from error
+        return folder
+
+    def savepoint_ended(
+        self, request: SavepointRequest, location: str | None, failure: str | None
+    ) -> None:
+        """A requested savepoint completed (`location`) or failed (checkpoint_actions.py). A
+        stop's operation ends with the job instead: FINISHED, or the failure's failover."""
+        if request.stop:
+            self._stop_location, self._stop_failure = location, failure
+            return
+        if location is not None:
+            log.info("job '%s': savepoint completed: %s", self.graph.job_name, location)
+            operation = SavepointOperation(request.trigger_id, "COMPLETED", location=location)
+        else:
+            log.warning("job '%s': %s", self.graph.job_name, failure)
+            operation = SavepointOperation(request.trigger_id, "FAILED", failure=failure)
+        self.publisher.publish_operation(operation)
+
+    def _stop_ended(self, location: str | None, failure: str) -> None:
+        stop, self._stop = self._stop, None
+        assert stop is not None
+        if location is not None:
+            operation = SavepointOperation(
+                stop.trigger_id, "COMPLETED", location=location, stops_job=True
+            )
+        else:
+            failure = f"stop with savepoint failed: {failure}"
+            log.warning("job '%s': %s", self.graph.job_name, failure)
+            operation = SavepointOperation(
+                stop.trigger_id, "FAILED", failure=failure, stops_job=True
+            )
+        self.publisher.publish_operation(operation)
+
+    def _delete_checkpoints(self) -> None:
+        """DELETE_ON_CANCELLATION: the job's `chk-*` folders go (savepoints live elsewhere)."""
+        try:
+            names = _fs.list_dir(self.storage.job_dir)
+            for name in names:
+                if _CHECKPOINT_FOLDER.match(name):
+                    _fs.delete_dir(self.storage.job_dir.child(name))
+        except OSError as error:
+            log.warning("could not delete the checkpoints in %s: %s", self.storage.job_dir, error)
 
 
 def _load_checked(folder: _fs.Location) -> dict[str, Any]:

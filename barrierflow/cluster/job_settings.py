@@ -30,6 +30,11 @@ class JobSettings:
     aligned_checkpoint_timeout_ms: int = 0
     savepoint_restore: SavepointRestoreSettings | None = None
     """Start from this savepoint or checkpoint instead of the job folder's latest checkpoint."""
+    savepoint_dir: str | None = None
+    """Where savepoints go unless the trigger names a folder; None: `<storage>/savepoints`."""
+    externalized_retention: str = "RETAIN_ON_CANCELLATION"
+    """An ExternalizedCheckpointRetention name: DELETE_ON_CANCELLATION deletes the job's
+    checkpoint folders when it ends CANCELED."""
 
     def task_settings(
         self,

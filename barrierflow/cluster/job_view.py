@@ -4,7 +4,8 @@ The JobMaster thread owns every piece of state; it publishes two immutable
 snapshots of it. `JobStatus` (state, attempt, task processes, completed checkpoints)
 is what the JobClient waits on; `JobView` (rest.py) is what the REST endpoint
 serves. Both are replaced, never mutated, so readers need no lock beyond the
-condition that wakes waiters.
+condition that wakes waiters. Savepoint operations (job_actions.py), by trigger id,
+are published under the same condition.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from barrierflow._clock import Clock
+from barrierflow.cluster.job_actions import SavepointOperation
 from barrierflow.cluster.rest import JobView, VertexView
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 
@@ -63,12 +65,42 @@ class JobPublisher:
         self._view_published_at = 0.0
         self.status = JobStatus()
         self.view: JobView | None = None
+        self._operations: dict[str, SavepointOperation] = {}
 
     # ---- any thread ------------------------------------------------------------------------
 
     def wait_for(self, predicate: Callable[[JobStatus], bool], timeout: float) -> bool:
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self.status), timeout)
+
+    def operation(self, trigger_id: str) -> SavepointOperation | None:
+        with self._changed:
+            return self._operations.get(trigger_id)
+
+    def wait_for_operation(self, trigger_id: str, timeout: float) -> SavepointOperation | None:
+        """The operation once it ended (COMPLETED or FAILED), else as it is after `timeout`."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: getattr(self._operations.get(trigger_id), "status", "") != "IN_PROGRESS",
+                timeout,
+            )
+            return self._operations.get(trigger_id)
+
+    def publish_operation(self, operation: SavepointOperation) -> None:
+        """Publish a savepoint operation (any thread: the trigger publishes IN_PROGRESS)."""
+        with self._changed:
+            self._operations[operation.trigger_id] = operation
+            self._changed.notify_all()
+
+    def fail_operations(self, reason: str) -> None:
+        """Every operation still in progress FAILED with `reason` (the job ended)."""
+        with self._changed:
+            for trigger_id, operation in list(self._operations.items()):
+                if operation.status == "IN_PROGRESS":
+                    self._operations[trigger_id] = replace(
+                        operation, status="FAILED", failure=reason
+                    )
+            self._changed.notify_all()
 
     def wake_waiters(self) -> None:
         """Let waiters look again (the job's thread ended)."""

@@ -2,7 +2,8 @@
 
 RPC reader threads post a task's message or its lost connection, the Spark runner
 posts the end of an attempt's Spark job, the JobClient posts a cancel request (and, for
-`barrierflow chaos`, a failure to inject). Each
+`barrierflow chaos`, a failure to inject), any caller of the job's actions (job_actions.py)
+posts a savepoint or stop with savepoint. Each
 mail is a frozen value dispatched by type; one that names an attempt carries its
 number, so the JobMaster refuses what belongs to an older attempt (a zombie).
 """
@@ -63,11 +64,23 @@ class FailureInjectionRequested:
     reason: str
 
 
+@dataclass(frozen=True)
+class SavepointRequested:
+    """A savepoint into `target_dir` (None: the job's default) was asked for under
+    `trigger_id`; with `stop`, a stop with savepoint (`drain`: event time to the end first)."""
+
+    trigger_id: str
+    target_dir: str | None
+    stop: bool = False
+    drain: bool = False
+
+
 Mail = (
     TaskMessageReceived
     | TaskConnectionLost
     | SparkJobEnded
     | CancelRequested
     | FailureInjectionRequested
+    | SavepointRequested
 )
 """Everything the JobMaster's mailbox holds."""

@@ -38,11 +38,16 @@ class CheckpointBarrier:
     is_final: bool = False
     """The barrier of the final checkpoint at the end of bounded input: always aligned, so
     it follows every record and no in-flight data is left when the tasks finish."""
+    target: str | None = None
+    """A savepoint's folder (URI): every task writes its state file of this checkpoint there
+    instead of into `chk-<n>/` (Flink's checkpoint storage location reference)."""
 
     def __repr__(self) -> str:
         # Flags only when set, so the repr of a plain checkpoint's barrier stays short.
-        flags = (", is_savepoint=True" if self.is_savepoint else "") + (
-            ", is_final=True" if self.is_final else ""
+        flags = (
+            (", is_savepoint=True" if self.is_savepoint else "")
+            + (", is_final=True" if self.is_final else "")
+            + (f", target={self.target!r}" if self.target is not None else "")
         )
         return (
             f"CheckpointBarrier(checkpoint_id={self.checkpoint_id}, "

@@ -8,6 +8,12 @@ hands it to the `SnapshotUploader`, which writes it and acknowledges. It decline
 what the barrier handler aborts, passes the JobMaster's complete/aborted
 notifications to the chain, and keeps the channel state (unaligned checkpoints)
 until each checkpoint's last barrier arrived.
+
+A savepoint's barrier names its folder (`CheckpointBarrier.target`): the state file goes
+there instead of into `chk-<n>/`. Once the snapshot of a final checkpoint (the end of
+bounded input, or a stop with savepoint) is taken, the task must process nothing more
+until it finishes, as anything it emitted would be outside that snapshot:
+`holds_final_snapshot` says so, until the final checkpoint is aborted.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from barrierflow import _fs
 from barrierflow._clock import Clock
 from barrierflow._scheduler import Scheduler
 from barrierflow.checkpoint import subtask_state_file
@@ -93,6 +100,13 @@ class SubtaskCheckpointCoordinator:
         self._first_barrier: dict[int, tuple[float, int]] = {}
         """Checkpoint id -> (monotonic s, epoch ms) when its first barrier arrived."""
         self._newest_barrier_id = -1
+        self._final_snapshot: int | None = None
+        """The final checkpoint whose snapshot this task took, until it completes or aborts."""
+
+    @property
+    def holds_final_snapshot(self) -> bool:
+        """The final checkpoint's snapshot is taken and not aborted: process nothing more."""
+        return self._final_snapshot is not None
 
     def restore_channel_state(self, reader: SubtaskStateReader, where: tuple[str, int, int]):
         """Re-send recovered output and queue recovered input, before anything new."""
@@ -121,6 +135,8 @@ class SubtaskCheckpointCoordinator:
         self._chain.notify_checkpoint_complete(checkpoint_id)
 
     def notify_aborted(self, checkpoint_id: int) -> None:
+        if checkpoint_id == self._final_snapshot:  # retried later: the task may go on meanwhile
+            self._final_snapshot = None
         self._chain.notify_checkpoint_aborted(checkpoint_id)
 
     # ---- from the input gate -----------------------------------------------------------------
@@ -182,6 +198,8 @@ class SubtaskCheckpointCoordinator:
     def _checkpoint(self, barrier: CheckpointBarrier) -> None:
         """Snapshot synchronously, forward the barrier, upload in the background."""
         held = self._snapshot(barrier)
+        if barrier.is_final:
+            self._final_snapshot = barrier.checkpoint_id
         self._writer.broadcast_event(barrier)
         self._upload(held, None)
 
@@ -263,9 +281,12 @@ class SubtaskCheckpointCoordinator:
         target, handle, data = None, None, b""
         if encoded is not None:
             data, handle = encoded
-            target = subtask_state_file.state_file_location(
-                settings.checkpoint_dir, barrier.checkpoint_id, name
-            )
+            if barrier.target is not None:  # a savepoint: into its own folder
+                target = _fs.Location(barrier.target).child(name)
+            else:
+                target = subtask_state_file.state_file_location(
+                    settings.checkpoint_dir, barrier.checkpoint_id, name
+                )
         ack = AcknowledgeCheckpoint(
             settings.attempt,
             self._partition,

@@ -261,7 +261,10 @@ class StreamTask:
             if self._finished:
                 continue
             self.scheduler.run_due()
-            self._next_wakeup_ms = self.chain.fire_processing_time(self._clock.epoch_millis())
+            if self.checkpoints.holds_final_snapshot:  # nothing may follow the final barrier
+                self._next_wakeup_ms = None
+            else:
+                self._next_wakeup_ms = self.chain.fire_processing_time(self._clock.epoch_millis())
             self._report_end_of_input()
             if self._can_work():
                 if self.chain.source is not None:
@@ -295,7 +298,12 @@ class StreamTask:
         return self.scheduler.wait_s(wait)
 
     def _can_work(self) -> bool:
-        if self._finished or self.writer.is_backpressured() or not self.chain.accepts_input():
+        """Whether the loop may do a unit of work: never after the final checkpoint's barrier
+        (an upstream's end of partition, which counts as MAX_WATERMARK, would fire windows
+        whose output no savepoint holds), nor while backpressured or held up."""
+        if self._finished or self.checkpoints.holds_final_snapshot:
+            return False
+        if self.writer.is_backpressured() or not self.chain.accepts_input():
             return False
         if self.chain.source is not None:
             return not self._source_exhausted and not self._source_waiting
@@ -310,6 +318,19 @@ class StreamTask:
             self._end_of_input_unsent = True
         elif status == SourceOperator.NOTHING_AVAILABLE:
             self._source_waiting = True
+
+    def _stop_source(self, drain: bool) -> None:
+        """Stop with savepoint: end the source's input now (see `SourceOperator.stop`); the
+        final checkpoint, a savepoint, follows once the JobMaster heard every source ended."""
+        source = self.chain.source
+        if source is None:
+            raise StreamCorruptionError("StopSources reached a task without a source")
+        if self._source_exhausted:
+            return  # it ended on its own: EndOfInput is sent or on its way
+        source.stop(drain)
+        self._source_exhausted = True
+        self._end_of_input_unsent = True
+        self._source_waiting = False
 
     def _report_end_of_input(self) -> None:
         """Tell the JobMaster the source ended once the chain holds nothing back (async calls
@@ -408,7 +429,11 @@ class StreamTask:
                 raise StreamCorruptionError("a checkpoint trigger reached a task without a source")
             self.checkpoints.trigger(
                 CheckpointBarrier(
-                    message.checkpoint_id, message.timestamp, message.is_savepoint, message.is_final
+                    message.checkpoint_id,
+                    message.timestamp,
+                    message.is_savepoint,
+                    message.is_final,
+                    message.target,
                 )
             )
         elif isinstance(message, msg.NotifyCheckpointComplete):
@@ -424,6 +449,8 @@ class StreamTask:
             raise AttemptEnded(message.reason)
         elif isinstance(message, msg.InjectFailure):
             raise ChaosFailure(message.reason)
+        elif isinstance(message, msg.StopSources):
+            self._stop_source(message.drain)
         elif isinstance(message, msg.RestartTask):  # the next attempt follows this one's end
             raise StreamCorruptionError(f"attempt {message.attempt} reached a running attempt")
 

@@ -194,6 +194,9 @@ class TriggerCheckpoint:
     is_final: bool
     is_savepoint: bool = False
     """A savepoint: its barriers are always aligned."""
+    target: str | None = None
+    """A savepoint's folder (URI): its barrier carries it, so every task writes its state file
+    of this checkpoint there; None: `chk-<n>/` below the job's checkpoint folder."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,17 @@ class RestartTask:
 
 
 @dataclass(frozen=True)
+class StopSources:
+    """Stop with savepoint (source tasks only): the source stops reading and reports
+    EndOfInput, so the final checkpoint (a savepoint) follows. With `drain` it ends its input
+    as a bounded source does (MAX_WATERMARK: windows and event-time timers fire first);
+    without, it just stops emitting. A source that already ended ignores it."""
+
+    attempt: int
+    drain: bool
+
+
+@dataclass(frozen=True)
 class InjectFailure:
     """Fail now, as a user function that raises would (`barrierflow chaos`): the task raises
     `ChaosFailure(reason)` on its mailbox thread and reports it as its failure."""
@@ -268,5 +282,6 @@ JOBMASTER_TO_TASK = (
     EndAttempt,
     RestartTask,
     InjectFailure,
+    StopSources,
 )
 """Every message the JobMaster sends; a task refuses any other type."""

@@ -282,6 +282,35 @@ def test_a_final_checkpoint_failing_too_often_fails_the_job_instead_of_retrying(
     assert coord.on_tick(1_000) == []
 
 
+def test_the_final_savepoint_of_a_stop_completes_without_subsuming_and_finishes():
+    coord = coordinator_builder(tolerable_failures=0)
+    stop = TriggerCheckpoint(1, 10, is_final=True, is_savepoint=True)
+    assert coord.request_final_checkpoint(10, savepoint=True) == [stop]
+    assert complete(coord, 1, 20) == [completed(1, final=True, is_savepoint=True)]
+    assert coord.status is CoordinatorStatus.FINISHED
+    assert (coord.completed_savepoint_ids, coord.completed_checkpoint_ids) == ((1,), ())
+
+
+@pytest.mark.parametrize("expired", [False, True], ids=["declined", "expired"])
+def test_a_failed_final_savepoint_of_a_stop_fails_the_job_instead_of_retrying(expired):
+    # the sources already stopped: only a failover (they resume) gets the job going again
+    coord = coordinator_builder(timeout_ms=500, tolerable_failures=5)
+    coord.request_final_checkpoint(10, savepoint=True)
+    if expired:
+        actions, why = coord.on_tick(510), R.CHECKPOINT_EXPIRED.value
+    else:
+        actions = coord.receive_decline(1, SINK, R.CHECKPOINT_DECLINED, 30)
+        why = f"{R.CHECKPOINT_DECLINED.value} (task 1)"
+    reason = R.CHECKPOINT_EXPIRED if expired else R.CHECKPOINT_DECLINED
+    assert actions == [
+        *aborted(1, reason),
+        FailJob(f"the final savepoint 1 of a stop with savepoint failed: {why}"),
+    ]
+    assert coord.consecutive_failures == 0  # a savepoint does not count
+    assert coord.status is CoordinatorStatus.FAILING
+    assert coord.on_tick(2_000) == []
+
+
 # ---- failover --------------------------------------------------------------------------------
 
 

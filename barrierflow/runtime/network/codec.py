@@ -8,8 +8,8 @@ are only decoded after the connection proved it knows the job's secret.
 
     D <pickle of values>                              records without timestamps
     T <uint32 n> <n int64 timestamps> <pickle>        records with timestamps
-    B <int64 checkpoint id> <int64 timestamp> <uint8 flags: 1 savepoint, 2 final>
-                                                      checkpoint barrier (an older 17-byte
+    B <int64 checkpoint id> <int64 timestamp> <uint8 flags: 1 savepoint, 2 final,
+      4 target> [<utf-8 target folder URI>]           checkpoint barrier (an older 17-byte
                                                       frame without flags is still read)
     X <int64 checkpoint id>                           cancel checkpoint marker
     E                                                 end of partition
@@ -50,6 +50,7 @@ _TWO_LONGS = struct.Struct("!qq")
 _BARRIER = struct.Struct("!qqB")
 _SAVEPOINT_FLAG = 1
 _FINAL_FLAG = 2
+_TARGET_FLAG = 4
 _LONG = struct.Struct("!q")
 _UINT = struct.Struct("!I")
 
@@ -83,10 +84,13 @@ def encode_event(event: Event) -> bytes:
     if isinstance(event, StreamStatus):
         return _IDLE_FRAME if event is StreamStatus.IDLE else _ACTIVE_FRAME
     if isinstance(event, CheckpointBarrier):
-        flags = (_SAVEPOINT_FLAG if event.is_savepoint else 0) | (
-            _FINAL_FLAG if event.is_final else 0
+        flags = (
+            (_SAVEPOINT_FLAG if event.is_savepoint else 0)
+            | (_FINAL_FLAG if event.is_final else 0)
+            | (_TARGET_FLAG if event.target is not None else 0)
         )
-        return BARRIER + _BARRIER.pack(event.checkpoint_id, event.timestamp, flags)
+        frame = BARRIER + _BARRIER.pack(event.checkpoint_id, event.timestamp, flags)
+        return frame if event.target is None else frame + event.target.encode()
     if isinstance(event, CancelCheckpointMarker):
         return CANCEL + _LONG.pack(event.checkpoint_id)
     if isinstance(event, EndOfPartition):
@@ -120,8 +124,15 @@ def decode(frame: bytes) -> RecordBatch | Event:
             checkpoint_id, timestamp = _TWO_LONGS.unpack_from(frame, 1)
             return CheckpointBarrier(checkpoint_id, timestamp)
         checkpoint_id, timestamp, flags = _BARRIER.unpack_from(frame, 1)
+        target = None
+        if flags & _TARGET_FLAG:
+            target = bytes(frame[1 + _BARRIER.size :]).decode()
         return CheckpointBarrier(
-            checkpoint_id, timestamp, bool(flags & _SAVEPOINT_FLAG), bool(flags & _FINAL_FLAG)
+            checkpoint_id,
+            timestamp,
+            bool(flags & _SAVEPOINT_FLAG),
+            bool(flags & _FINAL_FLAG),
+            target,
         )
     if kind == CANCEL:
         return CancelCheckpointMarker(_LONG.unpack_from(frame, 1)[0])

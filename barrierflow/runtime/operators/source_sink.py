@@ -121,6 +121,19 @@ class SourceOperator(StreamOperator):
             self._finish_split(polled.split_id)
         return self.MORE_AVAILABLE if records or polled.finished else self.NOTHING_AVAILABLE
 
+    def stop(self, drain: bool) -> None:
+        """Stop with savepoint: read nothing more. With `drain`, end the input as a bounded
+        source does (MAX_WATERMARK, so every downstream window and event-time timer fires
+        before the final checkpoint); without, stop emitting anything, watermarks included,
+        so the savepoint holds the windows still open."""
+        if self._ended:
+            return
+        if drain:
+            self._end_input()
+        else:
+            self._ended = True
+            self._next_periodic = None
+
     def poll_batch(self, max_records: int) -> list[Any] | None:
         """The values of the next batch, without event time (for tools and old callers)."""
         assert self.reader is not None

@@ -1,0 +1,197 @@
+"""A StreamTask stopping with a savepoint, without Spark or sockets: mails fed by hand.
+
+A source told to stop ends its input with MAX_WATERMARK only when draining; a task that
+took the final checkpoint's snapshot processes nothing more (an upstream's end of
+partition counts as MAX_WATERMARK and would fire windows the savepoint still holds); the
+savepoint's barrier names the folder its state file goes to.
+"""
+
+from __future__ import annotations
+
+import queue
+
+import pytest
+
+from barrierflow import Duration, StreamExecutionEnvironment, WatermarkStrategy, _fs
+from barrierflow._clock import ManualClock
+from barrierflow.connectors.collection import CollectionSource
+from barrierflow.connectors.print_sink import PrintSink
+from barrierflow.graph.deployment import build_task_descriptors
+from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.elements import MAX_WATERMARK, CheckpointBarrier, EndOfPartition, Watermark
+from barrierflow.runtime.mails import CreditReceived, InputReceived, RpcReceived
+from barrierflow.runtime.network import codec, task_channels
+from barrierflow.runtime.task import StreamTask, TaskSettings
+from barrierflow.runtime.task_messages import (
+    AcknowledgeCheckpoint,
+    DeployTask,
+    EndOfInput,
+    NotifyCheckpointAborted,
+    StopSources,
+)
+from barrierflow.window import TumblingEventTimeWindows
+
+WORDS = [("a", i) for i in range(50)]
+
+
+class _Wire:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def send_bytes(self, frame: bytes) -> None:
+        self.sent.append(frame)
+
+    def close(self) -> None:
+        pass
+
+    def decoded(self) -> list:
+        return [codec.decode(frame) for frame in self.sent]
+
+
+def windowed_job():
+    """words (2 subtasks) -> key_by -> 1 s event-time window (1 subtask) -> rebalance -> map."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    (
+        env.from_source(CollectionSource(WORDS), WatermarkStrategy.no_watermarks(), "src")
+        .key_by(lambda pair: pair[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .uid("window")
+        .set_parallelism(1)
+        .rebalance()
+        .map(lambda x: x)
+        .uid("map")
+        .set_parallelism(1)
+        .sink_to(PrintSink())
+        .set_parallelism(1)
+    )
+    return env.get_job_graph("stop-test")
+
+
+def task_of(tmp_path, monkeypatch, vertex: str) -> tuple[StreamTask, _Wire, queue.SimpleQueue]:
+    """The deployed task of the first subtask of `vertex`, its one output on a wire."""
+    graph = windowed_job()
+    partitions = tuple(graph.all_subtasks())
+    descriptors = build_task_descriptors(graph)
+    partition = next(
+        i for i, s in enumerate(partitions) if descriptors[s].vertex_name.startswith(vertex)
+    )
+    wire = _Wire()
+    monkeypatch.setattr(task_channels, "connect_output", lambda *args: wire)
+    settings = TaskSettings(
+        job_id="job",
+        attempt=0,
+        deployment_id="d0",
+        secret=b"secret",
+        jobmaster_address=("127.0.0.1", 1),
+        bind_host="127.0.0.1",
+        checkpoint_dir=str(tmp_path / "checkpoints"),
+        partitions=partitions,
+        buffer_size=10,
+    )
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    task = StreamTask(
+        descriptors[partitions[partition]], settings, partition, sent.put, queue.SimpleQueue(),
+        ManualClock(epoch_ms=10_000),
+    )  # fmt: skip
+    splits = CollectionSource(WORDS).create_splits()[:1] if vertex == "src" else []
+    peers = {p: ("127.0.0.1", 1) for p in range(len(partitions))}
+    task.deploy_and_restore(DeployTask(0, peers, splits, None, {}))
+    if task.gate is not None:
+        for channel in range(task.gate.channel_count):
+            task.gate.connected(channel, _Wire())  # type: ignore[arg-type]
+    task.handle(CreditReceived(0, 0, 100))
+    return task, wire, sent
+
+
+def sent_of(sent: queue.SimpleQueue, kind: type) -> list:
+    found = []
+    while True:
+        try:
+            message = sent.get(timeout=0 if kind is not AcknowledgeCheckpoint else 10)
+        except queue.Empty:
+            return found
+        if isinstance(message, kind):
+            found.append(message)
+            if kind is AcknowledgeCheckpoint:
+                return found
+
+
+@pytest.mark.parametrize("drain", [True, False], ids=["drain", "no-drain"])
+def test_a_stopped_source_ends_its_input_with_max_watermark_only_when_draining(
+    tmp_path, monkeypatch, drain
+):
+    task, wire, sent = task_of(tmp_path, monkeypatch, "src")
+    task._step_source()  # one batch goes out
+    task.handle(RpcReceived(StopSources(0, drain)))
+    assert not task._can_work()  # it reads nothing more
+    task._report_end_of_input()
+    task.writer.flush()
+
+    assert sent_of(sent, EndOfInput) == [EndOfInput(0, task.partition)]
+    out = wire.decoded()
+    records = [v for e in out if isinstance(e, RecordBatch) for v in e.values]
+    assert records == [("a", i) for i in range(10)]  # one batch, then nothing more
+    watermarks = [e for e in out if isinstance(e, Watermark)]
+    assert watermarks == ([Watermark(MAX_WATERMARK)] if drain else [])
+    task.handle(RpcReceived(StopSources(0, drain)))  # a second stop changes nothing
+    assert not task._can_work()
+
+
+def arrive(task: StreamTask, channel: int, element) -> None:
+    if isinstance(element, RecordBatch):
+        frame = codec.encode_batch(element.values, element.timestamps)
+    else:
+        frame = codec.encode_event(element)
+    task.handle(InputReceived(0, channel, element, frame))
+
+
+def run_until_idle(task: StreamTask) -> None:
+    """What the mailbox loop does between mails: work while it may."""
+    while task._can_work():
+        task._step_input()
+    task.writer.flush()
+
+
+@pytest.mark.parametrize("drain", [True, False], ids=["drain", "no-drain"])
+def test_nothing_follows_the_final_savepoint_barrier_not_even_the_end_of_partition(
+    tmp_path, monkeypatch, drain
+):
+    # Stop without drain: the upstream's end of partition, after the final barrier, counts as
+    # MAX_WATERMARK and used to fire the open window; its result went out after the savepoint
+    # and would come again after a restore from it.
+    task, wire, sent = task_of(tmp_path, monkeypatch, "Window")
+    target = _fs.location(tmp_path / "sp" / "savepoint-abcdef-0123456789ab").uri
+    arrive(task, 0, RecordBatch([("a", 1)], [100]))
+    arrive(task, 1, RecordBatch([("a", 2)], [200]))
+    if drain:  # the stopped sources ended their input
+        for channel in (0, 1):
+            arrive(task, channel, Watermark(MAX_WATERMARK))
+    barrier = CheckpointBarrier(7, 10_000, is_savepoint=True, is_final=True, target=target)
+    for channel in (0, 1):
+        arrive(task, channel, barrier)
+    for channel in (0, 1):  # an upstream finished
+        arrive(task, channel, EndOfPartition())
+    run_until_idle(task)
+
+    (ack,) = sent_of(sent, AcknowledgeCheckpoint)
+    assert ack.checkpoint_id == 7 and ack.state_handle is not None
+    assert _fs.exists(_fs.Location(target).child(ack.state_handle.file))  # the savepoint's folder
+    assert not (tmp_path / "checkpoints" / "chk-7").exists()
+    results = [v for e in wire.decoded() if isinstance(e, RecordBatch) for v in e.values]
+    assert results == ([("a", 3)] if drain else [])
+    assert not task._can_work()
+
+
+def test_a_task_goes_on_once_its_final_checkpoint_was_aborted(tmp_path, monkeypatch):
+    task, _, _ = task_of(tmp_path, monkeypatch, "Window")
+    barrier = CheckpointBarrier(7, 10_000, is_final=True)
+    for channel in (0, 1):
+        arrive(task, channel, barrier)
+    arrive(task, 0, Watermark(MAX_WATERMARK))
+    run_until_idle(task)
+    assert task.checkpoints.holds_final_snapshot and not task._can_work()
+    task.handle(RpcReceived(NotifyCheckpointAborted(0, 7)))  # retried later
+    assert not task.checkpoints.holds_final_snapshot
+    assert task._can_work()
