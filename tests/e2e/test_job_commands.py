@@ -98,10 +98,9 @@ def test_list_and_cancel_a_running_job_and_the_errors_around_them(spark, tmp_pat
     assert "no running job 'commands-cancel'" in again.stderr
 
 
-@pytest.mark.job_actions
 def test_savepoint_and_stop_a_running_job(spark, tmp_path, registry):
-    """Needs the JobMaster's savepoint and stop (the savepoints part of issue 11): on a
-    branch without them, the commands fail with the endpoint's 500."""
+    """`savepoint` prints the new savepoint's folder; `stop` takes one, waits until the job
+    ended FINISHED, and the job is gone from the registry; a finished job is not found."""
     job = counting_job(tmp_path).execute_async("commands-stop")
     try:
         assert job.wait_for_completed_checkpoints(1, timeout=120)
