@@ -5,7 +5,8 @@ folders and never inside one, so retention (which deletes old `chk-<n>` folders)
 leaves it alone. Each line is one record of `history_codec` (a versioned
 checkpoint with every subtask, and the job id of the run that wrote it).
 Runs of the same job (same name, same folder) append to the same file, so the
-command line shows the history across restarts and reruns.
+command line shows the history across restarts and reruns, and a rerun finds the job's
+savepoints there (they live in folders of their own, outside the job's folder).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from barrierflow.checkpoint.history_codec import (
     decode_record,
     encode_record,
 )
-from barrierflow.checkpoint.stats import CheckpointStats
+from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsStatus
+from barrierflow.checkpoint.storage import METADATA
 from barrierflow.errors import CheckpointStorageError
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,28 @@ class CheckpointHistoryFile:
         """The largest checkpoint id in the history, None when it holds none."""
         return max((e.stats.checkpoint_id for e in self.read_entries()), default=None)
 
+    def completed_savepoints(self, since: int = 1) -> dict[int, _fs.Location]:
+        """The folders of the job's completed savepoints with an id of at least `since`, by
+        checkpoint id, whose folder still holds `_metadata` (a savepoint the user deleted or
+        moved is no candidate for a restore, and no damage either). {} if the history is
+        unreadable (logged: the retained checkpoints still restore)."""
+        try:
+            entries = self.read_entries()
+        except CheckpointStorageError as error:
+            log.warning("%s", error)
+            return {}
+        found = {}
+        for entry in entries:
+            stats = entry.stats
+            if (
+                stats.is_savepoint
+                and stats.status is CheckpointStatsStatus.COMPLETED
+                and stats.external_path
+                and stats.checkpoint_id >= since
+            ):
+                found[stats.checkpoint_id] = _fs.Location(stats.external_path)
+        return {n: folder for n, folder in found.items() if _holds_metadata(folder)}
+
     # ---- writing -------------------------------------------------------------------------------
 
     def append(self, stats: CheckpointStats, *, job_id: str) -> None:
@@ -145,6 +169,14 @@ class CheckpointHistoryFile:
             raise CheckpointStorageError(
                 f"cannot read the checkpoint history {self.location}: {error}"
             ) from error
+
+
+def _holds_metadata(folder: _fs.Location) -> bool:
+    try:
+        return _fs.exists(folder.child(METADATA))
+    except (OSError, ValueError) as error:  # pyarrow: an unknown scheme is a ValueError
+        log.warning("savepoint %s is not restored: cannot look into it: %s", folder, error)
+        return False
 
 
 # ---- lines -----------------------------------------------------------------------------------

@@ -429,13 +429,18 @@ class JobMaster:
         restore = self.settings.savepoint_restore
         if restore is not None:  # only this run's checkpoints come before the savepoint
             ids = [n for n in ids if n >= self._run_first_checkpoint_id]
-        candidates = self.restore_points.candidates(ids, self.storage.checkpoint_dir)
+        candidates = self.restore_points.candidates(
+            ids,
+            self.storage.checkpoint_dir,
+            self.history.completed_savepoints(self._run_first_checkpoint_id if restore else 1),
+        )
         choice = self.restore_points.choose(candidates, _load_checked)
         if choice.note is not None:
             log.warning("job '%s': %s", self.graph.job_name, choice.note)
         point = self.restore_point = choice.point
         if point is None:
             return None
+        log.info("job '%s': restoring %s", self.graph.job_name, point.describe())
         where = point.candidate.describe()
         skipped = check_compatible(
             self.graph,

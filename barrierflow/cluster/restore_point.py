@@ -1,8 +1,10 @@
 """Choosing what an attempt restores, and falling back past damaged checkpoints.
 
-The candidates, newest first: the retained completed checkpoints of the job's folder
-(today's rerun behaviour) or, for a job started from a savepoint (`--from-savepoint`), the
-checkpoints this run completed and then that savepoint. The chooser reads each candidate's
+The candidates, newest first by checkpoint id: the retained completed checkpoints of the
+job's folder and the job's savepoints its history records (a rerun after a stop with
+savepoint resumes from that savepoint, not from the older checkpoint before it) or, for a
+job started from a savepoint (`--from-savepoint`), the checkpoints and savepoints this run
+completed and then that savepoint. The chooser reads each candidate's
 `_metadata` through an injected loader and takes the first intact one; a candidate whose
 files turn out damaged (at the driver, or when a task restores it) is marked so and never
 chosen again in this run, and the next attempt falls back to the previous candidate, which
@@ -18,12 +20,13 @@ Pure: no files, clocks or logging; the JobMaster carries out its decisions.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from barrierflow import _fs
 from barrierflow.checkpoint.files import named_file
+from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.errors import CheckpointStorageError, ConfigurationError, StateRestoreError
 
 __all__ = [
@@ -91,17 +94,20 @@ class Candidate:
 
     folder: _fs.Location
     checkpoint_id: int | None = None
-    """The id of a checkpoint of this job's folder; None for a savepoint the user named."""
+    """The id of a checkpoint or savepoint of this job; None for a savepoint the user named."""
+    savepoint: bool = False
+    """A savepoint of this job (found in its history): skipped like a checkpoint if damaged."""
 
     @property
     def user_given(self) -> bool:
         return self.checkpoint_id is None
 
     def describe(self) -> str:
-        """`checkpoint 7`, or `savepoint file:///sp/savepoint-...`."""
+        """`checkpoint 7`, `savepoint 9` (one of the job's), or `savepoint file:///sp/...`
+        (the one the user named)."""
         if self.checkpoint_id is None:
             return f"savepoint {self.folder}"
-        return f"checkpoint {self.checkpoint_id}"
+        return f"{'savepoint' if self.savepoint else 'checkpoint'} {self.checkpoint_id}"
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,11 @@ class RestorePoint:
     @property
     def folder(self) -> _fs.Location:
         return self.candidate.folder
+
+    def describe(self) -> str:
+        """What is restored and from where, for the log: `savepoint 9 from file:///sp/...`."""
+        kind = "savepoint" if is_savepoint(self.metadata) else "checkpoint"
+        return f"{kind} {self.checkpoint_id} from {self.folder}"
 
 
 @dataclass(frozen=True)
@@ -169,12 +180,22 @@ class RestorePointChooser:
     _last_failure: tuple[str, str] | None = None
     """(folder URI, summary) of the last restore failure that was not a damaged file."""
 
-    def candidates(self, checkpoint_ids: Sequence[int], folder_of: Callable[[int], _fs.Location]):
-        """The candidates, newest first: the given completed checkpoints, then the savepoint."""
-        found = [Candidate(folder_of(n), n) for n in sorted(checkpoint_ids, reverse=True)]
+    def candidates(
+        self,
+        checkpoint_ids: Sequence[int],
+        folder_of: Callable[[int], _fs.Location],
+        savepoints: Mapping[int, _fs.Location] | None = None,
+    ) -> list[Candidate]:
+        """The candidates, newest first: the given completed checkpoints and the job's own
+        `savepoints` (by checkpoint id) merged by id, then the savepoint the user named."""
+        found = {
+            n: Candidate(folder, n, savepoint=True) for n, folder in (savepoints or {}).items()
+        }
+        found.update((n, Candidate(folder_of(n), n)) for n in checkpoint_ids)  # one folder an id
+        newest_first = [found[n] for n in sorted(found, reverse=True)]
         if self.savepoint is not None:
-            found.append(self.savepoint)
-        return found
+            newest_first.append(self.savepoint)
+        return newest_first
 
     def choose(self, candidates: Sequence[Candidate], load: MetadataLoader) -> Choice:
         """The newest intact candidate (None if there were none at all). Raises

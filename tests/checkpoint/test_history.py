@@ -1,5 +1,6 @@
 """The persisted checkpoint history: a JSON-lines round trip, the bound on its size, torn
-and unknown lines, runs appending to one file, and retention leaving it alone."""
+and unknown lines, runs appending to one file, retention leaving it alone, and the job's
+savepoints a rerun may restore."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.history import HISTORY_FILE, CheckpointHistoryFile
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
+    CheckpointStatsStatus,
     CheckpointStatsTracker,
     SubtaskCheckpointStats,
     SubtaskDecline,
@@ -163,3 +165,34 @@ def test_retention_of_checkpoint_folders_leaves_the_history_alone(tmp_path):
 
     assert storage.retain(1) == [1, 2]
     assert [s.checkpoint_id for s in history.read()] == [1, 2, 3]
+
+
+def test_completed_savepoints_are_found_by_id_where_their_metadata_is_still_there(tmp_path):
+    def snapshot(n: int, status: CheckpointStatsStatus, savepoint: bool) -> CheckpointStats:
+        folder = _fs.location(tmp_path / "sp" / f"savepoint-{n}")
+        return CheckpointStats(
+            n, status, n * 1_000, (), is_savepoint=savepoint, external_path=folder.uri
+        )
+
+    done, failed = CheckpointStatsStatus.COMPLETED, CheckpointStatsStatus.FAILED
+    history = CheckpointHistoryFile(_fs.location(tmp_path / "job"))
+    for stats in [
+        snapshot(1, done, savepoint=False),  # a checkpoint: the job folder lists those
+        snapshot(2, done, savepoint=True),
+        snapshot(3, done, savepoint=True),  # deleted by the user below
+        snapshot(4, failed, savepoint=True),
+        snapshot(5, done, savepoint=True),
+    ]:
+        folder = tmp_path / "sp" / f"savepoint-{stats.checkpoint_id}"
+        folder.mkdir(parents=True)
+        (folder / METADATA).write_bytes(b"x")
+        history.append(stats, job_id="j")
+    (tmp_path / "sp" / "savepoint-3" / METADATA).unlink()
+
+    found = history.completed_savepoints()
+    assert {n: folder.uri for n, folder in found.items()} == {
+        2: _fs.location(tmp_path / "sp" / "savepoint-2").uri,
+        5: _fs.location(tmp_path / "sp" / "savepoint-5").uri,
+    }
+    assert list(history.completed_savepoints(since=3)) == [5]
+    assert CheckpointHistoryFile(_fs.location(tmp_path / "none")).completed_savepoints() == {}

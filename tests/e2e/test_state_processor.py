@@ -4,7 +4,6 @@ whose counts continue from the written values."""
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 
 import pytest
@@ -23,8 +22,10 @@ pytestmark = pytest.mark.spark
 JOB = "state-processor-count"
 
 
-def word_count(tmp_path, words: list[str], out: str, parallelism: int):
+def word_count(tmp_path, words: list[str], out: str, parallelism: int, savepoint=None):
     env = StreamExecutionEnvironment.get_execution_environment()
+    if savepoint is not None:
+        env.set_savepoint_restore_settings(str(savepoint))  # `barrierflow run --from-savepoint`
     env.set_parallelism(parallelism)
     env.enable_checkpointing(500)
     env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
@@ -76,22 +77,20 @@ def test_count_state_reads_back_and_a_written_savepoint_changes_the_rerun(spark,
             F.struct(F.col("key").alias("_1"), F.lit(1000).cast("long").alias("_2")),
         ).otherwise(F.col("value")),
     )
+    written_to = tmp_path / "bootstrap"
     written = (
         state_processor.SavepointWriter(max_parallelism=snapshot.max_parallelism)
         .with_keyed_state("count", "reduce", bootstrap)
-        .write(tmp_path / "bootstrap")
+        .write(written_to)
     )
     assert {e.key: e.value[1] for e in written.keyed_entries("count", "reduce")} == {
         **Counter(first_words),
         **dict.fromkeys(preset, 1000),
     }
-    # Until `--from-savepoint` exists: the latest retained checkpoint of the job name restores.
-    shutil.copytree(tmp_path / "bootstrap", storage.checkpoint_dir(final_id + 1).path)
-
     second_words = [word_of(i) for i in range(500, 1200)]
-    rerun = word_count(tmp_path, second_words, "out2", parallelism=3)
+    rerun = word_count(tmp_path, second_words, "out2", parallelism=3, savepoint=written_to)
 
-    assert rerun.restored_from == final_id + 1
+    assert rerun.restored_from == written.checkpoint_id
     base = {**Counter(first_words), **dict.fromkeys(preset, 1000)}
     expected = Counter(
         (w, base[w] + n) for w, total in Counter(second_words).items() for n in range(1, total + 1)
