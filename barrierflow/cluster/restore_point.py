@@ -217,7 +217,11 @@ class RestorePointChooser:
         if self._unreported or self.damaged:
             gone = "; ".join(self._unreported) or "every retained checkpoint is damaged"
             self._unreported = []
-            raise StateRestoreError(f"{gone}; no intact checkpoint is left to restore from")
+            raise StateRestoreError(
+                f"{gone}; no intact checkpoint is left to restore from (start from a savepoint "
+                "with --from-savepoint, or move the job's checkpoint folder away to start "
+                "from empty state)"
+            )
         return Choice(None)
 
     def restore_failed(
