@@ -134,7 +134,8 @@ def test_with_no_intact_checkpoint_left_the_job_fails_naming_the_file(tmp_path):
         job.master.result()
     assert str(raised.value) == (
         f"job 'unit-job' failed: checkpoint 7 is damaged ({error}); "
-        "no intact checkpoint is left to restore from"
+        "no intact checkpoint is left to restore from (start from a savepoint with "
+        "--from-savepoint, or move the job's checkpoint folder away to start from empty state)"
     )
 
 

@@ -100,7 +100,7 @@ def test_every_checkpoint_damaged_is_an_error_naming_each_never_an_empty_start()
     message = str(raised.value)
     assert "checkpoint 7 is damaged" in message and "chk-7/_metadata" in message
     assert "checkpoint 6 is damaged (cannot read x/chk-6/a.state)" in message
-    assert message.endswith("no intact checkpoint is left to restore from")
+    assert "no intact checkpoint is left to restore from (start from a savepoint" in message
     with pytest.raises(StateRestoreError, match="no intact checkpoint"):
         chooser.choose(chooser.candidates([6, 7], folder_of), store)
 
