@@ -443,13 +443,8 @@ class JobMaster:
         if not decision.restart:
             log.warning("job '%s' attempt %d failed: %s", name, number, failure.summary)
             self.publisher.publish(state="FAILED")
-            error = JobExecutionError(
-                f"{failure.summary}; job '{name}' failed and will not restart "
-                f"({decision.explanation})"
-            )
-            error.__cause__ = failure.cause
-            error.__suppress_context__ = True
-            self._end(error)
+            self._end(_job_error(f"{failure.summary}; job '{name}' failed and will not restart "
+                                 f"({decision.explanation})", failure.cause))  # fmt: skip
             return
         log.warning(
             "job '%s' attempt %d failed: %s; %s, %s in %d ms",
@@ -471,10 +466,7 @@ class JobMaster:
         """End the job FAILED with `error` (the current attempt, if any, already stopped)."""
         log.warning("job '%s' failed: %s", self.graph.job_name, error)
         self.publisher.publish(state="FAILED")
-        job_error = JobExecutionError(f"job '{self.graph.job_name}' failed: {error}")
-        job_error.__cause__ = error
-        job_error.__suppress_context__ = True
-        self._end(job_error)
+        self._end(_job_error(f"job '{self.graph.job_name}' failed: {error}", error))
 
     def _end_cancelled(self) -> None:
         if self.settings.externalized_retention == DELETE_ON_CANCELLATION:
@@ -484,11 +476,8 @@ class JobMaster:
                 log.warning("could not delete the checkpoints in %s: %s", self.storage.job_dir,
                             error)  # fmt: skip
         self.publisher.publish(state="CANCELED")
-        error = JobExecutionError(
-            f"job '{self.graph.job_name}' was cancelled: {self._cancel_requested}"
-        )
-        error.__suppress_context__ = True
-        self._end(error)
+        self._end(_job_error(f"job '{self.graph.job_name}' was cancelled: "
+                             f"{self._cancel_requested}", None))  # fmt: skip
 
     def _crash(self, error: Exception) -> None:
         """The crash path: an unexpected error fails the job and leaves no task running."""
@@ -502,11 +491,9 @@ class JobMaster:
             self._leave_stage("the job failed")
         with contextlib.suppress(Exception):
             self.publisher.publish(state="FAILED")
-        job_error = JobExecutionError(
-            f"job '{self.graph.job_name}' failed on an unexpected error: "
-            f"{type(error).__name__}: {error}"
-        )
-        job_error.__cause__ = error
+        job_error = _job_error(f"job '{self.graph.job_name}' failed on an unexpected error: "
+                               f"{type(error).__name__}: {error}", error)  # fmt: skip
+        job_error.__suppress_context__ = False  # the crash keeps its whole story
         self._end(job_error)
 
     def _end(self, outcome: list[CheckpointStats] | BaseException) -> None:
@@ -537,3 +524,11 @@ class JobMaster:
         self.publisher.mark_dirty()
         if stats.status is CheckpointStatsStatus.COMPLETED and not stats.is_savepoint:
             self.restoring.release_claimed(self.checkpoint_stats)
+
+
+def _job_error(message: str, cause: BaseException | None) -> JobExecutionError:
+    """What `run` raises for a job that did not finish: `cause` chained (None: nothing)."""
+    error = JobExecutionError(message)
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error

@@ -317,8 +317,7 @@ class StreamTask:
         assert source is not None
         status = source.emit_next(self.settings.buffer_size)
         if status == SourceOperator.END_OF_INPUT:
-            self._source_exhausted = True
-            self._end_of_input_unsent = True
+            self._source_ended()
         elif status == SourceOperator.NOTHING_AVAILABLE:
             self._source_waiting = True
 
@@ -331,9 +330,13 @@ class StreamTask:
         if self._source_exhausted:
             return  # it ended on its own: EndOfInput is sent or on its way
         source.stop(drain)
+        self._source_ended()
+        self._source_waiting = False
+
+    def _source_ended(self) -> None:
+        """The source reads nothing more; EndOfInput goes once the chain holds nothing back."""
         self._source_exhausted = True
         self._end_of_input_unsent = True
-        self._source_waiting = False
 
     def _report_end_of_input(self) -> None:
         """Tell the JobMaster the source ended once the chain holds nothing back (async calls
