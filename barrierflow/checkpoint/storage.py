@@ -43,15 +43,7 @@ class FileSystemCheckpointStorage:
 
     def prepare(self) -> None:
         """Create the folder and prove it is writable, before any task starts."""
-        probe = self.job_dir.child(f".probe-{uuid.uuid4().hex}")
-        try:
-            _fs.make_dirs(self.job_dir)
-            _fs.write_bytes(probe, b"")
-            _fs.delete_file(probe)
-        except OSError as error:
-            raise CheckpointStorageError(
-                f"checkpoint folder {self.job_dir} is not writable: {error}"
-            ) from error
+        make_writable_dir(self.job_dir, "checkpoint folder")
 
     def checkpoint_dir(self, checkpoint_id: int) -> _fs.Location:
         return self.job_dir.child(f"chk-{checkpoint_id}")
@@ -100,6 +92,12 @@ class FileSystemCheckpointStorage:
     def discard(self, checkpoint_id: int) -> None:
         _fs.delete_dir(self.checkpoint_dir(checkpoint_id))
 
+    def discard_all(self) -> None:
+        """Delete every `chk-*` folder of the job (retention DELETE_ON_CANCELLATION), the
+        protected ones too; savepoints live elsewhere. Raises CheckpointStorageError or OSError."""
+        for n in self._checkpoint_ids():
+            self.discard(n)
+
     def retain(self, count: int) -> list[int]:
         """Keep the newest `count` completed checkpoints; delete older and abandoned folders.
 
@@ -127,6 +125,18 @@ class FileSystemCheckpointStorage:
         for n in removed:
             self.discard(n)
         return removed
+
+
+def make_writable_dir(folder: _fs.Location, what: str) -> None:
+    """Create `folder` and prove it is writable with a probe file; raises
+    CheckpointStorageError "`what` `folder` is not writable: ..." if it is not."""
+    probe = folder.child(f".probe-{uuid.uuid4().hex}")
+    try:
+        _fs.make_dirs(folder)
+        _fs.write_bytes(probe, b"")
+        _fs.delete_file(probe)
+    except OSError as error:
+        raise CheckpointStorageError(f"{what} {folder} is not writable: {error}") from error
 
 
 def load_metadata(folder: _fs.Location) -> dict[str, Any]:

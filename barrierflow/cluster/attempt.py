@@ -125,8 +125,7 @@ class Attempt:
             self.lost.add(partition)
         if partition is None or partition in self.finished or partition in self.failed:
             return  # not ours, or the task already said how it ended
-        subtask = self.partitions[partition]
-        host, pid = self.master.publisher.status.processes.get(subtask, ("?", "?"))
+        host, pid = self._process_of(partition)
         self._fail(
             AttemptFailure(
                 f"task {self.task_name(partition)} (pid {pid} on {host}) died: "
@@ -294,7 +293,7 @@ class Attempt:
         if partition in self.finished:
             return
         self.failed.add(partition)
-        host = self.master.publisher.status.processes.get(self.partitions[partition], ("?",))[0]
+        host = self._process_of(partition)[0]
         self._fail(
             AttemptFailure(
                 f"task {self.task_name(partition)} (pid {message.pid} on {host}) died: its "
@@ -322,7 +321,7 @@ class Attempt:
         master.publisher.publish(state="RUNNING")
         if self.end_of_input >= self.source_partitions:
             self._request_final_checkpoint()
-        self._tick_timer = master.scheduler.schedule(TICK_MS, self._tick, "coordinator tick")
+        self._schedule_tick()
 
     def _request_final_checkpoint(self) -> None:
         """Every source ended: the final checkpoint (a savepoint if the job is stopping)."""
@@ -342,9 +341,12 @@ class Attempt:
         for partition in sorted(self.source_partitions - self.end_of_input):
             self.send(partition, msg.StopSources(self.number, request.drain))
 
+    def _schedule_tick(self) -> None:
+        self._tick_timer = self.master.scheduler.schedule(TICK_MS, self._tick, "coordinator tick")
+
     def _tick(self) -> None:
         master = self.master
-        self._tick_timer = master.scheduler.schedule(TICK_MS, self._tick, "coordinator tick")
+        self._schedule_tick()
         assert self.checkpoints is not None
         self.checkpoints.carry_out(
             self.checkpoints.coordinator.on_tick(master.clock.epoch_millis())
@@ -366,6 +368,10 @@ class Attempt:
 
     def _fail(self, failure: AttemptFailure) -> None:
         raise AttemptFailed(failure)
+
+    def _process_of(self, partition: int) -> tuple[Any, Any]:
+        """(host, pid) of the task's stream-task process as it registered, else ("?", "?")."""
+        return self.master.publisher.status.processes.get(self.partitions[partition], ("?", "?"))
 
     def task_name(self, partition: int) -> str:
         """`'words -> Map' (2/2)`: the vertex name and the subtask's 1-based index."""

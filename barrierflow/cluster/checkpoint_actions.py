@@ -8,7 +8,7 @@ JobMaster thread only.
 A savepoint the JobMaster was asked for (`SavepointRequest`) has its own folder: its
 trigger names it (the barrier carries it to every task), `_metadata` is written there,
 a failed or aborted savepoint deletes it, and retention never looks at it. The JobMaster
-hears how each requested savepoint ended (`JobMaster.savepoint_ended`).
+hears how each requested savepoint ended (`SavepointRequests.savepoint_ended`).
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ class CheckpointActions:
         request = self._savepoints.get(action.checkpoint_id)
         if request is not None:
             detail = self._declines.get(action.checkpoint_id, "")
-            self._master.savepoint_ended(
+            self._master.savepoints.savepoint_ended(
                 request, None, f"savepoint {action.checkpoint_id} failed: "
                 f"{action.reason.value}{detail}"
             )  # fmt: skip
@@ -229,7 +229,7 @@ class CheckpointActions:
         publisher = master.publisher
         request = self._savepoints.get(action.checkpoint_id)
         if request is not None:  # a savepoint is the user's, not one of the job's checkpoints
-            master.savepoint_ended(request, folder.uri, None)
+            master.savepoints.savepoint_ended(request, folder.uri, None)
         else:
             completed = (*publisher.status.completed_checkpoints, action.checkpoint_id)
             publisher.publish(completed_checkpoints=completed)

@@ -17,13 +17,9 @@ tasks end the attempt and run the next one in the same Spark job; otherwise the 
 job is cancelled and the next attempt is a new barrier stage.
 
 What one attempt does is in attempt.py, carrying out the coordinator's actions in
-checkpoint_actions.py, the published status and REST view in job_view.py.
-
-The JobMaster implements the job's actions (job_actions.py): a savepoint or a stop with
-savepoint is a mail; its operation is published by trigger id at once (IN_PROGRESS) and
-when it ends. Only a RUNNING job takes one, into a folder proven writable first; a stop
-tells the sources to stop, its savepoint is the final checkpoint, and it completes when
-the job ended FINISHED. A failure during a stop fails the operation with that cause.
+checkpoint_actions.py, the published status and REST view in job_view.py, what each attempt
+restores in job_restore.py. The JobMaster implements the job's actions (job_actions.py); its
+savepoint and stop-with-savepoint operations are savepoint_requests.py.
 """
 
 from __future__ import annotations
@@ -32,7 +28,6 @@ import contextlib
 import logging
 import os
 import queue
-import re
 import secrets
 import uuid
 from collections.abc import Callable
@@ -43,26 +38,20 @@ from pyspark import cloudpickle
 from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
-from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.history import CheckpointHistoryFile
-from barrierflow.checkpoint.metadata import check_compatible, is_savepoint
+from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsStatus,
     CheckpointStatsTracker,
     TaskVertexInfo,
 )
-from barrierflow.checkpoint.storage import (
-    FileSystemCheckpointStorage,
-    check_files,
-    load_metadata,
-    restore_folder,
-)
+from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster.attempt import Attempt
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
-from barrierflow.cluster.checkpoint_actions import SavepointRequest
 from barrierflow.cluster.job_actions import SavepointOperation
 from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
+from barrierflow.cluster.job_restore import JobRestore
 from barrierflow.cluster.job_settings import JobSettings
 from barrierflow.cluster.job_view import JobPublisher, JobStatus
 from barrierflow.cluster.mails import (
@@ -77,18 +66,11 @@ from barrierflow.cluster.mails import (
 )
 from barrierflow.cluster.rest import resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
-from barrierflow.cluster.restore_point import (
-    Candidate,
-    FallBack,
-    GiveUp,
-    RestoreMode,
-    RestorePoint,
-    RestorePointChooser,
-)
+from barrierflow.cluster.restore_point import GiveUp
 from barrierflow.cluster.rollback import InPlaceRollback, roll_back
 from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
+from barrierflow.cluster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
-from barrierflow.core.restart_strategies import RestartDecision
 from barrierflow.errors import CheckpointStorageError, JobExecutionError, StateRestoreError
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
@@ -101,8 +83,6 @@ IDLE_WAIT_S = 1.0
 """The longest the JobMaster blocks on its mailbox when nothing is scheduled."""
 DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
 """The externalized retention (JobSettings) that deletes the job's checkpoints on cancel."""
-_CHECKPOINT_FOLDER = re.compile(r"^chk-\d+$")
-_JOB_ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 __all__ = ["CheckpointStats", "JobMaster", "JobSettings", "JobStatus"]
 # CheckpointStats (checkpoint/stats.py) is what JobExecutionResult.checkpoints holds.
@@ -161,25 +141,14 @@ class JobMaster:
         self._stage = 0
         """The attempt whose Spark job (barrier stage) runs the tasks now."""
         self._cancel_requested: str | None = None
-        self._stop: SavepointRequest | None = None
-        """The stop with savepoint under way (at most one)."""
-        self._stop_location: str | None = None
-        """Where the stop's savepoint went, once it completed (the job then finishes)."""
-        self._stop_failure: str | None = None
-        """Why the stop's savepoint failed (the attempt then fails over)."""
         self._first_checkpoint_id = 1
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
-        restore = settings.savepoint_restore
-        self.restore_points = RestorePointChooser(
-            Candidate(restore_folder(restore.path)) if restore is not None else None
-        )
-        self.restore_point: RestorePoint | None = None
-        """What the current (or the last) attempt restores."""
-        self._said_skipped: set[str] = set()
-        """Restore points whose non-restored state was logged (once each)."""
-        self._claimed: RestorePoint | None = None
-        """A savepoint restored in claim mode, deleted once this run's checkpoints subsume it."""
+        self.restoring = JobRestore(graph, settings, self.storage, self.history)
+        self.savepoints = SavepointRequests(
+            self.job_id, graph.job_name, self.publisher, self._default_savepoint_root,
+            self.mailbox.put,
+        )  # fmt: skip
 
     # ---- any thread --------------------------------------------------------------------------
 
@@ -192,26 +161,20 @@ class JobMaster:
 
     def trigger_savepoint(self, target_dir: str | None) -> str:
         """A savepoint into `target_dir` (None: the job's default); its trigger id at once."""
-        return self._request_savepoint(target_dir, stop=False, drain=False)
+        return self.savepoints.request(target_dir, stop=False, drain=False, ended=self.ended)
 
     def stop_with_savepoint(self, target_dir: str | None, drain: bool) -> str:
         """Stop the sources (`drain`: event time to the end first), take a savepoint as the
         final checkpoint, let the sinks commit, end FINISHED; its trigger id at once."""
-        return self._request_savepoint(target_dir, stop=True, drain=drain)
+        return self.savepoints.request(target_dir, stop=True, drain=drain, ended=self.ended)
 
     def savepoint_operation(self, trigger_id: str) -> SavepointOperation | None:
         return self.publisher.operation(trigger_id)
 
-    def _request_savepoint(self, target_dir: str | None, *, stop: bool, drain: bool) -> str:
-        trigger_id = uuid.uuid4().hex
-        self.publisher.publish_operation(
-            SavepointOperation(trigger_id, "IN_PROGRESS", stops_job=stop)
-        )
-        self.mailbox.put(SavepointRequested(trigger_id, target_dir, stop, drain))
-        state = self.status.state
-        if self.ended or state in _JOB_ENDED:  # nobody will take the mail: fail it now
-            self.publisher.fail_operations(f"the job has ended ({state})")
-        return trigger_id
+    def _default_savepoint_root(self) -> _fs.Location:
+        """Where a savepoint goes when its request names no folder."""
+        base = self.settings.savepoint_dir
+        return _fs.location(base) if base else self.storage.root.child("savepoints")
 
     def wait_for(self, predicate: Callable[[JobStatus], bool], timeout: float) -> bool:
         return self.publisher.wait_for(predicate, timeout)
@@ -282,10 +245,9 @@ class JobMaster:
         prepare_sinks(self.graph)
         self.storage.prepare()
         self._first_checkpoint_id = self.history.first_unused_id()
-        self._run_first_checkpoint_id = self.next_checkpoint_id()
-        """Checkpoints of this run have ids from here on (those of earlier runs are below)."""
-        if self.restore_points.savepoint is not None:
-            self._choose_restore_point()  # a missing, damaged or refused one fails before Spark
+        self.restoring.run_first_checkpoint_id = self.next_checkpoint_id()
+        if self.restoring.from_savepoint:
+            self.restoring.choose()  # a missing, damaged or refused one fails before Spark
         self._descriptors = build_task_descriptors(shippable_graph(self.graph))
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
@@ -345,7 +307,7 @@ class JobMaster:
             if self.attempt is not None and self.attempt.number == mail.attempt:
                 self.attempt.inject_failure(mail.subtask, mail.reason)
         elif isinstance(mail, SavepointRequested):
-            self._on_savepoint_requested(mail)
+            self.savepoints.on_requested(mail, self.attempt)
         else:
             raise TypeError(f"the JobMaster got a mail of unknown type: {mail!r}")
 
@@ -353,8 +315,7 @@ class JobMaster:
         """Every task of `attempt` finished and its Spark job ended: the job is done."""
         if attempt is self.attempt:
             self.attempt = None
-            if self._stop is not None:
-                self._stop_ended(self._stop_location, "the job finished before its savepoint")
+            self.savepoints.job_finished()
             self.publisher.publish(state="FINISHED")
             self._end(self.checkpoint_stats)
 
@@ -383,7 +344,7 @@ class JobMaster:
         self._restart = None
         rollback, self._rollback = self._rollback, None
         try:
-            latest = self._choose_restore_point()
+            latest = self.restoring.choose()
         except (StateRestoreError, CheckpointStorageError) as error:
             if number == 0:
                 raise  # the job cannot start: run() raises it as it is
@@ -422,48 +383,6 @@ class JobMaster:
         self._stage = number
         self._runner.submit(self._payload(settings), self._group(number), number)
 
-    def _choose_restore_point(self) -> RestorePoint | None:
-        """What the next attempt restores (restore_point.py): the newest intact candidate,
-        logged when it falls back past a damaged one. Raises when none is left."""
-        ids = self.storage.completed_checkpoint_ids()
-        restore = self.settings.savepoint_restore
-        if restore is not None:  # only this run's checkpoints come before the savepoint
-            ids = [n for n in ids if n >= self._run_first_checkpoint_id]
-        candidates = self.restore_points.candidates(
-            ids,
-            self.storage.checkpoint_dir,
-            self.history.completed_savepoints(self._run_first_checkpoint_id if restore else 1),
-        )
-        choice = self.restore_points.choose(candidates, _load_checked)
-        if choice.note is not None:
-            log.warning("job '%s': %s", self.graph.job_name, choice.note)
-        point = self.restore_point = choice.point
-        if point is None:
-            return None
-        log.info("job '%s': restoring %s", self.graph.job_name, point.describe())
-        where = point.candidate.describe()
-        skipped = check_compatible(
-            self.graph,
-            point.metadata,
-            where,
-            allow_non_restored_state=restore is not None and restore.allow_non_restored_state,
-        )
-        if skipped and point.folder.uri not in self._said_skipped:
-            self._said_skipped.add(point.folder.uri)
-            log.warning(
-                "job '%s': %s holds state of operators not in this job, not restored "
-                "(allowed): %s", self.graph.job_name, where, ", ".join(skipped),
-            )  # fmt: skip
-        if point.candidate.user_given and restore is not None:
-            if restore.restore_mode is RestoreMode.CLAIM:
-                self._claimed = point
-            elif self._in_job_folder(point):  # no-claim: retention must not delete it
-                self.storage.protected.add(point.checkpoint_id)
-        return point
-
-    def _in_job_folder(self, point: RestorePoint) -> bool:
-        return point.folder.uri == self.storage.checkpoint_dir(point.checkpoint_id).uri
-
     def _payload(self, settings: TaskSettings) -> bytes:
         """What every Spark task of an attempt unpacks (task_entry.py)."""
         return cloudpickle.dumps((self._descriptors, settings))
@@ -495,12 +414,12 @@ class JobMaster:
 
     def _attempt_failed(self, failure: AttemptFailure) -> None:
         assert self.attempt is not None and self._runner is not None
-        if self._stop is not None:  # the sources resume in the next attempt (if any)
-            self._stop_ended(None, self._stop_failure or failure.summary)
+        self.savepoints.attempt_failed(failure.summary)
         number, cancel, group = self.attempt.number, self._runner.cancel, self._group(self._stage)
         decision = None
         if self._cancel_requested is None:
-            decision = self._restore_failure_decision(failure)
+            ran = self.attempt.checkpoints is not None
+            decision = self.restoring.failure_decision(ran, failure)
             if isinstance(decision, GiveUp):
                 self._stop_attempt()
                 log.warning("job '%s' attempt %d failed: %s", self.graph.job_name, number,
@@ -524,13 +443,8 @@ class JobMaster:
         if not decision.restart:
             log.warning("job '%s' attempt %d failed: %s", name, number, failure.summary)
             self.publisher.publish(state="FAILED")
-            error = JobExecutionError(
-                f"{failure.summary}; job '{name}' failed and will not restart "
-                f"({decision.explanation})"
-            )
-            error.__cause__ = failure.cause
-            error.__suppress_context__ = True
-            self._end(error)
+            self._end(_job_error(f"{failure.summary}; job '{name}' failed and will not restart "
+                                 f"({decision.explanation})", failure.cause))  # fmt: skip
             return
         log.warning(
             "job '%s' attempt %d failed: %s; %s, %s in %d ms",
@@ -548,40 +462,22 @@ class JobMaster:
             f"restart as attempt {number + 1}",
         )
 
-    def _restore_failure_decision(self, failure: AttemptFailure) -> RestartDecision | GiveUp | None:
-        """For an attempt that failed while restoring (before every task ran): fall back at
-        once past a damaged checkpoint, or give up on a repeated restore failure. None: the
-        restart strategy decides."""
-        assert self.attempt is not None
-        if self.attempt.checkpoints is not None or self.restore_point is None:
-            return None  # it ran (or restored nothing): not a failure at restore
-        decision = self.restore_points.restore_failed(
-            self.restore_point, failure.cause, failure.summary
-        )
-        if isinstance(decision, FallBack):
-            # not the job's failure: no restart counted, no delay (the fallback is logged when
-            # the next attempt chooses its restore point)
-            return RestartDecision(True, 0, "falling back to an older checkpoint")
-        return decision if isinstance(decision, GiveUp) else None
-
     def _fail_job(self, error: BaseException) -> None:
         """End the job FAILED with `error` (the current attempt, if any, already stopped)."""
         log.warning("job '%s' failed: %s", self.graph.job_name, error)
         self.publisher.publish(state="FAILED")
-        job_error = JobExecutionError(f"job '{self.graph.job_name}' failed: {error}")
-        job_error.__cause__ = error
-        job_error.__suppress_context__ = True
-        self._end(job_error)
+        self._end(_job_error(f"job '{self.graph.job_name}' failed: {error}", error))
 
     def _end_cancelled(self) -> None:
         if self.settings.externalized_retention == DELETE_ON_CANCELLATION:
-            self._delete_checkpoints()
+            try:
+                self.storage.discard_all()
+            except (OSError, CheckpointStorageError) as error:
+                log.warning("could not delete the checkpoints in %s: %s", self.storage.job_dir,
+                            error)  # fmt: skip
         self.publisher.publish(state="CANCELED")
-        error = JobExecutionError(
-            f"job '{self.graph.job_name}' was cancelled: {self._cancel_requested}"
-        )
-        error.__suppress_context__ = True
-        self._end(error)
+        self._end(_job_error(f"job '{self.graph.job_name}' was cancelled: "
+                             f"{self._cancel_requested}", None))  # fmt: skip
 
     def _crash(self, error: Exception) -> None:
         """The crash path: an unexpected error fails the job and leaves no task running."""
@@ -595,11 +491,9 @@ class JobMaster:
             self._leave_stage("the job failed")
         with contextlib.suppress(Exception):
             self.publisher.publish(state="FAILED")
-        job_error = JobExecutionError(
-            f"job '{self.graph.job_name}' failed on an unexpected error: "
-            f"{type(error).__name__}: {error}"
-        )
-        job_error.__cause__ = error
+        job_error = _job_error(f"job '{self.graph.job_name}' failed on an unexpected error: "
+                               f"{type(error).__name__}: {error}", error)  # fmt: skip
+        job_error.__suppress_context__ = False  # the crash keeps its whole story
         self._end(job_error)
 
     def _end(self, outcome: list[CheckpointStats] | BaseException) -> None:
@@ -629,134 +523,12 @@ class JobMaster:
             log.warning("checkpoint %d is missing from the history: %s", stats.checkpoint_id, error)
         self.publisher.mark_dirty()
         if stats.status is CheckpointStatsStatus.COMPLETED and not stats.is_savepoint:
-            self._release_claimed()
-
-    def _release_claimed(self) -> None:
-        """Claim mode: the restored folder belongs to the job, and goes once this run's newest
-        `retained` checkpoints no longer include it (as a subsumed checkpoint would)."""
-        claimed = self._claimed
-        own = [s for s in self.checkpoint_stats if not s.is_savepoint]
-        if claimed is None or len(own) < self.settings.retained_checkpoints:
-            return
-        self._claimed = None
-        try:
-            _fs.delete_dir(claimed.folder)
-        except OSError as error:
-            log.warning("job '%s': cannot delete the claimed %s: %s", self.graph.job_name,
-                        claimed.candidate.describe(), error)  # fmt: skip
-            return
-        what, newest = claimed.candidate.describe(), own[-1].checkpoint_id
-        log.info("job '%s': deleted the claimed %s (subsumed by checkpoint %d)",
-                 self.graph.job_name, what, newest)  # fmt: skip
-
-    # ---- savepoints and stop with savepoint ----------------------------------------------------
-
-    def _on_savepoint_requested(self, mail: SavepointRequested) -> None:
-        """Trigger the savepoint, or tell the sources to stop; or fail the operation at once
-        (the job does not run, a stop is under way, the folder is not writable)."""
-        kind = "a stop with savepoint" if mail.stop else "a savepoint"
-        refusal = self._savepoint_refusal(kind)
-        if refusal is None:
-            try:
-                folder = self._savepoint_folder(mail.target_dir)
-            except CheckpointStorageError as error:
-                refusal = str(error)
-        if refusal is not None:
-            log.warning("job '%s': %s refused: %s", self.graph.job_name, kind, refusal)
-            self.publisher.publish_operation(
-                SavepointOperation(mail.trigger_id, "FAILED", failure=refusal, stops_job=mail.stop)
-            )
-            return
-        request = SavepointRequest(mail.trigger_id, folder, mail.stop, mail.drain)
-        assert self.attempt is not None and self.attempt.checkpoints is not None
-        if mail.stop:
-            log.info(
-                "job '%s': stopping with a savepoint into %s%s",
-                self.graph.job_name,
-                folder,
-                " (draining)" if mail.drain else "",
-            )
-            self._stop, self._stop_location, self._stop_failure = request, None, None
-            self.attempt.stop_sources(request)
-        else:
-            log.info("job '%s': savepoint into %s", self.graph.job_name, folder)
-            self.attempt.checkpoints.trigger_savepoint(request)
-
-    def _savepoint_refusal(self, kind: str) -> str | None:
-        """Why the job cannot take `kind` now, or None (as Flink, only a running job can)."""
-        state = self.status.state
-        attempt = self.attempt
-        if state != "RUNNING" or attempt is None or attempt.checkpoints is None:
-            return f"the job is {state}: {kind} is taken only while it is RUNNING"
-        if self._stop is not None:
-            return f"{kind} was refused: a stop with savepoint is under way"
-        if attempt.checkpoints.coordinator.status is not cc.CoordinatorStatus.RUNNING:
-            return f"the job is finishing (its input ended): {kind} is taken only while it runs"
-        return None
-
-    def _savepoint_folder(self, target_dir: str | None) -> _fs.Location:
-        """A new `<target>/savepoint-<job id[:6]>-<12 hex>/`, proven writable."""
-        base = target_dir or self.settings.savepoint_dir
-        root = _fs.location(base) if base else self.storage.root.child("savepoints")
-        folder = root.child(f"savepoint-{self.job_id[:6]}-{secrets.token_hex(6)}")
-        probe = folder.child(f".probe-{uuid.uuid4().hex}")
-        try:
-            _fs.make_dirs(folder)
-            _fs.write_bytes(probe, b"")
-            _fs.delete_file(probe)
-        except OSError as error:
-            with contextlib.suppress(OSError):
-                _fs.delete_dir(folder)
-            raise CheckpointStorageError(
-                f"the savepoint folder {folder} is not writable: {error}"
-            ) from error
-        return folder
-
-    def savepoint_ended(
-        self, request: SavepointRequest, location: str | None, failure: str | None
-    ) -> None:
-        """A requested savepoint completed (`location`) or failed (checkpoint_actions.py). A
-        stop's operation ends with the job instead: FINISHED, or the failure's failover."""
-        if request.stop:
-            self._stop_location, self._stop_failure = location, failure
-            return
-        if location is not None:
-            log.info("job '%s': savepoint completed: %s", self.graph.job_name, location)
-            operation = SavepointOperation(request.trigger_id, "COMPLETED", location=location)
-        else:
-            log.warning("job '%s': %s", self.graph.job_name, failure)
-            operation = SavepointOperation(request.trigger_id, "FAILED", failure=failure)
-        self.publisher.publish_operation(operation)
-
-    def _stop_ended(self, location: str | None, failure: str) -> None:
-        stop, self._stop = self._stop, None
-        assert stop is not None
-        if location is not None:
-            operation = SavepointOperation(
-                stop.trigger_id, "COMPLETED", location=location, stops_job=True
-            )
-        else:
-            failure = f"stop with savepoint failed: {failure}"
-            log.warning("job '%s': %s", self.graph.job_name, failure)
-            operation = SavepointOperation(
-                stop.trigger_id, "FAILED", failure=failure, stops_job=True
-            )
-        self.publisher.publish_operation(operation)
-
-    def _delete_checkpoints(self) -> None:
-        """DELETE_ON_CANCELLATION: the job's `chk-*` folders go (savepoints live elsewhere)."""
-        try:
-            names = _fs.list_dir(self.storage.job_dir)
-            for name in names:
-                if _CHECKPOINT_FOLDER.match(name):
-                    _fs.delete_dir(self.storage.job_dir.child(name))
-        except OSError as error:
-            log.warning("could not delete the checkpoints in %s: %s", self.storage.job_dir, error)
+            self.restoring.release_claimed(self.checkpoint_stats)
 
 
-def _load_checked(folder: _fs.Location) -> dict[str, Any]:
-    """A restore candidate's `_metadata`, after a cheap check that its state files exist and
-    are long enough (a missing file costs no deployment)."""
-    metadata = load_metadata(folder)
-    check_files(folder, metadata)
-    return metadata
+def _job_error(message: str, cause: BaseException | None) -> JobExecutionError:
+    """What `run` raises for a job that did not finish: `cause` chained (None: nothing)."""
+    error = JobExecutionError(message)
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error

@@ -88,7 +88,7 @@ class StreamTask:
             mails.InputFailed: self._on_input_failed,
             mails.RpcReceived: self._on_rpc,
             mails.RpcLost: self._on_rpc_lost,
-            mails.RunAction: lambda mail: mail.action(),
+            mails.RunAction: self._on_action,
         }
         self._prepare(settings)
 
@@ -114,6 +114,9 @@ class StreamTask:
         self._finished_at = 0.0
         self._gone_inputs: set[int] = set()
         """Input channels lost after the final checkpoint: their upstream will send nothing."""
+        self._held_actions: list[mails.RunAction] = []
+        """Operator actions that came after the final checkpoint's snapshot: they run only if
+        that checkpoint aborts."""
         self._source_exhausted = False
         self._end_of_input_unsent = False
         """The source ended; EndOfInput waits until the chain accepts input (drained)."""
@@ -314,8 +317,7 @@ class StreamTask:
         assert source is not None
         status = source.emit_next(self.settings.buffer_size)
         if status == SourceOperator.END_OF_INPUT:
-            self._source_exhausted = True
-            self._end_of_input_unsent = True
+            self._source_ended()
         elif status == SourceOperator.NOTHING_AVAILABLE:
             self._source_waiting = True
 
@@ -328,9 +330,13 @@ class StreamTask:
         if self._source_exhausted:
             return  # it ended on its own: EndOfInput is sent or on its way
         source.stop(drain)
+        self._source_ended()
+        self._source_waiting = False
+
+    def _source_ended(self) -> None:
+        """The source reads nothing more; EndOfInput goes once the chain holds nothing back."""
         self._source_exhausted = True
         self._end_of_input_unsent = True
-        self._source_waiting = False
 
     def _report_end_of_input(self) -> None:
         """Tell the JobMaster the source ended once the chain holds nothing back (async calls
@@ -411,6 +417,16 @@ class StreamTask:
             f"('{self.descriptor.vertex_name_of(target)}'): it failed or was cancelled"
         )
 
+    def _on_action(self, mail: mails.RunAction) -> None:
+        """Run an operator's action (an async I/O outcome), unless the final checkpoint's
+        snapshot is taken: what it emits would follow the final barrier, though the snapshot
+        holds its input (a stop with savepoint without drain). It waits: it runs if that
+        checkpoint aborts, and is dropped when the task finishes."""
+        if self.checkpoints.holds_final_snapshot:
+            self._held_actions.append(mail)
+        else:
+            mail.action()
+
     def _on_input_failed(self, mail: mails.InputFailed) -> None:
         raise mail.error
 
@@ -443,6 +459,10 @@ class StreamTask:
                 self._finished_at = self._clock.monotonic()
         elif isinstance(message, msg.NotifyCheckpointAborted):
             self.checkpoints.notify_aborted(message.checkpoint_id)
+            if not self.checkpoints.holds_final_snapshot:  # the task goes on
+                held, self._held_actions = self._held_actions, []
+                for action in held:
+                    action.action()
         elif isinstance(message, msg.CancelTask):
             raise TaskCancelled(message.reason)
         elif isinstance(message, msg.EndAttempt):

@@ -3,23 +3,35 @@
 A source told to stop ends its input with MAX_WATERMARK only when draining; a task that
 took the final checkpoint's snapshot processes nothing more (an upstream's end of
 partition counts as MAX_WATERMARK and would fire windows the savepoint still holds); the
-savepoint's barrier names the folder its state file goes to.
+savepoint's barrier names the folder its state file goes to. Results of async I/O calls
+still in flight at the final snapshot are in that snapshot, so they wait: they come out
+only if the final checkpoint aborts (the task goes on), never once it completed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import queue
+import threading
 
 import pytest
 
-from barrierflow import Duration, StreamExecutionEnvironment, WatermarkStrategy, _fs
+from barrierflow import (
+    AsyncDataStream,
+    Duration,
+    StreamExecutionEnvironment,
+    WatermarkStrategy,
+    _fs,
+)
 from barrierflow._clock import ManualClock
 from barrierflow.connectors.collection import CollectionSource
+from barrierflow.connectors.files import FileSink
 from barrierflow.connectors.print_sink import PrintSink
+from barrierflow.functions import AsyncFunction
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import MAX_WATERMARK, CheckpointBarrier, EndOfPartition, Watermark
-from barrierflow.runtime.mails import CreditReceived, InputReceived, RpcReceived
+from barrierflow.runtime.mails import CreditReceived, InputReceived, RpcReceived, RunAction
 from barrierflow.runtime.network import codec, task_channels
 from barrierflow.runtime.task import StreamTask, TaskSettings
 from barrierflow.runtime.task_messages import (
@@ -27,7 +39,9 @@ from barrierflow.runtime.task_messages import (
     DeployTask,
     EndOfInput,
     NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
     StopSources,
+    TriggerCheckpoint,
 )
 from barrierflow.window import TumblingEventTimeWindows
 
@@ -69,9 +83,11 @@ def windowed_job():
     return env.get_job_graph("stop-test")
 
 
-def task_of(tmp_path, monkeypatch, vertex: str) -> tuple[StreamTask, _Wire, queue.SimpleQueue]:
+def task_of(
+    tmp_path, monkeypatch, vertex: str, graph=None
+) -> tuple[StreamTask, _Wire, queue.SimpleQueue]:
     """The deployed task of the first subtask of `vertex`, its one output on a wire."""
-    graph = windowed_job()
+    graph = graph or windowed_job()
     partitions = tuple(graph.all_subtasks())
     descriptors = build_task_descriptors(graph)
     partition = next(
@@ -101,7 +117,8 @@ def task_of(tmp_path, monkeypatch, vertex: str) -> tuple[StreamTask, _Wire, queu
     if task.gate is not None:
         for channel in range(task.gate.channel_count):
             task.gate.connected(channel, _Wire())  # type: ignore[arg-type]
-    task.handle(CreditReceived(0, 0, 100))
+    if task.writer.channels:
+        task.handle(CreditReceived(0, 0, 100))
     return task, wire, sent
 
 
@@ -195,3 +212,87 @@ def test_a_task_goes_on_once_its_final_checkpoint_was_aborted(tmp_path, monkeypa
     task.handle(RpcReceived(NotifyCheckpointAborted(0, 7)))  # retried later
     assert not task.checkpoints.holds_final_snapshot
     assert task._can_work()
+
+
+class HeldCalls(AsyncFunction):
+    """Every call completes only once the test releases them all: ["<word>!"]."""
+
+    release = threading.Event()
+
+    async def async_invoke(self, value):
+        await asyncio.get_running_loop().run_in_executor(None, HeldCalls.release.wait, 30)
+        return [f"{value[0]}{value[1]}!"]
+
+
+def async_job(out):
+    """words -> async I/O (calls held) -> file sink, chained in one task."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    words = env.from_source(CollectionSource(WORDS), WatermarkStrategy.no_watermarks(), "src")
+    AsyncDataStream.unordered_wait(words, HeldCalls(), 0).uid("lookup").sink_to(
+        FileSink.for_rows(str(out))
+    ).uid("sink")
+    return env.get_job_graph("stop-async-test")
+
+
+def stopped_with_calls_in_flight(tmp_path, monkeypatch):
+    """A task whose source stopped (no drain) with 10 async calls in flight, that took the
+    final savepoint's snapshot and acknowledged it, and whose calls then completed (their
+    outcome mails arrived). Returns the task, its sent messages and those outcome mails."""
+    HeldCalls.release.clear()
+    task, _, sent = task_of(tmp_path, monkeypatch, "src", async_job(tmp_path / "out"))
+    task._step_source()  # one batch: 10 calls in flight
+    task.handle(RpcReceived(StopSources(0, False)))
+    task._report_end_of_input()
+    assert sent_of(sent, EndOfInput) == [EndOfInput(0, task.partition)]
+    target = _fs.location(tmp_path / "sp" / "savepoint-abcdef-0123456789ab").uri
+    task.handle(
+        RpcReceived(TriggerCheckpoint(0, 7, 10_000, True, is_savepoint=True, target=target))
+    )
+    (ack,) = sent_of(sent, AcknowledgeCheckpoint)
+    assert ack.checkpoint_id == 7
+    HeldCalls.release.set()
+    outcomes = [task.mailbox.get(timeout=10) for _ in range(10)]  # one mail per call
+    assert all(isinstance(mail, RunAction) for mail in outcomes)
+    return task, sent, outcomes
+
+
+def committed(tmp_path) -> list:
+    return sorted(
+        line for f in (tmp_path / "out").glob("part-*") for line in f.read_text().splitlines()
+    )
+
+
+def test_async_results_after_the_final_snapshot_wait_and_go_once_it_completed(
+    tmp_path, monkeypatch
+):
+    # They used to be emitted at once: the chained file sink wrote them into a transaction no
+    # checkpoint covers, and its close() failed the task with "file(s) ... were never
+    # committed"; a restore from the savepoint (which holds the 10 elements) would emit them
+    # again.
+    task, _, outcomes = stopped_with_calls_in_flight(tmp_path, monkeypatch)
+    try:
+        for mail in outcomes:
+            task.handle(mail)
+        task.handle(RpcReceived(NotifyCheckpointComplete(0, 7, True)))
+        task._finish()  # closes the chain: nothing uncommitted is left
+        assert committed(tmp_path) == []  # the 10 results are the savepoint's, not output
+    finally:
+        task.tear_down()
+
+
+def test_async_results_after_the_final_snapshot_come_out_once_it_aborted(tmp_path, monkeypatch):
+    task, sent, outcomes = stopped_with_calls_in_flight(tmp_path, monkeypatch)
+    try:
+        for mail in outcomes:
+            task.handle(mail)
+        assert committed(tmp_path) == []
+        task.handle(RpcReceived(NotifyCheckpointAborted(0, 7)))  # the task goes on
+        task.handle(RpcReceived(TriggerCheckpoint(0, 8, 11_000, True, is_savepoint=True)))
+        (ack,) = sent_of(sent, AcknowledgeCheckpoint)
+        assert ack.checkpoint_id == 8
+        task.handle(RpcReceived(NotifyCheckpointComplete(0, 8, True)))
+        task._finish()
+        assert committed(tmp_path) == sorted(f'"a{i}!"' for i in range(10))
+    finally:
+        task.tear_down()

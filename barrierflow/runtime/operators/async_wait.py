@@ -6,7 +6,9 @@ task's checkpoint triggers, credit and cancellation. A completion emits what the
 queue lets out and moves held input into the queue. While input is held for lack of room
 (at most the rest of one batch), and after the end of input (the maximum watermark) until
 every call has completed, `accepts_input()` is False: the task then gives no input and
-does not finish, but keeps running mails. `close()` is only valid once drained.
+does not finish, but keeps running mails. `close()` is only valid once drained, or when a
+completed checkpoint holds every element still held and nothing changed since its snapshot
+(a stop with savepoint without drain: the task runs no outcome after the final snapshot).
 
 Checkpoints hold the input of every element still held (in flight, completed but not
 emitted, or waiting in the overflow), pickled in the operator state; a restore takes them
@@ -49,6 +51,10 @@ class AsyncWaitOperator(StreamOperator):
         self._stamps: list[int] = []
         self._stopped = False
         """Closed or aborted: outcome mails still queued in the task change nothing."""
+        self._unchanged_since: int | None = None
+        """The checkpoint whose snapshot holds what is held now (nothing in or out since)."""
+        self._held_checkpointed = False
+        """What is held now is in a completed checkpoint: closing undrained loses nothing."""
         self.logic: AsyncWaitLogic | None = None
         self.runner: AsyncFunctionRunner | None = None
 
@@ -85,7 +91,7 @@ class AsyncWaitOperator(StreamOperator):
     def close(self) -> None:
         """The job ended: valid only once drained (the task waits for `accepts_input()`)."""
         logic = self.logic
-        if logic is not None and not logic.is_drained:
+        if logic is not None and not logic.is_drained and not self._held_checkpointed:
             raise RuntimeError(
                 f"{self.name}: closed with {logic.queue.size + logic.held} element(s) still "
                 "held; the task must not finish while accepts_input() is False"
@@ -108,6 +114,7 @@ class AsyncWaitOperator(StreamOperator):
     def process_batch(self, batch: RecordBatch) -> None:
         logic = self.logic
         assert logic is not None
+        self._changed()
         timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
         for value, timestamp in zip(batch.values, timestamps, strict=True):
             logic.process_element(value, None if timestamp == NO_TIMESTAMP else timestamp)
@@ -116,6 +123,7 @@ class AsyncWaitOperator(StreamOperator):
     def process_watermark(self, watermark: Watermark) -> None:
         logic = self.logic
         assert logic is not None
+        self._changed()
         logic.process_watermark(watermark)  # the maximum one ends the input
         self._flush()
 
@@ -129,9 +137,17 @@ class AsyncWaitOperator(StreamOperator):
         assert self.logic is not None
         self._flush()  # what left the queue goes out before the barrier
         elements = encode_elements(self.logic.snapshot_state())
+        self._unchanged_since = checkpoint_id
         return OperatorSnapshot(
             operator={"version": STATE_VERSION, "elements": pickle.dumps(elements, protocol=5)}
         )
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if checkpoint_id == self._unchanged_since:
+            self._held_checkpointed = True
+
+    def _changed(self) -> None:
+        self._unchanged_since, self._held_checkpointed = None, False
 
     # ---- completions (mails) and output --------------------------------------------------
 
@@ -154,6 +170,7 @@ class AsyncWaitOperator(StreamOperator):
         """A completion mail: hand the outcome to the logic, emit what it let out."""
         if self._stopped:
             return
+        self._changed()
         outcome(argument)
         self._flush()
 

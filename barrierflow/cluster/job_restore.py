@@ -1,0 +1,161 @@
+"""The JobMaster's restore side: what each attempt restores, and what a restore failure means.
+
+restore_point.py decides (pure); this carries its decisions out for one job: it lists the
+job's completed checkpoints (for a job started from a savepoint, only this run's), reads and
+checks the chosen `_metadata`, checks it against the job's operators (state of a removed
+operator refused unless allowed, logged once per restore point), applies the restore mode
+(claim: the folder is deleted once this run's retained checkpoints subsume it; no-claim in
+the job's own folder: retention must not delete it), and turns a failure at restore into a
+fallback, a repeat that fails the job, or the restart strategy's decision. JobMaster thread
+only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from barrierflow import _fs
+from barrierflow.checkpoint.history import CheckpointHistoryFile
+from barrierflow.checkpoint.metadata import check_compatible
+from barrierflow.checkpoint.stats import CheckpointStats
+from barrierflow.checkpoint.storage import (
+    FileSystemCheckpointStorage,
+    check_files,
+    load_metadata,
+    restore_folder,
+)
+from barrierflow.cluster.attempt_failure import AttemptFailure
+from barrierflow.cluster.job_settings import JobSettings
+from barrierflow.cluster.restore_point import (
+    Candidate,
+    FallBack,
+    GiveUp,
+    RestoreMode,
+    RestorePoint,
+    RestorePointChooser,
+)
+from barrierflow.core.restart_strategies import RestartDecision
+from barrierflow.graph.job_graph import JobGraph
+
+log = logging.getLogger(__name__)
+
+
+class JobRestore:
+    """Chooses and checks each attempt's restore point. JobMaster thread only.
+
+    Guarantees what `choose` returns matches the job's operators, and that a claimed
+    folder is deleted once, only after `retained_checkpoints` of this run's own
+    checkpoints completed. Assumes the settings' restore path was given before it was
+    made, and that `run_first_checkpoint_id` is set before the first `choose`.
+    """
+
+    def __init__(
+        self,
+        graph: JobGraph,
+        settings: JobSettings,
+        storage: FileSystemCheckpointStorage,
+        history: CheckpointHistoryFile,
+    ) -> None:
+        self._graph = graph
+        self._settings = settings
+        self._storage = storage
+        self._history = history
+        restore = settings.savepoint_restore
+        self.chooser = RestorePointChooser(
+            Candidate(restore_folder(restore.path)) if restore is not None else None
+        )
+        self.point: RestorePoint | None = None
+        """What the current (or the last) attempt restores."""
+        self.run_first_checkpoint_id = 1
+        """Checkpoints of this run have ids from here on (those of earlier runs are below)."""
+        self._said_skipped: set[str] = set()
+        """Restore points whose non-restored state was logged (once each)."""
+        self._claimed: RestorePoint | None = None
+        """A savepoint restored in claim mode, deleted once this run's checkpoints subsume it."""
+
+    @property
+    def from_savepoint(self) -> bool:
+        """The job starts from a savepoint (or retained checkpoint) the user named."""
+        return self.chooser.savepoint is not None
+
+    def choose(self) -> RestorePoint | None:
+        """What the next attempt restores (restore_point.py): the newest intact candidate,
+        logged when it falls back past a damaged one. Raises when none is left."""
+        name, storage = self._graph.job_name, self._storage
+        ids = storage.completed_checkpoint_ids()
+        restore = self._settings.savepoint_restore
+        if restore is not None:  # only this run's checkpoints come before the savepoint
+            ids = [n for n in ids if n >= self.run_first_checkpoint_id]
+        # the job's own savepoints count too (a rerun after a stop continues from its savepoint)
+        savepoints = self._history.completed_savepoints(
+            self.run_first_checkpoint_id if restore else 1
+        )
+        candidates = self.chooser.candidates(ids, storage.checkpoint_dir, savepoints)
+        choice = self.chooser.choose(candidates, load_checked)
+        if choice.note is not None:
+            log.warning("job '%s': %s", name, choice.note)
+        point = self.point = choice.point
+        if point is None:
+            return None
+        log.info("job '%s': restoring %s", name, point.describe())
+        where = point.candidate.describe()
+        skipped = check_compatible(
+            self._graph,
+            point.metadata,
+            where,
+            allow_non_restored_state=restore is not None and restore.allow_non_restored_state,
+        )
+        if skipped and point.folder.uri not in self._said_skipped:
+            self._said_skipped.add(point.folder.uri)
+            log.warning(
+                "job '%s': %s holds state of operators not in this job, not restored "
+                "(allowed): %s", name, where, ", ".join(skipped),
+            )  # fmt: skip
+        if point.candidate.user_given and restore is not None:
+            if restore.restore_mode is RestoreMode.CLAIM:
+                self._claimed = point
+            elif point.folder.uri == storage.checkpoint_dir(point.checkpoint_id).uri:
+                storage.protected.add(point.checkpoint_id)  # no-claim: retention must not delete
+        return point
+
+    def failure_decision(
+        self, ran: bool, failure: AttemptFailure
+    ) -> RestartDecision | GiveUp | None:
+        """For an attempt that failed while restoring (`ran`: every task ran, so it did not):
+        fall back at once past a damaged checkpoint, or give up on a repeated restore
+        failure. None: the restart strategy decides."""
+        if ran or self.point is None:
+            return None  # it ran (or restored nothing): not a failure at restore
+        decision = self.chooser.restore_failed(self.point, failure.cause, failure.summary)
+        if isinstance(decision, FallBack):
+            # not the job's failure: no restart counted, no delay (the fallback is logged when
+            # the next attempt chooses its restore point)
+            return RestartDecision(True, 0, "falling back to an older checkpoint")
+        return decision if isinstance(decision, GiveUp) else None
+
+    def release_claimed(self, completed: list[CheckpointStats]) -> None:
+        """Claim mode: the restored folder belongs to the job, and goes once this run's newest
+        `retained` checkpoints (of `completed`) no longer include it, as a subsumed
+        checkpoint would."""
+        claimed = self._claimed
+        own = [s for s in completed if not s.is_savepoint]
+        if claimed is None or len(own) < self._settings.retained_checkpoints:
+            return
+        self._claimed = None
+        name, what = self._graph.job_name, claimed.candidate.describe()
+        try:
+            _fs.delete_dir(claimed.folder)
+        except OSError as error:
+            log.warning("job '%s': cannot delete the claimed %s: %s", name, what, error)
+            return
+        log.info("job '%s': deleted the claimed %s (subsumed by checkpoint %d)",
+                 name, what, own[-1].checkpoint_id)  # fmt: skip
+
+
+def load_checked(folder: _fs.Location) -> dict[str, Any]:
+    """A restore candidate's `_metadata`, after a cheap check that its state files exist and
+    are long enough (a missing file costs no deployment)."""
+    metadata = load_metadata(folder)
+    check_files(folder, metadata)
+    return metadata
