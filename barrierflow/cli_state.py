@@ -4,10 +4,11 @@
 
 PATH is a savepoint or `chk-N` folder, or its `_metadata`. Without --key: every
 operator (uid, name, parallelism, sizes), its keyed states (kind, key count, a
-sample of entries), operator state per subtask and timer count. With --key: that
-key's value in every keyed state (K is matched as written and, when it reads as a
-Python literal such as `7` or `('a', 1)`, as that value). Errors are one line
-naming the file, exit status 1.
+sample of entries), operator state per subtask (for a user function's operator
+list state: each list's mode, element count and a sample) and timer count. With
+--key: that key's value in every keyed state (K is matched as written and, when it
+reads as a Python literal such as `7` or `('a', 1)`, as that value). Errors are one
+line naming the file, exit status 1.
 """
 
 from __future__ import annotations
@@ -89,8 +90,19 @@ def _operator_lines(snapshot: Snapshot, uid: str, sample: int) -> list[str]:
                 lines.append(_clip(f"    {entry.key!r} = {entry.value!r}"))
         if len(entries) > sample:
             lines.append(f"    ... {len(entries) - sample} more")
-    for subtask, value in snapshot.operator_state_entries(uid):
-        lines.append(_clip(f"  operator state of subtask {subtask}: {value!r}"))
+    for listed in info.list_states:
+        lines.append(
+            f"  operator list state {listed.name!r} ({listed.mode}): {listed.elements} "
+            f"element(s) in {listed.subtasks} subtask(s)"
+        )
+        entries = list(snapshot.operator_list_entries(uid, listed.name))
+        for entry in entries[:sample]:
+            lines.append(_clip(f"    subtask {entry.subtask}: {entry.value!r}"))
+        if len(entries) > sample:
+            lines.append(f"    ... {len(entries) - sample} more")
+    if not info.list_states:
+        for subtask, value in snapshot.operator_state_entries(uid):
+            lines.append(_clip(f"  operator state of subtask {subtask}: {value!r}"))
     timers = list(snapshot.timer_entries(uid))
     if timers:
         event = sum(1 for t in timers if t.domain == "event_time")

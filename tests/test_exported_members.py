@@ -79,7 +79,9 @@ PUBLIC = {
     },
     "barrierflow.state_processor": {
         "KeyedEntry",
+        "ListStateInfo",
         "OperatorInfo",
+        "OperatorListEntry",
         "SavepointWriter",
         "Snapshot",
         "StateInfo",

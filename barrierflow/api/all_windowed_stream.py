@@ -20,7 +20,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from barrierflow.core.functions import Function
+from barrierflow.api.checkpointed_functions import DelegatedCheckpointing
+from barrierflow.core.functions import CheckpointedFunction, Function
 
 if TYPE_CHECKING:
     from barrierflow.api.datastream import DataStream
@@ -81,13 +82,33 @@ class _KeylessApply(_Keyless):
         return self.function.apply(window, inputs)
 
 
+class _CheckpointedKeylessProcess(_KeylessProcess, DelegatedCheckpointing):
+    """A process all-window function that keeps operator list state."""
+
+
+class _CheckpointedKeylessApply(_KeylessApply, DelegatedCheckpointing):
+    """An all-window function (`apply`) that keeps operator list state."""
+
+
+def _keyless_process(function: Any) -> Any:
+    if isinstance(function, CheckpointedFunction):
+        return _CheckpointedKeylessProcess(function)
+    return _KeylessProcess(function)
+
+
+def _keyless_apply(function: Any) -> Any:
+    if isinstance(function, CheckpointedFunction):
+        return _CheckpointedKeylessApply(function)
+    return _KeylessApply(function)
+
+
 def _keyless(function: Any) -> Any:
     if function is None:
         return None
     if callable(getattr(function, "process", None)):
-        return _KeylessProcess(function)
+        return _keyless_process(function)
     if callable(getattr(function, "apply", None)):
-        return _KeylessApply(function)
+        return _keyless_apply(function)
     raise TypeError(
         f"an all-window function needs process(context, elements) or apply(window, inputs), "
         f"got {function!r}"
@@ -130,8 +151,8 @@ class AllWindowedStream:
         return result.set_parallelism(1)
 
     def process(self, process_all_window_function: Any, output_type: Any = None) -> DataStream:
-        function = _KeylessProcess(process_all_window_function)
+        function = _keyless_process(process_all_window_function)
         return self._windowed.process(function).set_parallelism(1)
 
     def apply(self, all_window_function: Any, output_type: Any = None) -> DataStream:
-        return self._windowed.apply(_KeylessApply(all_window_function)).set_parallelism(1)
+        return self._windowed.apply(_keyless_apply(all_window_function)).set_parallelism(1)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from barrierflow.api.checkpointed_functions import refuse_checkpointed
 from barrierflow.api.datastream import DataStream
 from barrierflow.core.async_function import AsyncFunction
 from barrierflow.core.time import Duration
@@ -119,5 +120,6 @@ def _add_to(data_stream: Any, spec: AsyncWaitSpec) -> DataStream:
     """The async wait operator after `data_stream`."""
     if not isinstance(data_stream, DataStream):
         raise TypeError(f"async I/O applies to a DataStream, got {type(data_stream).__name__}")
+    refuse_checkpointed(spec.async_function, "an async I/O function")
     mode = "Ordered" if spec.output_mode is OutputMode.ORDERED else "Unordered"
     return data_stream._add_operator(f"AsyncWait({mode})", AsyncWaitOperator, spec)

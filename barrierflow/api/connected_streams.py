@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from barrierflow.api.checkpointed_functions import DelegatedCheckpointing
 from barrierflow.core.co_functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -26,6 +27,7 @@ from barrierflow.core.co_functions import (
     _CoFlatMapAsProcess,
     _CoMapAsProcess,
 )
+from barrierflow.core.functions import CheckpointedFunction
 from barrierflow.errors import JobDefinitionError
 from barrierflow.graph.transformation import Transformation
 from barrierflow.runtime.operators.co_process import CoProcessOperator, KeyedCoProcessOperator
@@ -87,15 +89,26 @@ class ConnectedStreams:
     def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
         if not isinstance(func, CoMapFunction):
             raise JobDefinitionError(f"map() needs a CoMapFunction, got {func!r}")
-        return self._add("CoMap", CoProcessOperator, _CoMapAsProcess(func))
+        wrapper = _CheckpointedCoMap if isinstance(func, CheckpointedFunction) else _CoMapAsProcess
+        return self._add("CoMap", CoProcessOperator, wrapper(func))
 
     def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
         if not isinstance(func, CoFlatMapFunction):
             raise JobDefinitionError(f"flat_map() needs a CoFlatMapFunction, got {func!r}")
-        return self._add("CoFlatMap", CoProcessOperator, _CoFlatMapAsProcess(func))
+        checkpointed = isinstance(func, CheckpointedFunction)
+        wrapper = _CheckpointedCoFlatMap if checkpointed else _CoFlatMapAsProcess
+        return self._add("CoFlatMap", CoProcessOperator, wrapper(func))
 
     def _add(self, name: str, operator_class: type, *args: Any) -> DataStream:
         return add_two_input_operator(self.stream1, self.stream2, name, operator_class, *args)
+
+
+class _CheckpointedCoMap(_CoMapAsProcess, DelegatedCheckpointing):
+    """A CoMapFunction that keeps operator list state, run by the co-process operator."""
+
+
+class _CheckpointedCoFlatMap(_CoFlatMapAsProcess, DelegatedCheckpointing):
+    """A CoFlatMapFunction that keeps operator list state, run by the co-process operator."""
 
 
 def add_two_input_operator(

@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from barrierflow.api.checkpointed_functions import refuse_checkpointed
 from barrierflow.api.connected_streams import add_two_input_operator
 from barrierflow.api.datastream import DataStream, KeyedStream
 from barrierflow.core.join_functions import as_co_group, as_flat_join
@@ -133,6 +134,7 @@ class IntervalJoined:
     def process(self, process_join_function: Any, output_type: Any = None) -> DataStream:
         """Complete the join: `process_join_function` is a `ProcessJoinFunction` or a plain
         `f(left, right, ctx)`; returns the joined stream."""
+        refuse_checkpointed(process_join_function, "an interval join's process function")
         spec = IntervalJoinSpec.create(
             self._lower_bound,
             self._upper_bound,
@@ -250,6 +252,7 @@ class JoinedStreams:
             """Join every pair with `join_function`: a `JoinFunction`, a `FlatJoinFunction`
             or a plain `f(first, second)` returning one result."""
             as_flat_join(join_function)  # raises for what is not a join function
+            refuse_checkpointed(join_function, "a window join's join function")
             return _co_group_windows(self._inputs, JoinCoGroupFunction(join_function), output_type)
 
 
@@ -288,4 +291,5 @@ class CoGroupedStreams:
             """Call `co_group_function` (a `CoGroupFunction` or a plain `f(first, second)`)
             once per key and window."""
             as_co_group(co_group_function)  # raises for what is not a co-group function
+            refuse_checkpointed(co_group_function, "a co-group function")
             return _co_group_windows(self._inputs, co_group_function, output_type)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from barrierflow.api.checkpointed_functions import one_checkpointed
 from barrierflow.core.functions import as_callable
 from barrierflow.core.output_tag import OutputTag
 from barrierflow.core.time import Duration, to_millis
@@ -124,6 +125,7 @@ class WindowedStream:
         return self._add("Apply", ("process", window_function, None))
 
     def _add(self, kind: str, contents: tuple[str, Any, Any]) -> DataStream:
+        one_checkpointed(contents[1:], "window")
         stream = self._keyed_stream
         name = f"Window({type(self._assigner).__name__}, {kind})"
         result = stream._add_operator(

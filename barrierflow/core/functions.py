@@ -221,7 +221,9 @@ class FunctionSnapshotContext(ABC):
 class CheckpointedFunction(ABC):
     """A user function with its own operator state (Flink's `CheckpointedFunction`).
 
-    Mix it into a map, flat_map, filter, reduce or (keyed) process function.
+    Mix it into a map, flat_map, filter, reduce or (keyed) process function, a
+    co-process, co_map or co_flat_map function, or a window function (one per window).
+    Async I/O, join and co-group functions cannot host it: such a job is refused.
     `initialize_state` runs once in each subtask, before `open`, and gets the state
     from `context.get_operator_state_store()`; `snapshot_state` runs on the task's
     thread at every checkpoint barrier and brings the lists up to date (what they

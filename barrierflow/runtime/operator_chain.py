@@ -26,6 +26,7 @@ from barrierflow.runtime.operators.base import (
     Output,
     RestoredState,
     StreamOperator,
+    restore_operator,
 )
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.state.operator_state import decode_operator_state
@@ -60,7 +61,7 @@ class OperatorChain:
         operator, head first."""
         for operator, output in zip(self.operators, self._outputs(writer), strict=True):
             operator.setup(context, output)
-            operator.initialize_state(restored_state(reader, restore.get(operator.uid)))
+            restore_operator(operator, restored_state(reader, restore.get(operator.uid)))
             operator.open()
         self._state = "open"
         channel_inputs = [channel.operator_input for channel in self.descriptor.inputs]

@@ -126,16 +126,7 @@ class OperatorListStateStore(OperatorStateStore):
                 f"was asked for as a {_ASKED[mode]} one. Keep one kind per name"
             )
         if named.state is None:
-            values = []
-            for index, data in enumerate(named.pickled):
-                try:
-                    values.append(pickle.loads(data))
-                except Exception as error:
-                    raise StateRestoreError(
-                        f"element {index} of operator state {descriptor.name!r} cannot be "
-                        f"unpickled: {error!r}"
-                    ) from error
-            named.state = _OperatorListState(values)
+            named.state = _OperatorListState(_unpickled(descriptor.name, named.pickled))
             named.pickled = []
         return named.state
 
@@ -208,6 +199,42 @@ def even_split_part(per_old: Sequence[Sequence[Any]], subtask_index: int, parall
     return everything[start : start + base + (1 if subtask_index < extra else 0)]
 
 
+def is_list_state(state: Any) -> bool:
+    """Whether an operator state value has the shape of a list state snapshot (its version
+    may still be one this barrierflow does not read: `decode_lists` says so)."""
+    return isinstance(state, dict) and {"version", "parallelism", "lists"} <= state.keys()
+
+
+def decode_lists(state: Any) -> dict[str, tuple[str, list[Any]]]:
+    """Each list's mode and unpickled elements in one subtask's snapshot (for readers such
+    as the state processor; a restore goes through `redistribute`).
+
+    >>> store = OperatorListStateStore()
+    >>> store.get_union_list_state(ListStateDescriptor("offsets")).update([3, 5])
+    >>> decode_lists(store.snapshot(parallelism=1))
+    {'offsets': ('union', [3, 5])}
+    """
+    lists = {}
+    for name, entry in _checked(state)["lists"].items():
+        mode, elements = entry.get("mode"), entry.get("elements")
+        if mode not in (SPLIT, UNION) or not isinstance(elements, list):
+            raise StateRestoreError(f"operator state {name!r} is malformed: {entry!r:.200}")
+        lists[name] = (mode, _unpickled(name, elements))
+    return lists
+
+
+def _unpickled(name: str, pickled: Sequence[bytes]) -> list[Any]:
+    values = []
+    for index, data in enumerate(pickled):
+        try:
+            values.append(pickle.loads(data))
+        except Exception as error:
+            raise StateRestoreError(
+                f"element {index} of operator state {name!r} cannot be unpickled: {error!r}"
+            ) from error
+    return values
+
+
 def _checked(state: Any) -> dict[str, Any]:
     if (
         not isinstance(state, dict)
@@ -215,5 +242,9 @@ def _checked(state: Any) -> dict[str, Any]:
         or not isinstance(state.get("parallelism"), int)
         or not isinstance(state.get("lists"), dict)
     ):
-        raise StateRestoreError(f"unknown operator list state {state!r:.200}")
+        version = state.get("version") if isinstance(state, dict) else None
+        raise StateRestoreError(
+            f"unknown operator list state (version {version!r}; this barrierflow reads "
+            f"version {LIST_STATE_VERSION}): {state!r:.200}"
+        )
     return state

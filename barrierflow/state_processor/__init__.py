@@ -3,9 +3,10 @@ Processor API, over the format of docs/savepoint-format.md).
 
 Reading. `load(path)` opens a savepoint or `chk-N` folder (or its `_metadata`) in
 pure Python: `operators()` lists uid, name, parallelism and keyed states with their
-kinds; `keyed_entries`, `operator_state_entries` and `timer_entries` yield the
-entries. With a SparkSession, `keyed_state(spark, uid, state)`,
-`operator_state(spark, uid)` and `timers(spark, uid)` return DataFrames, and
+kinds; `keyed_entries`, `operator_state_entries`, `operator_list_entries` and
+`timer_entries` yield the entries. With a SparkSession, `keyed_state(spark, uid,
+state)`, `operator_state(spark, uid)`, `operator_list_state(spark, uid)` and
+`timers(spark, uid)` return DataFrames, and
 `read(spark).option("uid", ...).option("state", ...).load(path)` does the same in
 the shape of `spark.read`.
 
@@ -15,16 +16,19 @@ the shape of `spark.read`.
     a window operator's key, namespace (the window), value
       map states
     operator state      subtask, state
+    operator list state state_name, subtask, value (a row per element of the lists
+      of a user function  a CheckpointedFunction keeps)
     timers              domain ("event_time"/"processing_time"), timestamp, key, namespace
 
 The namespace is null outside window operators. Each column takes the type Spark
 infers from its values; a column Spark cannot type holds pickles (see `_frames`).
 
 Writing. `SavepointWriter(max_parallelism)` builds a savepoint from DataFrames, dicts
-or tuples (`with_keyed_state`, `with_operator_state`) and operators copied from a
-snapshot (`with_operator_of`; `SavepointWriter.from_snapshot(s)` copies all of them,
-to modify one state). Keys are split into key groups by the runtime's stable hash,
-so a job of any parallelism restores the result.
+or tuples (`with_keyed_state`, `with_operator_state`, `with_operator_list_state`)
+and operators copied from a snapshot (`with_operator_of`;
+`SavepointWriter.from_snapshot(s)` copies all of them, to modify one state). Keys
+are split into key groups by the runtime's stable hash, so a job of any parallelism
+restores the result; operator list state is redistributed as its mode says.
 
 >>> import tempfile
 >>> from barrierflow import state_processor
@@ -52,7 +56,9 @@ from typing import TYPE_CHECKING, Any
 
 from barrierflow.state_processor._snapshot import (
     KeyedEntry,
+    ListStateInfo,
     OperatorInfo,
+    OperatorListEntry,
     Snapshot,
     StateInfo,
     TimerEntry,
@@ -65,7 +71,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KeyedEntry",
+    "ListStateInfo",
     "OperatorInfo",
+    "OperatorListEntry",
     "SavepointWriter",
     "Snapshot",
     "StateInfo",
@@ -79,8 +87,9 @@ __all__ = [
 class StateReader:
     """`spark.read`-shaped access to one state of a snapshot.
 
-    Options: "uid" (required); "state" (a keyed state name); "kind" ("keyed", the
-    default with "state", "operator", the default without, or "timers");
+    Options: "uid" (required); "state" (a keyed state name, or with kind
+    "operator_list" a list's name); "kind" ("keyed", the default with "state",
+    "operator", the default without, "operator_list" or "timers");
     "namespaced" ("true"/"false", map state only).
     """
 
@@ -115,9 +124,13 @@ class StateReader:
             )
         if kind == "operator":
             return snapshot.operator_state(self._spark, uid)
+        if kind == "operator_list":
+            return snapshot.operator_list_state(self._spark, uid, state)
         if kind == "timers":
             return snapshot.timers(self._spark, uid)
-        raise ValueError(f'kind must be "keyed", "operator" or "timers", got {kind!r}')
+        raise ValueError(
+            f'kind must be "keyed", "operator", "operator_list" or "timers", got {kind!r}'
+        )
 
 
 def read(spark: SparkSession) -> StateReader:

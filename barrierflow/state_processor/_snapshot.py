@@ -22,12 +22,22 @@ from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers import SNAPSHOT_KIND as TIMERS_KIND
 from barrierflow.state.heap_backend import KEYED_STATE, KEYED_STATE_VERSION
+from barrierflow.state.operator_list_state import decode_lists, is_list_state
 from barrierflow.state.operator_state import decode_operator_state
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["KeyedEntry", "OperatorInfo", "Snapshot", "StateInfo", "TimerEntry", "load"]
+__all__ = [
+    "KeyedEntry",
+    "ListStateInfo",
+    "OperatorInfo",
+    "OperatorListEntry",
+    "Snapshot",
+    "StateInfo",
+    "TimerEntry",
+    "load",
+]
 
 WINDOW_STATES = frozenset({"window-contents", "merging-window-set"})
 """State names only a window operator writes; an operator holding one keeps its map states
@@ -45,6 +55,19 @@ class StateInfo:
 
 
 @dataclass(frozen=True)
+class ListStateInfo:
+    """One named list of a user function's operator list state (`CheckpointedFunction`)."""
+
+    name: str
+    mode: str
+    """"split" (`get_list_state`) or "union" (`get_union_list_state`)."""
+    elements: int
+    """Its elements over all subtasks."""
+    subtasks: int
+    """The subtasks that stored the list."""
+
+
+@dataclass(frozen=True)
 class OperatorInfo:
     """One operator of a snapshot, as `_metadata` and the keyed-state headers describe it."""
 
@@ -58,6 +81,8 @@ class OperatorInfo:
     operator_bytes: int
     timer_bytes: int
     has_operator_state: bool
+    list_states: tuple[ListStateInfo, ...] = ()
+    """Its user function's operator list state, by name (empty: none)."""
 
     @property
     def namespaced(self) -> bool:
@@ -73,6 +98,16 @@ class KeyedEntry:
     key: Any
     user_key: Any
     """The map key of map state; None for value and list state."""
+    value: Any
+
+
+@dataclass(frozen=True)
+class OperatorListEntry:
+    """One element of a named list of operator list state, as subtask `subtask` stored it."""
+
+    state_name: str
+    subtask: int
+    mode: str
     value: Any
 
 
@@ -173,6 +208,13 @@ class Snapshot:
         for header, _body, _file in self._keyed_sections(uid):
             for name, kind in header["states"]:
                 states.setdefault(name, kind)
+        lists: dict[str, ListStateInfo] = {}
+        for _subtask, decoded in self._decoded_lists(uid):
+            for name, (mode, values) in decoded.items():
+                known = lists.get(name, ListStateInfo(name, mode, 0, 0))
+                lists[name] = ListStateInfo(
+                    name, mode, known.elements + len(values), known.subtasks + 1
+                )
         return OperatorInfo(
             uid=uid,
             name=str(stored.get("name", "")),
@@ -182,6 +224,7 @@ class Snapshot:
             operator_bytes=sizes["operator"],
             timer_bytes=sizes["timers"],
             has_operator_state=any(e.get("operator") is not None for e in stored["subtasks"]),
+            list_states=tuple(lists.values()),
         )
 
     def state_info(self, uid: str, state_name: str) -> StateInfo:
@@ -285,6 +328,10 @@ class Snapshot:
 
     def operator_state_entries(self, uid: str) -> list[tuple[int, Any]]:
         """(subtask index, value) of the operator state each subtask of `uid` stored."""
+        return [(subtask, value) for subtask, _uri, value in self._operator_states(uid)]
+
+    def _operator_states(self, uid: str) -> list[tuple[int, str, Any]]:
+        """(subtask index, file URI, value) of each subtask's operator state, by subtask."""
         result = []
         for entry in self._stored(uid)["subtasks"]:
             section = entry.get("operator")
@@ -292,10 +339,33 @@ class Snapshot:
                 continue
             uri, data = self._section(entry, section)
             try:
-                result.append((int(entry["subtask"]), decode_operator_state(data)))
+                result.append((int(entry["subtask"]), uri, decode_operator_state(data)))
             except StateRestoreError as error:
                 raise StateRestoreError(f"{uri}: operator state of {uid!r}: {error}") from error
-        return sorted(result, key=lambda pair: pair[0])
+        return sorted(result, key=lambda item: item[0])
+
+    def operator_list_entries(
+        self, uid: str, state_name: str | None = None
+    ) -> Iterator[OperatorListEntry]:
+        """Every element of `uid`'s operator list state (all lists, or list `state_name`),
+        subtask by subtask in stored order (docs/savepoint-format.md, § 5)."""
+        for subtask, lists in self._decoded_lists(uid):
+            for name, (mode, values) in lists.items():
+                if state_name is None or name == state_name:
+                    for item in values:
+                        yield OperatorListEntry(name, subtask, mode, item)
+
+    def _decoded_lists(self, uid: str) -> Iterator[tuple[int, dict[str, tuple[str, list[Any]]]]]:
+        """(subtask, its lists) of every subtask whose operator state is list state."""
+        for subtask, uri, value in self._operator_states(uid):
+            if not is_list_state(value):
+                continue
+            try:
+                yield subtask, decode_lists(value)
+            except StateRestoreError as error:
+                raise StateRestoreError(
+                    f"{uri}: operator list state of {uid!r}: {error}"
+                ) from error
 
     def timer_entries(self, uid: str) -> Iterator[TimerEntry]:
         """Every timer of `uid`, by key group, event time first."""
@@ -342,6 +412,18 @@ class Snapshot:
         from barrierflow.state_processor._frames import to_frame
 
         return to_frame(spark, ["subtask", "state"], self.operator_state_entries(uid))
+
+    def operator_list_state(
+        self, spark: SparkSession, uid: str, state_name: str | None = None
+    ) -> DataFrame:
+        """Operator list state of `uid`'s user function: columns state_name, subtask, value,
+        a row per element (of list `state_name` only, when given)."""
+        from barrierflow.state_processor._frames import to_frame
+
+        rows = [
+            (e.state_name, e.subtask, e.value) for e in self.operator_list_entries(uid, state_name)
+        ]
+        return to_frame(spark, ["state_name", "subtask", "value"], rows)
 
     def timers(self, spark: SparkSession, uid: str) -> DataFrame:
         """Timers of `uid`: columns domain, timestamp, key, namespace."""

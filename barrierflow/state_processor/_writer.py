@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from barrierflow import _envelope, _fs
@@ -30,6 +30,12 @@ from barrierflow.state.key_groups import (
     key_group_range_for_subtask,
     subtask_for_key_group,
 )
+from barrierflow.state.operator_list_state import (
+    SPLIT,
+    UNION,
+    OperatorListStateStore,
+    even_split_part,
+)
 from barrierflow.state.operator_state import encode_operator_state
 from barrierflow.state_processor import _frames
 from barrierflow.state_processor._snapshot import Snapshot, TimerEntry, load
@@ -44,12 +50,25 @@ _Entry = tuple[Any, Any, Any]
 
 
 @dataclass
+class _NamedList:
+    """One list of operator list state to write."""
+
+    mode: str
+    per_subtask: list[list[Any]]
+    """Elements per subtask; when `whole`, the one list to spread over the subtasks."""
+    whole: bool = False
+
+
+@dataclass
 class _Operator:
     name: str
     parallelism: int | None = None
     states: dict[str, tuple[str, list[_Entry]]] = field(default_factory=dict)
     operator_state: list[Any] | None = None
     """One value per subtask index, or None."""
+    list_states: dict[str, _NamedList] = field(default_factory=dict)
+    """A user function's operator list state by name; when set, it is the operator's
+    operator state."""
     timers: list[TimerEntry] = field(default_factory=list)
 
 
@@ -100,7 +119,14 @@ class SavepointWriter:
                     (e.key, e.user_key, e.value) for e in snapshot.keyed_entries(uid, state.name)
                 ]
                 operator.states[state.name] = (state.kind, entries)
-            if info.has_operator_state:
+            if info.list_states:
+                for subtask, lists in snapshot._decoded_lists(uid):
+                    for list_name, (mode, values) in lists.items():
+                        named = operator.list_states.setdefault(list_name, _NamedList(mode, []))
+                        per_subtask = named.per_subtask
+                        per_subtask.extend([] for _ in range(subtask + 1 - len(per_subtask)))
+                        per_subtask[subtask] = values
+            elif info.has_operator_state:
                 by_subtask = dict(snapshot.operator_state_entries(uid))
                 operator.operator_state = [by_subtask.get(i) for i in range(max(by_subtask) + 1)]
             operator.timers = list(snapshot.timer_entries(uid))
@@ -144,6 +170,48 @@ class SavepointWriter:
             values = [by_subtask.get(i) for i in range(max(by_subtask, default=-1) + 1)]
         operator = self._operator(uid, name, None)
         operator.operator_state = list(values)
+        operator.list_states.clear()
+        return self
+
+    def with_operator_list_state(
+        self,
+        uid: str,
+        state_name: str,
+        data: Any,
+        mode: str = SPLIT,
+        *,
+        name: str | None = None,
+    ) -> SavepointWriter:
+        """Set list `state_name` of the operator list state of operator `uid`'s user function
+        (a `CheckpointedFunction`), replacing what it held; its other lists stay.
+
+        `data` is a Spark DataFrame with columns subtask and value (rows with another
+        state_name, when the column is there, are left out: the shape
+        `Snapshot.operator_list_state` reads), a dict of subtask -> elements, or an
+        iterable of elements, cut into contiguous near-equal parts over the written
+        subtasks. `mode` is "split" (the function calls `get_list_state`) or "union"
+        (`get_union_list_state`). A restore redistributes the elements over the job's
+        parallelism as the mode says (docs/savepoint-format.md, § 5).
+
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp() + "/bootstrap"
+        >>> written = (
+        ...     SavepointWriter()
+        ...     .with_operator_list_state("numbering", "seen", {0: [3], 1: [4, 5]})
+        ...     .write(folder)
+        ... )
+        >>> [(e.subtask, e.value) for e in written.operator_list_entries("numbering", "seen")]
+        [(0, 3), (1, 4), (1, 5)]
+        """
+        if mode not in (SPLIT, UNION):
+            raise ConfigurationError(f'mode must be "split" or "union", got {mode!r}')
+        operator = self._operator(uid, name, None)
+        if operator.operator_state is not None:
+            raise ConfigurationError(
+                f"operator {uid!r} holds operator state that is not a function's list state "
+                "(a source's or sink's); it cannot also hold operator list state"
+            )
+        operator.list_states[state_name] = _list_elements(data, state_name, mode)
         return self
 
     def without_operator(self, uid: str) -> SavepointWriter:
@@ -172,6 +240,8 @@ class SavepointWriter:
         token = secrets.token_hex(6)
         operators: dict[str, Any] = {}
         for index, (uid, operator) in enumerate(sorted(self._operators.items())):
+            if operator.list_states:
+                operator = replace(operator, operator_state=_list_state_snapshots(operator))
             parallelism = max(operator.parallelism or 1, len(operator.operator_state or ()))
             subtasks = self._write_operator(folder, index, token, uid, operator, parallelism)
             if subtasks:
@@ -291,6 +361,61 @@ class SavepointWriter:
             else None
             for service in services
         ]
+
+
+def _list_state_snapshots(operator: _Operator) -> list[Any]:
+    """One operator list state snapshot per subtask, encoded by the runtime's own store."""
+    parallelism = max(
+        [operator.parallelism or 1]
+        + [len(named.per_subtask) for named in operator.list_states.values() if not named.whole]
+    )
+    snapshots = []
+    for subtask in range(parallelism):
+        store = OperatorListStateStore()
+        for state_name, named in operator.list_states.items():
+            descriptor = ListStateDescriptor(state_name)
+            state = (
+                store.get_union_list_state(descriptor)
+                if named.mode == UNION
+                else store.get_list_state(descriptor)
+            )
+            per_subtask = named.per_subtask
+            if named.whole:
+                state.update(even_split_part(per_subtask, subtask, parallelism))
+            elif subtask < len(per_subtask):
+                state.update(per_subtask[subtask])
+        snapshots.append(store.snapshot(parallelism))
+    return snapshots
+
+
+def _list_elements(data: Any, state_name: str, mode: str) -> _NamedList:
+    """The elements per subtask of `data` (see `with_operator_list_state`)."""
+    if _is_frame(data):
+        rows: Iterable[tuple[Any, ...]]
+        if "state_name" in data.columns:
+            rows = (
+                (subtask, value)
+                for name, subtask, value in _frames.frame_rows(
+                    data, ["state_name", "subtask", "value"]
+                )
+                if name == state_name
+            )
+        else:
+            rows = _frames.frame_rows(data, ["subtask", "value"])
+        by_subtask: dict[int, list[Any]] = {}
+        for subtask, value in rows:
+            by_subtask.setdefault(int(subtask), []).append(value)
+        data = by_subtask
+    if isinstance(data, Mapping):
+        if any(not isinstance(k, int) or k < 0 for k in data):
+            raise ConfigurationError(
+                f"operator list state by subtask needs subtask indexes >= 0, got {list(data)}"
+            )
+        per_subtask: list[list[Any]] = [[] for _ in range(max(data, default=-1) + 1)]
+        for subtask, values in data.items():
+            per_subtask[subtask] = list(values)
+        return _NamedList(mode, per_subtask)
+    return _NamedList(mode, [list(data)], whole=True)
 
 
 class _NoCallbacks:

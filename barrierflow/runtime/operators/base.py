@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from barrierflow.errors import CheckpointStorageError, StateRestoreError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.combined_watermark import IndexedCombinedWatermarkStatus
 from barrierflow.runtime.elements import StreamStatus, Watermark
@@ -160,6 +161,31 @@ class StreamOperator:
 
     def abort(self) -> None:
         """The task is failing or cancelled: discard uncommitted side effects."""
+
+
+def restore_operator(operator: StreamOperator, restored: RestoredState | None) -> None:
+    """`operator.initialize_state(restored)`, where any failure while it restores state is
+    a `StateRestoreError` raised from it.
+
+    Whatever the original type (a sink that cannot commit a staged file it restored, a
+    user function's `initialize_state`), a failure at restore then reaches the JobMaster's
+    rule for them (cluster/restore_point.py: one retry through the restart strategy, the
+    same failure twice at one restore point fails the job) instead of only the restart
+    strategy, which may loop for long. Errors that already are restore errors keep their
+    type and the file they name; a fresh start (`restored` None) changes nothing.
+    """
+    if restored is None:
+        operator.initialize_state(None)
+        return
+    try:
+        operator.initialize_state(restored)
+    except (StateRestoreError, CheckpointStorageError):
+        raise
+    except Exception as error:
+        raise StateRestoreError(
+            f"{operator.name} ({operator.uid}) failed while restoring its state: "
+            f"{type(error).__name__}: {error}"
+        ) from error
 
 
 class TwoInputStreamOperator(StreamOperator):

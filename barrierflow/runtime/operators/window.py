@@ -4,14 +4,17 @@ Mailbox thread only. The window contents, trigger state and merging-window sets 
 in the keyed state backend (one MapState per state name, keyed by window), and the
 windows' timers in the operator's InternalTimerService (the window is the timer's
 namespace), so both are cut per key group in every checkpoint and rescale like any
-keyed state. Results leave with timestamp `window.max_timestamp()`; late records go
-to the late-data side output when one is set, else they are dropped.
+keyed state. A window function that is a `CheckpointedFunction` (the reduce, aggregate
+or window function; one per operator) keeps operator list state. Results leave with
+timestamp `window.max_timestamp()`; late records go to the late-data side output when
+one is set, else they are dropped.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from barrierflow.core.functions import CheckpointedFunction
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.operators.keyed import KeyedOperator
 from barrierflow.runtime.timers import Timer
@@ -92,6 +95,13 @@ class WindowOperator(KeyedOperator):
         self.allowed_lateness = allowed_lateness
         self.late_data_tag = late_data_tag
         self.logic: WindowLogic | None = None
+
+    def user_function(self) -> Any:
+        """The window's function that is a `CheckpointedFunction` (the API allows one)."""
+        for function in self.contents[1:]:
+            if isinstance(function, CheckpointedFunction):
+                return function
+        return None
 
     def open(self) -> None:
         assert self.backend is not None and self.timer_service is not None
