@@ -93,10 +93,12 @@ class FileSystemCheckpointStorage:
         _fs.delete_dir(self.checkpoint_dir(checkpoint_id))
 
     def discard_all(self) -> None:
-        """Delete every `chk-*` folder of the job (retention DELETE_ON_CANCELLATION), the
-        protected ones too; savepoints live elsewhere. Raises CheckpointStorageError or OSError."""
+        """Delete every `chk-*` folder of the job (retention DELETE_ON_CANCELLATION) but the
+        protected ones (a folder restored in no-claim mode is never the job's to delete);
+        savepoints live elsewhere. Raises CheckpointStorageError or OSError."""
         for n in self._checkpoint_ids():
-            self.discard(n)
+            if n not in self.protected:
+                self.discard(n)
 
     def retain(self, count: int) -> list[int]:
         """Keep the newest `count` completed checkpoints; delete older and abandoned folders.

@@ -182,3 +182,16 @@ def test_the_cheap_check_names_a_state_file_too_short_for_its_sections(tmp_path)
     check_files(_fs.location(tmp_path), metadata_naming("a.state", keyed=(10, 40)))
     with pytest.raises(StateRestoreError, match=r"a.state is truncated: 50 bytes, .* need 60"):
         check_files(_fs.location(tmp_path), metadata_naming("a.state", channel=(20, 40)))
+
+
+def test_deleting_on_cancellation_spares_a_protected_checkpoint(tmp_path):
+    """A checkpoint of the job's folder restored in no-claim mode is not the job's to delete."""
+    storage = storage_with(tmp_path, completed=(1, 2, 4), incomplete=(5,))
+    storage.protected.add(2)
+
+    storage.discard_all()
+
+    assert storage.completed_checkpoint_ids() == [2]
+    assert sorted(p.name for p in (tmp_path / "my_job").iterdir() if p.name.startswith("chk-")) == [
+        "chk-2"
+    ]
