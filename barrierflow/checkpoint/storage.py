@@ -63,6 +63,12 @@ class FileSystemCheckpointStorage:
         except OSError as error:
             raise CheckpointStorageError(f"cannot list {self.job_dir}: {error}") from error
 
+    def incomplete_checkpoint_ids(self) -> list[int]:
+        """Ids of the folders without `_metadata` (never completed, or their `_metadata` was
+        lost), ascending."""
+        completed = set(self.completed_checkpoint_ids())
+        return [n for n in self._checkpoint_ids() if n not in completed]
+
     def next_checkpoint_id(self) -> int:
         """Above every folder ever created, so a zombie's late files never mix with new ones."""
         ids = self._checkpoint_ids()

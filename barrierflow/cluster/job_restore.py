@@ -70,6 +70,8 @@ class JobRestore:
         self.run_first_checkpoint_id = 1
         """Checkpoints of this run have ids from here on (those of earlier runs are below)."""
         self._said_skipped: set[str] = set()
+        self._said_incomplete: set[int] = set()
+        """Folders without `_metadata` already named in the log."""
         """Restore points whose non-restored state was logged (once each)."""
         self._claimed: RestorePoint | None = None
         """A savepoint restored in claim mode, deleted once this run's checkpoints subsume it."""
@@ -96,6 +98,7 @@ class JobRestore:
         if choice.note is not None:
             log.warning("job '%s': %s", name, choice.note)
         point = self.point = choice.point
+        self._say_incomplete(point)
         if point is None:
             return None
         log.info("job '%s': restoring %s", name, point.describe())
@@ -118,6 +121,18 @@ class JobRestore:
             elif point.folder.uri == storage.checkpoint_dir(point.checkpoint_id).uri:
                 storage.protected.add(point.checkpoint_id)  # no-claim: retention must not delete
         return point
+
+    def _say_incomplete(self, point: RestorePoint | None) -> None:
+        """Name, once, each folder of an earlier run newer than the restore point that lacks
+        `_metadata`: a checkpoint that never completed, or one whose `_metadata` was lost."""
+        above = -1 if point is None else point.checkpoint_id
+        for n in self._storage.incomplete_checkpoint_ids():
+            if above < n < self.run_first_checkpoint_id and n not in self._said_incomplete:
+                self._said_incomplete.add(n)
+                log.warning(
+                    "job '%s': %s has no _metadata (it never completed, or its _metadata was "
+                    "lost): not restored", self._graph.job_name, self._storage.checkpoint_dir(n),
+                )  # fmt: skip
 
     def failure_decision(
         self, ran: bool, failure: AttemptFailure

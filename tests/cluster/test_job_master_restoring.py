@@ -11,6 +11,7 @@ import shutil
 import pytest
 from job_master_builder import COUNTERS, INTERVAL_MS, PARTITIONS, JobHarness, failure
 
+from barrierflow import _fs
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.files import file_error
 from barrierflow.checkpoint.metadata import build_metadata
@@ -225,3 +226,17 @@ def test_in_claim_mode_the_savepoint_goes_once_a_checkpoint_of_this_run_complete
         job.send(partition, msg.AcknowledgeCheckpoint(0, partition, trigger.checkpoint_id, None))
     assert job.master.status.completed_checkpoints == (trigger.checkpoint_id,)
     assert not savepoint.exists()
+
+
+def test_a_newer_folder_without_metadata_is_named_when_an_older_checkpoint_restores(
+    tmp_path, caplog
+):
+    job = harness(tmp_path, checkpoints=(5, 6))
+    _fs.make_dirs(chk(job, 7))  # its _metadata lost (or it never completed)
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_restore"):
+        job.start()
+        job.register_all()
+    assert restored_ids(job) == 6
+    assert f"{chk(job, 7)} has no _metadata (it never completed, or its _metadata was lost)" in (
+        caplog.text
+    )
