@@ -57,7 +57,7 @@ def test_a_rerun_after_a_stop_with_savepoint_restores_the_savepoint_and_commits_
     assert retained and max(retained) < savepoint_id  # the trap: an older checkpoint is left
     assert 0 < sum(read_rows(tmp_path / "out").values()) < RECORDS
 
-    with caplog.at_level(logging.INFO, logger="barrierflow.cluster.job_master"):
+    with caplog.at_level(logging.INFO, logger="barrierflow.cluster"):
         rerun = word_count(tmp_path, rate=None).execute_async("rerun-after-stop")
         rerun.wait(timeout=240)
 
