@@ -9,39 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.cli import main
 from barrierflow.cluster.registry import JobRegistry
-from barrierflow.connectors.datagen import DataGeneratorSource
-from barrierflow.connectors.files import FileSink
 from barrierflow.errors import JobExecutionError
 
-from .jobs import word_of
+from .jobs import paced_word_count
 
 pytestmark = pytest.mark.spark
-
-
-def counting_job(tmp_path: Path, records: int = 400_000, rate: float = 2_000):
-    """A keyed running count that runs for minutes unless it is stopped or cancelled."""
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
-    (
-        env.from_source(
-            DataGeneratorSource(word_of, records, records_per_second=rate),
-            WatermarkStrategy.no_watermarks(),
-            "words",
-        )
-        .map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
-        .sink_to(FileSink.for_rows(str(tmp_path / "out")))
-        .uid("sink")
-    )
-    return env
 
 
 @pytest.fixture
@@ -59,7 +33,7 @@ def run(*args: str) -> Result:
 
 
 def test_list_and_cancel_a_running_job_and_the_errors_around_them(spark, tmp_path, registry):
-    job = counting_job(tmp_path).execute_async("commands-cancel")
+    job = paced_word_count(tmp_path, 400_000, 2_000).execute_async("commands-cancel")
     try:
         assert job.wait_for_completed_checkpoints(1, timeout=120)
         job_id = job.get_job_id()
@@ -101,7 +75,7 @@ def test_list_and_cancel_a_running_job_and_the_errors_around_them(spark, tmp_pat
 def test_savepoint_and_stop_a_running_job(spark, tmp_path, registry):
     """`savepoint` prints the new savepoint's folder; `stop` takes one, waits until the job
     ended FINISHED, and the job is gone from the registry; a finished job is not found."""
-    job = counting_job(tmp_path).execute_async("commands-stop")
+    job = paced_word_count(tmp_path, 400_000, 2_000).execute_async("commands-stop")
     try:
         assert job.wait_for_completed_checkpoints(1, timeout=120)
         job_id = job.get_job_id()

@@ -26,31 +26,9 @@ from barrierflow.state.operator_state import decode_operator_state
 from barrierflow.window import TumblingEventTimeWindows
 
 from .conftest import read_rows
-from .jobs import running_count_rows, word_of
+from .jobs import paced_word_count, running_count_rows, word_of
 
 pytestmark = pytest.mark.spark
-
-
-def unbounded_word_count(tmp_path: Path, rate: float) -> StreamExecutionEnvironment:
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
-    (
-        env.from_source(
-            DataGeneratorSource(word_of, None, records_per_second=rate),
-            WatermarkStrategy.no_watermarks(),
-            "words",
-        )
-        .map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
-        .sink_to(FileSink.for_rows(str(tmp_path / "out")))
-        .uid("sink")
-    )
-    return env
 
 
 def savepoint_metadata(location: str) -> dict:
@@ -86,7 +64,7 @@ def read_indexes(positions: dict[str, int]) -> list[int]:
 
 
 def test_a_savepoint_of_a_running_job_then_a_stop_with_savepoint(spark, tmp_path):
-    job = unbounded_word_count(tmp_path, rate=3000).execute_async("savepoints")
+    job = paced_word_count(tmp_path, None, 3000).execute_async("savepoints")
     assert job.wait_for_completed_checkpoints(1, timeout=120)
 
     taken = job.trigger_savepoint(str(tmp_path / "savepoints"))
@@ -161,7 +139,7 @@ def test_stop_with_drain_fires_every_open_event_time_window(spark, tmp_path):
     ids=["delete", "retain"],
 )
 def test_a_cancel_keeps_or_deletes_the_retained_checkpoints(spark, tmp_path, retention):
-    env = unbounded_word_count(tmp_path, rate=2000)
+    env = paced_word_count(tmp_path, None, 2000)
     env.get_checkpoint_config().set_externalized_checkpoint_retention(retention)
     job = env.execute_async(f"cancel-{retention.name}")
     assert job.wait_for_completed_checkpoints(1, timeout=120)
