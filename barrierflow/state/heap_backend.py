@@ -250,23 +250,8 @@ class HeapKeyedStateBackend:
                         f"key group {key_group} appears in two keyed-state snapshots"
                     )
                 restored.add(key_group)
-                if offset < 0 or length < 0 or offset + length > len(body):
-                    raise StateRestoreError(
-                        f"key group {key_group} lies at [{offset}, {offset + length}) outside "
-                        f"the {len(body)}-byte keyed-state body"
-                    )
-                try:
-                    per_state = pickle.loads(body[offset : offset + length])
-                except Exception as error:
-                    raise StateRestoreError(
-                        f"key group {key_group} of keyed state "
-                        f"({', '.join(name for name, _ in states)}) cannot be unpickled: {error!r}"
-                    ) from error
-                if not isinstance(per_state, list) or len(per_state) != len(states):
-                    raise StateRestoreError(
-                        f"key group {key_group} holds {type(per_state).__name__} instead of "
-                        f"one dict for each of {len(states)} states"
-                    )
+                names = [name for name, _ in states]
+                per_state = decode_key_group(body, key_group, offset, length, names)
                 for (name, _), entries in zip(states, per_state, strict=True):
                     self._tables[name][index].update(entries)
 
@@ -303,6 +288,31 @@ class HeapKeyedStateBackend:
             if name not in self._tables:
                 self._tables[name] = [{} for _ in range(self._count)]
         return states, key_groups
+
+
+def decode_key_group(
+    body: bytes | memoryview, key_group: int, offset: int, length: int, state_names: list[str]
+) -> list[dict[Any, Any]]:
+    """The section of `key_group` in a keyed-state body: one dict of user key -> value per
+    state of the header, in its order. Raises StateRestoreError for a damaged section."""
+    if offset < 0 or length < 0 or offset + length > len(body):
+        raise StateRestoreError(
+            f"key group {key_group} lies at [{offset}, {offset + length}) outside "
+            f"the {len(body)}-byte keyed-state body"
+        )
+    try:
+        per_state = pickle.loads(body[offset : offset + length])
+    except Exception as error:
+        raise StateRestoreError(
+            f"key group {key_group} of keyed state ({', '.join(state_names)}) cannot be "
+            f"unpickled: {error!r}"
+        ) from error
+    if not isinstance(per_state, list) or len(per_state) != len(state_names):
+        raise StateRestoreError(
+            f"key group {key_group} holds {type(per_state).__name__} instead of "
+            f"one dict for each of {len(state_names)} states"
+        )
+    return per_state
 
 
 class _HeapState:

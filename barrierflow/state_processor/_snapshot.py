@@ -21,7 +21,7 @@ from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers import SNAPSHOT_KIND as TIMERS_KIND
-from barrierflow.state.heap_backend import KEYED_STATE, KEYED_STATE_VERSION
+from barrierflow.state.heap_backend import KEYED_STATE, KEYED_STATE_VERSION, decode_key_group
 from barrierflow.state.operator_list_state import decode_lists, is_list_state
 from barrierflow.state.operator_state import decode_operator_state
 
@@ -304,24 +304,14 @@ class Snapshot:
     def _key_groups(
         self, header: dict[str, Any], body: memoryview, uri: str
     ) -> Iterator[tuple[int, list[dict[Any, Any]]]]:
-        states = header["states"]
+        names = [name for name, _ in header["states"]]
         for key_group, (offset, length) in sorted(
             (int(g), s) for g, s in header["key_groups"].items()
         ):
-            if offset < 0 or length < 0 or offset + length > len(body):
-                raise StateRestoreError(
-                    f"{uri}: key group {key_group} lies outside the keyed-state body"
-                )
             try:
-                per_state = pickle.loads(body[offset : offset + length])
-            except Exception as error:
-                raise StateRestoreError(
-                    f"{uri}: key group {key_group} cannot be unpickled: {error!r}"
-                ) from error
-            if not isinstance(per_state, list) or len(per_state) != len(states):
-                raise StateRestoreError(
-                    f"{uri}: key group {key_group} holds no dict per state ({len(states)})"
-                )
+                per_state = decode_key_group(body, key_group, offset, length, names)
+            except StateRestoreError as error:
+                raise StateRestoreError(f"{uri}: {error}") from error
             yield key_group, per_state
 
     # ---- operator state and timers ----------------------------------------------------------
