@@ -257,14 +257,7 @@ class HeapKeyedStateBackend:
 
     def _read_header(self, header: Any) -> tuple[list[tuple[str, StateKind]], dict[int, Any]]:
         """Check a keyed-state header and register its states; returns (states, key groups)."""
-        if not isinstance(header, dict):
-            raise StateRestoreError(f"a keyed-state header must be a dict, found {header!r:.200}")
-        version = header.get("version")
-        if not isinstance(version, int) or not 1 <= version <= KEYED_STATE_VERSION:
-            raise StateRestoreError(
-                f"keyed state has version {version!r}; this barrierflow reads versions 1 to "
-                f"{KEYED_STATE_VERSION}"
-            )
+        check_keyed_header_version(header)
         if header.get("max_parallelism") != self.max_parallelism:
             raise StateRestoreError(
                 f"keyed state was taken with max parallelism {header.get('max_parallelism')}, "
@@ -288,6 +281,18 @@ class HeapKeyedStateBackend:
             if name not in self._tables:
                 self._tables[name] = [{} for _ in range(self._count)]
         return states, key_groups
+
+
+def check_keyed_header_version(header: Any) -> None:
+    """Refuse a keyed-state header that is no map, or of a version this release cannot read."""
+    if not isinstance(header, dict):
+        raise StateRestoreError(f"a keyed-state header must be a dict, found {header!r:.200}")
+    version = header.get("version")
+    if not isinstance(version, int) or not 1 <= version <= KEYED_STATE_VERSION:
+        raise StateRestoreError(
+            f"keyed state has version {version!r}; this barrierflow reads versions 1 to "
+            f"{KEYED_STATE_VERSION}"
+        )
 
 
 def decode_key_group(

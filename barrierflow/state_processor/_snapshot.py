@@ -21,7 +21,11 @@ from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers import SNAPSHOT_KIND as TIMERS_KIND
-from barrierflow.state.heap_backend import KEYED_STATE, KEYED_STATE_VERSION, decode_key_group
+from barrierflow.state.heap_backend import (
+    KEYED_STATE,
+    check_keyed_header_version,
+    decode_key_group,
+)
 from barrierflow.state.operator_list_state import decode_lists, is_list_state
 from barrierflow.state.operator_state import decode_operator_state
 
@@ -429,14 +433,10 @@ class Snapshot:
 
 
 def _check_keyed_header(header: Any, uri: str, max_parallelism: int) -> None:
-    if not isinstance(header, dict):
-        raise StateRestoreError(f"{uri}: a keyed-state header must be a map")
-    version = header.get("version")
-    if not isinstance(version, int) or not 1 <= version <= KEYED_STATE_VERSION:
-        raise StateRestoreError(
-            f"{uri}: keyed state has version {version!r}; this barrierflow reads versions 1 to "
-            f"{KEYED_STATE_VERSION}"
-        )
+    try:
+        check_keyed_header_version(header)
+    except StateRestoreError as error:
+        raise StateRestoreError(f"{uri}: {error}") from error
     if header.get("max_parallelism") != max_parallelism:
         raise StateRestoreError(
             f"{uri}: keyed state has max parallelism {header.get('max_parallelism')}, the "
