@@ -24,7 +24,7 @@ import tempfile
 import time
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.cluster.spark_runner import obtain_spark
+from barrierflow.cluster.spark_session import obtain_spark
 from barrierflow.connectors.files import FileSink, FileSource
 
 

@@ -1,4 +1,4 @@
-"""The Spark side: obtain a session, check slots, and run one attempt as a barrier stage.
+"""The Spark side of a job's attempts: run each as one barrier stage, cancel it.
 
 One attempt is one Spark job with a single barrier-mode stage of one task per
 subtask; Spark gang-schedules them, so every subtask runs at once. The JobMaster
@@ -9,92 +9,17 @@ is its production side, and tests pass a fake.
 from __future__ import annotations
 
 import functools
-import logging
-import os
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from barrierflow.cluster.java import ensure_java_home
 from barrierflow.cluster.mails import Mail, SparkJobEnded
-from barrierflow.errors import InsufficientResourcesError
-
-log = logging.getLogger(__name__)
-
-EMBEDDED_CONFIG = {
-    "spark.ui.showConsoleProgress": "false",
-    "spark.ui.enabled": "false",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    # A killed Python worker keeps running until this timeout: keep zombies short.
-    "spark.python.task.killTimeout": "1s",
-    "spark.sql.shuffle.partitions": "4",
-}
-
-
-def is_local_master(master: str) -> bool:
-    return master.startswith("local")
-
-
-def embedded_master(slots_needed: int) -> str:
-    """Spark `local[*]`, widened to the job's subtask count: a barrier stage needs one slot
-    per task, and local[N] gives N slots whatever the cores."""
-    return f"local[{max(os.cpu_count() or 1, slots_needed)}]"
-
-
-def obtain_spark(master: str | None, slots_needed: int) -> Any:
-    """The active SparkSession, or a new one on `master` (the embedded default if None)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None and master is None:
-        return active
-    ensure_java_home()
-    builder = SparkSession.builder.appName("barrierflow")
-    builder = builder.master(master or embedded_master(slots_needed))
-    if master is None or is_local_master(master):
-        # Everything stays on loopback (and Spark stops warning about the host name).
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        for key, value in EMBEDDED_CONFIG.items():
-            builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    level = os.environ.get("BARRIERFLOW_SPARK_LOG_LEVEL")
-    spark.sparkContext.setLogLevel(level or "ERROR")
-    if level is None and is_local_master(spark.sparkContext.master):
-        _quiet_task_failures(spark)
-    return spark
-
-
-def _quiet_task_failures(spark: Any) -> None:
-    """In the embedded Spark, a failed task (a killed stream task, say) would print the
-    executor's Java stack trace in the job's console; the JobMaster already reports the
-    cause in one line, so the executor's logger keeps only fatal messages. Setting
-    BARRIERFLOW_SPARK_LOG_LEVEL shows everything again."""
-    jvm = spark.sparkContext._jvm
-    try:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            "org.apache.spark.executor.Executor", jvm.org.apache.logging.log4j.Level.FATAL
-        )
-    except Exception as error:  # another logging backend: keep Spark's output as it is
-        log.debug("cannot quiet Spark's executor log: %s", error)
-
-
-def check_slots(spark: Any, slots_needed: int) -> None:
-    sc = spark.sparkContext
-    jsc = sc._jsc.sc()
-    try:
-        profile = jsc.resourceProfileManager().defaultResourceProfile()
-        slots = jsc.maxNumConcurrentTasks(profile)
-    except Exception:  # older or restricted gateways: fall back to the default parallelism
-        slots = sc.defaultParallelism
-    if slots < slots_needed:
-        raise InsufficientResourcesError(
-            f"the job has {slots_needed} subtasks but Spark master {sc.master} offers {slots} "
-            f"task slots; a barrier stage needs one slot per subtask. Lower the parallelism, "
-            f"add executors, or run on local[{slots_needed}]"
-        )
+from barrierflow.cluster.spark_session import (
+    check_slots,
+    executor_hosts,
+    is_local_master,
+    obtain_spark,
+)
 
 
 def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
@@ -148,6 +73,10 @@ class AttemptRunner(Protocol):
     bind_host: str
     """The address tasks reach the driver at (the RPC endpoint listens there)."""
 
+    def executor_hosts(self) -> frozenset[str]:
+        """The hosts the tasks may run on (executors registered now)."""
+        ...
+
     def submit(self, payload: bytes, group: str, attempt: int) -> None:
         """Start one task per subtask running `payload`; post SparkJobEnded(attempt, ...)
         once they all ended."""
@@ -185,6 +114,9 @@ class SparkAttemptRunner:
         spark = obtain_spark(master, subtask_count)
         check_slots(spark, subtask_count)
         return cls(spark, subtask_count, job_name, post)
+
+    def executor_hosts(self) -> frozenset[str]:
+        return executor_hosts(self._spark)
 
     def submit(self, payload: bytes, group: str, attempt: int) -> None:
         threading.Thread(

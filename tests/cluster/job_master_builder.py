@@ -9,6 +9,7 @@ when the test advances it and drains the JobMaster's mailbox and scheduler.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,9 @@ class FakeSparkRunner:
     bind_host: str = "127.0.0.1"
     submitted: list[tuple[str, int]] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
+
+    def executor_hosts(self) -> frozenset[str]:
+        return frozenset({socket.gethostname()})
 
     def submit(self, payload: bytes, group: str, attempt: int) -> None:
         assert isinstance(payload, bytes)
