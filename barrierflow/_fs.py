@@ -1,8 +1,19 @@
 """A thin layer over pyarrow filesystems: the one place barrierflow touches files.
 
 Paths are given as URIs (`file:///data/x`, `s3://bucket/x`, `hdfs://...`) or as
-plain local paths. Atomic writes go to a temporary name and are moved into
-place, which is atomic on local and HDFS filesystems.
+plain local paths. A URI may carry filesystem options as a query string
+(`s3://bucket/x?endpoint_override=host:9000&scheme=http`); every path derived from it
+keeps them.
+
+Filesystems differ in one way that matters for a commit, and only this module knows it:
+
+- local, HDFS and shared mounts (NFS) rename atomically: a file is written under a
+  temporary name and renamed into place;
+- object stores (S3 and S3-compatible servers, GCS, Azure) have no rename (a "move" is a
+  copy and a delete), but one upload is atomic: an object appears whole or not at all. So
+  a commit object is uploaded once under its final name, after everything it refers to,
+  and a name is never overwritten by a different commit (checkpoint ids never repeat),
+  which also keeps readers of stores without read-after-overwrite consistency correct.
 """
 
 from __future__ import annotations
@@ -30,7 +41,58 @@ class Location:
         return _resolve(self.uri)[1]
 
     def child(self, *names: str) -> Location:
-        return Location(self.uri.rstrip("/") + "/" + "/".join(names))
+        """The location `names` below this one (a query string stays at the end).
+
+        >>> Location("s3://b/chk?scheme=http").child("chk-1", "_metadata").uri
+        's3://b/chk/chk-1/_metadata?scheme=http'
+        """
+        base, query = _split_query(self.uri)
+        return Location(base.rstrip("/") + "/" + "/".join(names) + query)
+
+    @property
+    def name(self) -> str:
+        """The last path component.
+
+        >>> Location("s3://b/chk/chk-1/_metadata?scheme=http").name
+        '_metadata'
+        """
+        return _split_query(self.uri)[0].rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> Location:
+        """The folder holding this location (a query string stays).
+
+        >>> Location("s3://b/chk/chk-1/?scheme=http").parent.uri
+        's3://b/chk?scheme=http'
+        >>> Location("file:///data/x").parent.uri
+        'file:///data'
+        """
+        base, query = _split_query(self.uri)
+        return Location(base.rstrip("/").rsplit("/", 1)[0] + query)
+
+    def without_trailing_slash(self) -> Location:
+        """The same folder spelled without a trailing `/` (a root keeps its `/`).
+
+        >>> Location("s3://b/chk/?scheme=http").without_trailing_slash().uri
+        's3://b/chk?scheme=http'
+        >>> Location("file:///").without_trailing_slash().uri
+        'file:///'
+        """
+        base, query = _split_query(self.uri)
+        stripped = base.rstrip("/")
+        return Location((base if stripped.endswith(":") else stripped) + query)
+
+    def holds(self, uri: str) -> bool:
+        """Whether the URI `uri` names something below this folder.
+
+        >>> Location("s3://b/chk-7?scheme=http").holds("s3://b/chk-7/1-0-a.state?scheme=http")
+        True
+        >>> Location("file:///chk-7").holds("file:///chk-70/x")
+        False
+        """
+        base, query = _split_query(self.without_trailing_slash().uri)
+        inner, inner_query = _split_query(uri)
+        return inner.startswith(base + "/") and inner_query == query
 
     def __str__(self) -> str:
         return self.uri
@@ -44,10 +106,33 @@ def location(uri_or_path: str | os.PathLike[str]) -> Location:
     return Location(text)
 
 
+def _split_query(uri: str) -> tuple[str, str]:
+    """(`uri` without its query string, the query string with its `?` or ""). A local path
+    has no query: `?` is an ordinary character in a file name."""
+    if uri.startswith("file://") or "?" not in uri:
+        return uri, ""
+    base, query = uri.split("?", 1)
+    return base, "?" + query
+
+
 def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     if uri.startswith("file://"):
         return pafs.LocalFileSystem(), uri[len("file://") :] or "/"
     return pafs.FileSystem.from_uri(uri)
+
+
+_NO_RENAME = frozenset({"S3FileSystem", "GcsFileSystem", "AzureFileSystem"})
+"""pyarrow filesystems without an atomic rename: object stores."""
+
+
+def supports_atomic_rename(loc: Location) -> bool:
+    """Whether a rename on `loc`'s filesystem is atomic (local, HDFS, mounts), as opposed
+    to an object store's copy-and-delete.
+
+    >>> supports_atomic_rename(location("/tmp/x"))
+    True
+    """
+    return type(loc.filesystem).__name__ not in _NO_RENAME
 
 
 def exists(loc: Location) -> bool:
@@ -82,17 +167,44 @@ def write_bytes(loc: Location, data: bytes) -> None:
 
 
 def write_atomic(loc: Location, data: bytes) -> None:
-    """Write `data` so readers see either nothing or the whole file."""
-    parent, name = loc.path.rsplit("/", 1)
+    """Write `data` so readers see either nothing or the whole file: the commit of a
+    checkpoint, savepoint or history.
+
+    Where renames are atomic, into a hidden temporary name renamed into place; on an
+    object store, one upload under the final name (atomic there; no temporary object
+    would help, as a "rename" is a copy). Callers write a commit object after everything
+    it names, and under a name no earlier commit used.
+    """
+    fs, path = loc.filesystem, loc.path
+    if not supports_atomic_rename(loc):
+        with fs.open_output_stream(path) as stream:
+            stream.write(data)
+        return
+    parent, name = path.rsplit("/", 1)
     tmp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
-    fs = loc.filesystem
     with fs.open_output_stream(tmp) as stream:
         stream.write(data)
-    fs.move(tmp, loc.path)
+    fs.move(tmp, path)
 
 
-def move(src: Location, dst: Location) -> None:
-    src.filesystem.move(src.path, dst.path)
+def commit_file(staged: Location, final: Location) -> None:
+    """Publish the closed file `staged` as `final`, idempotently: a repeated commit (after a
+    crash part-way through an earlier one) finds `final` whole and ends like the first.
+
+    Where renames are atomic, a rename. On an object store, a server-side copy (`final`
+    appears whole or not at all) and then the deletion of `staged`; a crash between the
+    two leaves both, and the repeated commit copies again (same bytes) and deletes.
+    Raises FileNotFoundError when `staged` is missing and `final` does not exist either.
+    """
+    fs = staged.filesystem
+    if exists(staged):
+        if supports_atomic_rename(staged):
+            fs.move(staged.path, final.path)
+        else:
+            fs.copy_file(staged.path, final.path)
+            delete_file(staged)
+    elif not exists(final):
+        raise FileNotFoundError(f"neither {staged} nor {final} exists")
 
 
 def delete_file(loc: Location) -> None:

@@ -1,8 +1,11 @@
 """Filesystem checkpoint storage: one folder per checkpoint, `_metadata` written last.
 
 Layout: `<storage>/<job name>/chk-<n>/` holds the subtasks' state files and,
-once the checkpoint is complete, `_metadata`, written atomically. A folder
-without `_metadata` is an incomplete checkpoint and is never restored. Savepoints
+once the checkpoint is complete, `_metadata`, written atomically after them: its
+presence is the commit. A folder without `_metadata` is an incomplete checkpoint and
+is never restored. Checkpoint ids never repeat in a job's folder, so each `_metadata`
+goes under a name no earlier commit used, which keeps the protocol sound on object
+stores too (one upload, no rename: `_fs.write_atomic`). Savepoints
 live in the same folders, marked in their `_metadata`; retention never deletes
 them. Every read error names the file (`checkpoint/files.py`).
 """
@@ -166,11 +169,11 @@ def restore_folder(path: str) -> _fs.Location:
     'file:///data/savepoints/savepoint-ab12cd-0123456789ab'
     >>> restore_folder("s3://bucket/chk/job/chk-7/").uri
     's3://bucket/chk/job/chk-7'
+    >>> restore_folder("s3://bucket/chk/job/chk-7/_metadata?scheme=http").uri
+    's3://bucket/chk/job/chk-7?scheme=http'
     """
-    uri = _fs.location(path).uri.rstrip("/")
-    if uri.endswith("/" + METADATA):
-        uri = uri[: -len(METADATA) - 1]
-    return _fs.Location(uri)
+    where = _fs.location(path).without_trailing_slash()
+    return where.parent if where.name == METADATA else where
 
 
 def check_files(folder: _fs.Location, metadata: dict[str, Any]) -> None:

@@ -231,7 +231,7 @@ class RestorePointChooser:
         if cause is None or not _is_restore_error(cause):
             return Retry()  # not about state: the restart strategy decides, as for any failure
         file = named_file(cause)
-        if file is not None and file.startswith(point.folder.uri.rstrip("/") + "/"):
+        if file is not None and point.folder.holds(file):
             if point.candidate.user_given:
                 error = StateRestoreError(
                     f"cannot restore from {point.candidate.describe()}: {cause}"

@@ -70,8 +70,7 @@ class SnapshotUploader:
         started = self._clock.monotonic()
         try:
             if upload.target is not None:
-                parent_uri = upload.target.uri.rsplit("/", 1)[0]
-                _fs.make_dirs(_fs.Location(parent_uri))
+                _fs.make_dirs(upload.target.parent)
                 _fs.write_bytes(upload.target, upload.data)
         except Exception as error:
             log.warning(

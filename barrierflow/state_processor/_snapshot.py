@@ -138,11 +138,8 @@ def load(path: str | os.PathLike[str]) -> Snapshot:
     barrierflow.errors.CheckpointStorageError: cannot read the 'checkpoint-metadata' file \
 file:///no/such/savepoint/_metadata: ...
     """
-    where = _fs.location(path)
-    if where.uri.rstrip("/").endswith("/" + METADATA):
-        folder = _fs.Location(where.uri.rstrip("/")[: -len(METADATA) - 1])
-    else:
-        folder = _fs.Location(where.uri.rstrip("/"))
+    where = _fs.location(path).without_trailing_slash()
+    folder = where.parent if where.name == METADATA else where
     metadata_file = folder.child(METADATA)
     header, _ = read_checkpoint_file(metadata_file, METADATA_KIND)
     if not isinstance(header, dict) or not isinstance(header.get("operators"), dict):

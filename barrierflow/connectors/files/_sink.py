@@ -7,8 +7,9 @@ Layout of the output folder:
 
 The staging folder is hidden (its name starts with `.`), so Spark, Hadoop and this
 library's FileSource read only committed files. A file's final name is fixed when it is
-opened, so committing it twice is harmless, and names carry the operator uid, the subtask
-and the deployment, so zombies and reruns never write to the same name.
+opened, so committing it twice is harmless (`_fs.commit_file`), and names carry the
+operator uid, the subtask and the deployment, so zombies and reruns never write to the
+same name.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ class FileSink(Sink):
     """Writes every record as one JSON value per line, exactly once.
 
     Exactly-once because each subtask's records between two checkpoint barriers go to one
-    hidden file, which is moved into the output folder only when that checkpoint is complete
-    (and, after a failure, when the checkpoint it restores from had it pending). Assumes the
-    filesystem's move is atomic (local, HDFS); on object stores a reader may briefly see a
-    file being copied. Records must be JSON-encodable: tuples and lists become arrays, dicts
-    objects, and `str`, `int`, `float`, `bool` and `None` the matching JSON values.
+    hidden file, which is published in the output folder only when that checkpoint is
+    complete (and, after a failure, when the checkpoint it restores from had it pending).
+    Publishing is a rename where renames are atomic (local, HDFS, NFS) and a copy, then a
+    delete of the staged file, on object stores (S3): either way a committed file appears
+    whole, and a commit repeated after a crash part-way ends like the first. Records must
+    be JSON-encodable: tuples and lists become arrays, dicts objects, and `str`, `int`,
+    `float`, `bool` and `None` the matching JSON values.
 
     >>> import pathlib, tempfile
     >>> from barrierflow.connectors.base import SinkContext
@@ -132,8 +135,9 @@ class FileSinkWriter(SinkWriter):
     """One subtask's two-phase-commit writer. Mailbox thread only.
 
     Exactly-once with the checkpoint protocol: the open transaction is one staged file;
-    `pre_commit` closes it as pending, `commit` moves it into place. Assumes `deployment_id`
-    is unique per deployment, so staged files of other deployments are never its own.
+    `pre_commit` closes it as pending, `commit` publishes it under its final name. Assumes
+    `deployment_id` is unique per deployment, so staged files of other deployments are
+    never its own.
     """
 
     def __init__(
@@ -182,7 +186,7 @@ class FileSinkWriter(SinkWriter):
     def commit(self, checkpoint_id: int) -> None:
         """Make visible every pending file of checkpoints up to `checkpoint_id`.
 
-        1. Move each such file into the output folder, oldest first (a file whose staged copy
+        1. Publish each such file in the output folder, oldest first (a file whose staged copy
            is gone and whose final name exists was committed before: nothing to do).
         2. Forget them.
         """
@@ -283,10 +287,8 @@ class FileSinkWriter(SinkWriter):
     def _commit_file(self, pending: PendingFile) -> None:
         staged, final = self._here(pending.staged), self._here(pending.final)
         try:
-            _fs.move(staged, final)
+            _fs.commit_file(staged, final)
         except FileNotFoundError:
-            if _fs.exists(final):
-                return  # committed before
             raise SinkError(
                 f"cannot commit {final} for checkpoint {pending.checkpoint_id}: "
                 f"its staged file {staged} is missing"
