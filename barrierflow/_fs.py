@@ -262,3 +262,39 @@ def open_input_file(loc: Location):
 def open_output_stream(loc: Location, buffer_size: int | None = None):
     """A new file for writing (replacing any file of that name), never compressed by its name."""
     return loc.filesystem.open_output_stream(loc.path, compression=None, buffer_size=buffer_size)
+
+
+# ---- where a location lives ------------------------------------------------------------------
+
+_NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs"}
+    | {"9p", "afs", "ocfs2", "gfs2", "fuse.sshfs", "fuse.glusterfs", "fuse.cephfs", "fuse.s3fs"}
+    | {"fuse.gcsfuse", "fuse.juicefs", "fuse.mountpoint-s3", "fuse.alluxio-fuse"}
+)
+"""Mount types whose files other hosts see too (`/proc/mounts`)."""
+
+
+def is_local(loc: Location) -> bool:
+    """Whether `loc` is a path of this host's own filesystem (`file://`), which other hosts
+    see only if it is a network mount (see `on_network_mount`)."""
+    return loc.uri.startswith("file://")
+
+
+def on_network_mount(loc: Location, mounts: str = "/proc/mounts") -> bool:
+    """Whether the local path `loc` lies on a network filesystem (NFS, CIFS, CephFS, ...), as
+    the innermost mount holding it says in `mounts`; False where that cannot be read."""
+    path = os.path.realpath(loc.path)
+    try:
+        with open(mounts, encoding="utf-8") as table:
+            entries = [line.split() for line in table]
+    except OSError:
+        return False
+    best, best_type = "", ""
+    for entry in entries:
+        if len(entry) < 3:
+            continue
+        point = entry[1].replace("\\040", " ")
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > len(best):
+            best, best_type = point, entry[2]
+    return best_type in _NETWORK_FILESYSTEMS

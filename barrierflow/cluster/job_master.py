@@ -70,6 +70,7 @@ from barrierflow.cluster.restore_point import GiveUp
 from barrierflow.cluster.rollback import InPlaceRollback, roll_back
 from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.savepoint_requests import SavepointRequests
+from barrierflow.cluster.shared_storage import check_job_storage
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
 from barrierflow.errors import CheckpointStorageError, JobExecutionError, StateRestoreError
 from barrierflow.graph.deployment import build_task_descriptors
@@ -252,6 +253,7 @@ class JobMaster:
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
         )
+        check_job_storage(self.graph, self.settings, self._runner.executor_hosts)
         self._rpc = self._start_rpc(
             self._runner.bind_host, self.secret, self.mailbox.put, job_id=self.job_id
         )

@@ -103,6 +103,11 @@ class Source(ABC):
     def create_reader(self, splits: Sequence[SourceSplit]) -> SourceReader:
         """A reader for the splits assigned to one subtask (runs in the task)."""
 
+    def storage_locations(self) -> list[str]:
+        """The files or folders (URIs) the tasks read: on a cluster every executor's host
+        must reach them, which the JobMaster checks before the first attempt."""
+        return []
+
 
 @dataclass(frozen=True)
 class SinkContext:
@@ -166,6 +171,11 @@ class Sink(ABC):
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
         """On the driver, before deployment: fail fast on bad configuration (unwritable folder)."""
+
+    def storage_locations(self) -> list[str]:
+        """The folders (URIs) the tasks write: on a cluster every executor's host must reach
+        them, which the JobMaster checks before the first attempt."""
+        return []
 
     def committed_output(self) -> list[Any] | None:
         """Every record this sink has committed, in any order (a multiset), read on the driver

@@ -90,6 +90,9 @@ class FileSink(Sink):
         except OSError as error:
             raise SinkError(f"the output folder {self.output} is not writable: {error}") from None
 
+    def storage_locations(self) -> list[str]:
+        return [self.output.uri]
+
     def create_writer(self, context: SinkContext) -> FileSinkWriter:
         return FileSinkWriter(self.output, context, self.buffer_size)
 

@@ -80,6 +80,9 @@ class FileSource(Source):
         """
         return cls(path, JsonLineFormat(), chunk_size=chunk_size)
 
+    def storage_locations(self) -> list[str]:
+        return [self.root.uri]
+
     def create_splits(self) -> list[SourceSplit]:
         try:
             if _fs.is_file(self.root):
