@@ -5,8 +5,15 @@ from __future__ import annotations
 import os
 import tempfile
 
+from hypothesis import settings
+
+# Property tests check behaviour, not speed: on a busy 2-core CI machine one example can take
+# longer than hypothesis's default 200 ms deadline, which would fail a correct test.
+settings.register_profile("barrierflow", deadline=None)
+settings.load_profile("barrierflow")
+
 # Jobs started by tests register in a folder of their own, never in the user's registry of
 # running jobs (tests that look at a registry point BARRIERFLOW_REGISTRY_DIR elsewhere).
 os.environ["BARRIERFLOW_REGISTRY_DIR"] = tempfile.mkdtemp(prefix="barrierflow-test-registry-")
 
-from s3_server import s3_server  # noqa: F401  (the session fixture, for every test folder)
+from s3_server import s3_server  # noqa: E402, F401  (the session fixture, for every test folder)
