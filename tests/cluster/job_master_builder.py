@@ -19,6 +19,7 @@ from barrierflow import StreamExecutionEnvironment
 from barrierflow._clock import ManualClock
 from barrierflow.api.restart_strategies import RestartStrategies, RestartStrategyConfiguration
 from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
+from barrierflow.cluster.addresses import LOCAL_ADDRESSES, JobAddresses
 from barrierflow.cluster.job_master import JobMaster, JobSettings
 from barrierflow.cluster.mails import (
     Mail,
@@ -82,7 +83,7 @@ class FakeSparkRunner:
     """Records the attempts submitted and the groups cancelled; never runs anything."""
 
     post: Callable[[Mail], None]
-    bind_host: str = "127.0.0.1"
+    addresses: JobAddresses = LOCAL_ADDRESSES
     submitted: list[tuple[str, int]] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
 
