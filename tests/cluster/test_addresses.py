@@ -16,6 +16,7 @@ from barrierflow.cluster.addresses import (
     host_of,
     resolve_addresses,
 )
+from barrierflow.cluster.spark_runner import SparkAttemptRunner
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.network.task_channels import data_addresses
 
@@ -144,3 +145,34 @@ def test_a_task_advertises_its_executor_host_when_it_binds_a_wildcard():
     assert data_addresses(None, "worker-1") == ("worker-1", "worker-1")
     assert data_addresses("10.0.0.9", "worker-1") == ("10.0.0.9", "10.0.0.9")
     assert data_addresses("127.0.0.1", "worker-1") == ("127.0.0.1", "127.0.0.1")
+
+
+# ---- the runner reads them from the session's conf ---------------------------------------------
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+
+class _Spark:
+    """What SparkAttemptRunner reads of a session: its master and its runtime conf."""
+
+    def __init__(self, master: str, values: dict[str, str]) -> None:
+        self.sparkContext = type("Context", (), {"master": master})()
+        self.conf = _Conf(values)
+
+
+def test_the_spark_runner_resolves_the_addresses_from_the_session_conf():
+    spark = _Spark("spark://m:7077", {**DRIVER, TASK_BIND_KEY: "0.0.0.0"})
+    runner = SparkAttemptRunner(spark, 2, "job", lambda mail: None)
+    assert runner.addresses == JobAddresses("driver.example", "driver.example", "0.0.0.0")
+
+
+def test_the_spark_runner_refuses_a_wildcard_advertised_address_before_any_task_starts():
+    spark = _Spark("yarn", {**DRIVER, RPC_ADVERTISED_KEY: "0.0.0.0"})
+    with pytest.raises(ConfigurationError, match=RPC_ADVERTISED_KEY):
+        SparkAttemptRunner(spark, 2, "job", lambda mail: None)

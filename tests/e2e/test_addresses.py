@@ -8,7 +8,12 @@ import time
 import pytest
 
 from barrierflow.cluster import attempt as attempt_module
-from barrierflow.cluster.addresses import RPC_ADVERTISED_KEY, TASK_BIND_KEY
+from barrierflow.cluster.addresses import (
+    RPC_ADVERTISED_KEY,
+    TASK_BIND_KEY,
+    JobAddresses,
+    resolve_addresses,
+)
 from barrierflow.errors import JobExecutionError, JobMasterUnreachableError
 from barrierflow.runtime.network.task_channels import is_wildcard
 
@@ -33,6 +38,16 @@ def conf(spark):
     yield set_key
     for key in keys:
         spark.conf.unset(key)
+
+
+def test_the_session_conf_names_the_driver_addresses_a_cluster_master_would_use(spark, conf):
+    # spark.conf.get sees the SparkConf the session started with (the driver's settings)
+    # as well as keys set at runtime: resolve_addresses reads both through it.
+    assert resolve_addresses("spark://elsewhere:7077", spark.conf.get) == JobAddresses(
+        "127.0.0.1", "127.0.0.1", None
+    )
+    conf(RPC_ADVERTISED_KEY, "10.1.2.3")
+    assert resolve_addresses("yarn", spark.conf.get).rpc_advertised == "10.1.2.3"
 
 
 def test_an_unreachable_advertised_address_fails_the_job_fast_naming_the_setting(
