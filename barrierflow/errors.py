@@ -15,6 +15,7 @@ BarrierflowError
   JobExecutionError           the job failed and the restart strategy gave up
   InsufficientResourcesError  the cluster has fewer task slots than the job needs
   ChaosFailure                a failure `barrierflow chaos` injected into a task on purpose
+  JobMasterUnreachableError   a task cannot connect to the JobMaster (names the settings to fix)
 """
 
 from __future__ import annotations
@@ -79,3 +80,10 @@ class InsufficientResourcesError(BarrierflowError):
 class ChaosFailure(BarrierflowError):
     """A failure `barrierflow chaos` injected into a task on purpose: the task raises it on its
     mailbox thread, and the job recovers from it as from an exception in user code."""
+
+
+class JobMasterUnreachableError(ConnectionSetupError):
+    """A task cannot open a connection to the JobMaster's RPC endpoint (refused, timed out, no
+    route): the driver's advertised address is wrong for the executors. The message names
+    the executor's host, the address, and the settings that fix it; no restart can help, so
+    the JobMaster fails the job at once when no task of the attempt reached it."""

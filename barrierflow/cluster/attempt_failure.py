@@ -25,6 +25,9 @@ class AttemptFailure:
     """The original exception (chained as the job error's __cause__), if there is one."""
     secondary: bool = False
     """A consequence of another failure (a lost peer): never preferred as the root cause."""
+    fatal: bool = False
+    """No restart can help (the tasks cannot reach the JobMaster): the job fails at once with
+    `cause`, whatever the restart strategy."""
 
 
 class AttemptFailed(Exception):

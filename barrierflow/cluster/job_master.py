@@ -254,11 +254,12 @@ class JobMaster:
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
         )
         check_job_storage(self.graph, self.settings, self._runner.executor_hosts)
+        addresses = self._runner.addresses
         self._rpc = self._start_rpc(
-            self._runner.bind_host, self.secret, self.mailbox.put, job_id=self.job_id
+            addresses.rpc_bind, self.secret, self.mailbox.put, job_id=self.job_id
         )
         self.publisher.publish_view()
-        publisher, host = self.publisher, self._runner.bind_host
+        publisher, host = self.publisher, addresses.rpc_bind
         self._rest = start_rest_endpoint(
             self.graph.job_name,
             self.job_id,
@@ -362,13 +363,14 @@ class JobMaster:
                 is_savepoint=is_savepoint(latest.metadata),
             )
         assert self._runner is not None and self._rpc is not None
+        addresses = self._runner.addresses
         settings = self.settings.task_settings(
             self.job_id,
             number,
             f"{self.run_id}-{number}",
             self.secret,
-            self._rpc.address,
-            self._runner.bind_host,
+            (addresses.rpc_advertised, self._rpc.address[1]),
+            addresses.task_bind,
             self.storage.job_dir.uri,
             self.partitions,
         )
@@ -419,6 +421,10 @@ class JobMaster:
         self.savepoints.attempt_failed(failure.summary)
         number, cancel, group = self.attempt.number, self._runner.cancel, self._group(self._stage)
         decision = None
+        if self._cancel_requested is None and failure.fatal and failure.cause is not None:
+            self._stop_attempt()
+            self._fail_job(failure.cause)
+            return
         if self._cancel_requested is None:
             ran = self.attempt.checkpoints is not None
             decision = self.restoring.failure_decision(ran, failure)

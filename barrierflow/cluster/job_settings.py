@@ -43,7 +43,7 @@ class JobSettings:
         deployment_id: str,
         secret: bytes,
         jobmaster_address: tuple[str, int],
-        bind_host: str,
+        task_bind_address: str | None,
         checkpoint_dir: str,
         partitions: tuple[SubtaskId, ...],
     ) -> TaskSettings:
@@ -54,7 +54,7 @@ class JobSettings:
             deployment_id=deployment_id,
             secret=secret,
             jobmaster_address=jobmaster_address,
-            bind_host=bind_host,
+            task_bind_address=task_bind_address,
             checkpoint_dir=checkpoint_dir,
             partitions=partitions,
             buffer_size=self.buffer_size,

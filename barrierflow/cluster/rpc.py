@@ -13,6 +13,7 @@ task's connection: no task outlives its job's endpoint.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -20,8 +21,9 @@ from typing import Any, Protocol
 
 import msgpack
 
+from barrierflow.cluster.addresses import RPC_ADVERTISED_KEY, RPC_BIND_KEY
 from barrierflow.cluster.mails import Mail, TaskConnectionLost, TaskMessageReceived
-from barrierflow.errors import ConnectionSetupError
+from barrierflow.errors import ConnectionSetupError, JobMasterUnreachableError
 from barrierflow.runtime.mails import RpcLost, RpcReceived
 from barrierflow.runtime.network import handshake
 from barrierflow.runtime.network.connections import close_connection
@@ -121,11 +123,26 @@ class RpcServer:
         self._post(TaskConnectionLost(conn))
 
 
+def unreachable_message(executor_host: str, address: tuple[str, int], reason: str) -> str:
+    """The one line a task whose JobMaster does not answer fails with: where, and the fix.
+
+    >>> unreachable_message("worker-1", ("10.0.0.2", 41000), "Connection refused")[:72]
+    'executor on host worker-1 cannot reach the JobMaster at 10.0.0.2:41000 ('
+    """
+    return (
+        f"executor on host {executor_host} cannot reach the JobMaster at "
+        f"{address[0]}:{address[1]} ({reason}); set {RPC_ADVERTISED_KEY} (and {RPC_BIND_KEY}) "
+        f"to an address the executors can reach"
+    )
+
+
 class RpcClient:
     """A task's connection to the JobMaster. Posts RpcReceived(message) and RpcLost().
 
-    Connecting, authenticating and being admitted take at most `timeout_s`; otherwise a
-    ConnectionSetupError names the JobMaster's address and what went wrong.
+    Connecting, authenticating and being admitted take at most `timeout_s`. When nothing
+    answers at the address (refused, timed out, no route) a JobMasterUnreachableError
+    names the executor's host, the address and the settings to fix; any other set-up
+    failure is a ConnectionSetupError naming the address and what went wrong.
     """
 
     def __init__(
@@ -136,12 +153,18 @@ class RpcClient:
         *,
         job_id: str | None = None,
         timeout_s: float = handshake.HANDSHAKE_TIMEOUT_S,
+        executor_host: str | None = None,
     ) -> None:
         host, port = address
         try:
             self._conn = handshake.connect(
                 (host, port), secret, _encode_hello(job_id), timeout_s=timeout_s
             )
+        except handshake.Unreachable as unreachable:
+            where = executor_host or socket.gethostname()
+            raise JobMasterUnreachableError(
+                unreachable_message(where, (host, port), unreachable.reason)
+            ) from None
         except handshake.Refused as refusal:
             raise ConnectionSetupError(
                 f"the JobMaster at {host}:{port} refused this task: {refusal}"

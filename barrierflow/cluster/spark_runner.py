@@ -13,11 +13,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from barrierflow.cluster.addresses import JobAddresses, resolve_addresses
 from barrierflow.cluster.mails import Mail, SparkJobEnded
 from barrierflow.cluster.spark_session import (
     check_slots,
     executor_hosts,
-    is_local_master,
     obtain_spark,
 )
 
@@ -70,8 +70,9 @@ def spark_error_headline(summary: str) -> str:
 class AttemptRunner(Protocol):
     """Where an attempt's tasks run. Called on the JobMaster thread; never blocks it."""
 
-    bind_host: str
-    """The address tasks reach the driver at (the RPC endpoint listens there)."""
+    addresses: JobAddresses
+    """Where the JobMaster's endpoints and the tasks' data servers listen, and what the
+    tasks are told to connect to (cluster/addresses.py)."""
 
     def executor_hosts(self) -> frozenset[str]:
         """The hosts the tasks may run on (executors registered now)."""
@@ -99,12 +100,7 @@ class SparkAttemptRunner:
         self._subtask_count = subtask_count
         self._job_name = job_name
         self._post = post
-        master = spark.sparkContext.master
-        self.bind_host = (
-            "127.0.0.1"
-            if is_local_master(master)
-            else spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
-        )
+        self.addresses = resolve_addresses(spark.sparkContext.master, spark.conf.get)
 
     @classmethod
     def connect(

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
+from barrierflow.cluster.addresses import executor_host
 from barrierflow.cluster.rpc import RpcClient
 from barrierflow.cluster.task_process import ParentLink, TaskSupervisor
 from barrierflow.errors import StreamCorruptionError
@@ -45,13 +46,18 @@ def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
     """The mapPartitions function of the barrier stage: one partition = one subtask."""
     logging.basicConfig(level=logging.WARNING)
     descriptors, settings = pickle.loads(payload)
+    host = executor_host()
     for partition in partitions:
         mailbox: queue.SimpleQueue = queue.SimpleQueue()
         rpc = RpcClient(
-            settings.jobmaster_address, settings.secret, mailbox.put, job_id=settings.job_id
+            settings.jobmaster_address,
+            settings.secret,
+            mailbox.put,
+            job_id=settings.job_id,
+            executor_host=host,
         )
         descriptor = descriptors[settings.partitions[partition]]
-        body = functools.partial(run_stream_task, descriptor, partition)
+        body = functools.partial(run_stream_task, descriptor, partition, executor_host=host)
         try:
             TaskSupervisor(settings, partition, rpc.send, mailbox, body).run()
         finally:
@@ -60,12 +66,20 @@ def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
 
 
 def run_stream_task(
-    descriptor: TaskDescriptor, partition: int, settings: TaskSettings, link: ParentLink
+    descriptor: TaskDescriptor,
+    partition: int,
+    settings: TaskSettings,
+    link: ParentLink,
+    *,
+    executor_host: str | None = None,
 ) -> None:
     """The child process's work: the stream task's attempts, talking through `link`."""
     mailbox: queue.SimpleQueue = queue.SimpleQueue()
     link.start(mailbox.put)
-    run_attempts(StreamTask(descriptor, settings, partition, link.send, mailbox))
+    task = StreamTask(
+        descriptor, settings, partition, link.send, mailbox, executor_host=executor_host
+    )
+    run_attempts(task)
 
 
 def run_attempts(task: StreamTask, clock: Clock = SYSTEM_CLOCK) -> AttemptEnd:

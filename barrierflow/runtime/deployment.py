@@ -107,7 +107,10 @@ class TaskSettings:
     deployment_id: str
     secret: bytes
     jobmaster_address: tuple[str, int]
-    bind_host: str
+    """The JobMaster's RPC endpoint as the tasks reach it (its advertised address)."""
+    task_bind_address: str | None
+    """Where the task's data server listens: an address, a wildcard (0.0.0.0: every
+    interface, the executor's host advertised), or None: the executor's own host."""
     checkpoint_dir: str
     """URI of this job's checkpoint folder (chk-<n> folders go below it)."""
     partitions: tuple[SubtaskId, ...]

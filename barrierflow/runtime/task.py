@@ -69,8 +69,13 @@ class StreamTask:
         send_rpc: Callable[[Any], None],
         mailbox: queue.SimpleQueue,
         clock: Clock = SYSTEM_CLOCK,
+        *,
+        executor_host: str | None = None,
     ) -> None:
+        """`executor_host`: the host of the executor this task runs on, as the other
+        executors reach it (None: this machine's name)."""
         self.descriptor = descriptor
+        self.executor_host = executor_host or socket.gethostname()
         self.partition = partition
         self.subtask: SubtaskId = settings.partitions[partition]
         if self.subtask != descriptor.subtask:
@@ -147,13 +152,17 @@ class StreamTask:
         """Run the current attempt: register, deploy and restore, process, finish or fail."""
         settings = self.settings
         try:
-            self._server = task_channels.data_server(self.descriptor, settings, self.mailbox.put)
+            bind, advertised = task_channels.data_addresses(
+                settings.task_bind_address, self.executor_host
+            )
+            post = self.mailbox.put
+            self._server = task_channels.data_server(self.descriptor, settings, bind, post)
             self._server.start()
             self._send(
                 msg.RegisterTask(
                     settings.attempt,
                     self.partition,
-                    self._server.address,
+                    (advertised, self._server.address[1]),
                     socket.gethostname(),
                     os.getpid(),
                 )

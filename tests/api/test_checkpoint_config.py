@@ -54,7 +54,7 @@ def settings(**checkpointing) -> TaskSettings:
         deployment_id="d",
         secret=b"s",
         jobmaster_address=("127.0.0.1", 1),
-        bind_host="127.0.0.1",
+        task_bind_address="127.0.0.1",
         checkpoint_dir="/tmp/nowhere",
         partitions=(),
         **checkpointing,

@@ -19,6 +19,7 @@ from barrierflow import StreamExecutionEnvironment
 from barrierflow._clock import ManualClock
 from barrierflow.api.restart_strategies import RestartStrategies, RestartStrategyConfiguration
 from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
+from barrierflow.cluster.addresses import LOCAL_ADDRESSES, JobAddresses
 from barrierflow.cluster.job_master import JobMaster, JobSettings
 from barrierflow.cluster.mails import (
     Mail,
@@ -63,6 +64,7 @@ class FakeRpc:
 
     def __init__(self, host: str, secret: bytes, post: Callable[[Mail], None]) -> None:
         self.post = post
+        self.host = host
         self.connections: list[FakeConnection] = []
         self.closed = False
 
@@ -82,9 +84,10 @@ class FakeSparkRunner:
     """Records the attempts submitted and the groups cancelled; never runs anything."""
 
     post: Callable[[Mail], None]
-    bind_host: str = "127.0.0.1"
+    addresses: JobAddresses = LOCAL_ADDRESSES
     submitted: list[tuple[str, int]] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
+    payloads: list[bytes] = field(default_factory=list)
 
     def executor_hosts(self) -> frozenset[str]:
         return frozenset({socket.gethostname()})
@@ -92,6 +95,7 @@ class FakeSparkRunner:
     def submit(self, payload: bytes, group: str, attempt: int) -> None:
         assert isinstance(payload, bytes)
         self.submitted.append((group, attempt))
+        self.payloads.append(payload)
 
     def cancel(self, group: str) -> None:
         self.cancelled.append(group)
@@ -114,6 +118,8 @@ class JobHarness:
         self.clock = ManualClock(epoch_ms=1_700_000_000_000)
         self.rpc: FakeRpc | None = None
         self.runner: FakeSparkRunner | None = None
+        self.addresses = LOCAL_ADDRESSES
+        """What the fake runner says about addresses (set before `start`)."""
         self.master = JobMaster(
             env.get_job_graph("unit-job"),
             JobSettings(
@@ -138,7 +144,7 @@ class JobHarness:
         self.tasks: dict[int, FakeConnection] = {}
 
     def _connect_runner(self, master, subtasks, name, post) -> FakeSparkRunner:
-        self.runner = FakeSparkRunner(post)
+        self.runner = FakeSparkRunner(post, addresses=self.addresses)
         return self.runner
 
     def _start_rpc(self, host, secret, post, job_id=None) -> FakeRpc:

@@ -83,7 +83,7 @@ def deployed_task(
         deployment_id="d",
         secret=b"s",
         jobmaster_address=("127.0.0.1", 1),
-        bind_host="127.0.0.1",
+        task_bind_address="127.0.0.1",
         checkpoint_dir="file:///nowhere",
         partitions=(ME, DOWNSTREAM),
     )

@@ -53,7 +53,7 @@ def two_input_task(tmp_path, **checkpointing) -> tuple[StreamTask, queue.SimpleQ
         deployment_id="d0",
         secret=b"secret",
         jobmaster_address=("127.0.0.1", 1),
-        bind_host="127.0.0.1",
+        task_bind_address="127.0.0.1",
         checkpoint_dir=str(tmp_path),
         partitions=partitions,
         **checkpointing,

@@ -107,7 +107,7 @@ class FakeJobMaster:
             deployment_id="d0",
             secret=b"secret",
             jobmaster_address=("127.0.0.1", 1),
-            bind_host="127.0.0.1",
+            task_bind_address="127.0.0.1",
             checkpoint_dir=self.folder.uri,
             partitions=self.partitions,
             buffer_timeout_ms=5,

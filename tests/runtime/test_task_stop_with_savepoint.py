@@ -101,7 +101,7 @@ def task_of(
         deployment_id="d0",
         secret=b"secret",
         jobmaster_address=("127.0.0.1", 1),
-        bind_host="127.0.0.1",
+        task_bind_address="127.0.0.1",
         checkpoint_dir=str(tmp_path / "checkpoints"),
         partitions=partitions,
         buffer_size=10,

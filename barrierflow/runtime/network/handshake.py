@@ -66,6 +66,16 @@ class Refused(Exception):
     """
 
 
+class Unreachable(ConnectionSetupError):
+    """The TCP connection itself could not be opened in time (refused, timed out, no route,
+    an unknown host): nothing answered at the address. `reason` says what happened."""
+
+    def __init__(self, address: tuple[str, int], reason: str) -> None:
+        super().__init__(f"cannot connect to {address[0]}:{address[1]}: {reason}")
+        self.address = address
+        self.reason = reason
+
+
 class _Dropped(Exception):
     """A handshake that cannot go on: no answer in time, closed, or failed authentication."""
 
@@ -137,15 +147,18 @@ def connect(
 ) -> Connection:
     """Connect, authenticate both ways, say `hello`; the admitted connection within `timeout_s`.
 
-    Raises `Refused` when the server refused the hello, and `ConnectionSetupError` naming the
-    address when the connection cannot be set up in time or either side fails authentication.
+    Raises `Refused` when the server refused the hello, `Unreachable` when nothing answered
+    at the address, and `ConnectionSetupError` naming the address when the connection
+    cannot be set up in time or either side fails authentication.
     """
     host, port = address
     deadline = clock.monotonic() + timeout_s
     try:
         sock = socket.create_connection((host, port), timeout=timeout_s)
+    except TimeoutError:
+        raise Unreachable((host, port), f"no answer within {timeout_s:g} s") from None
     except OSError as error:
-        raise ConnectionSetupError(f"cannot connect to {host}:{port}: {error}") from None
+        raise Unreachable((host, port), error.strerror or str(error)) from None
     try:
         challenge = _recv_frame(sock, deadline, clock)
         if not challenge.startswith(_MAGIC) or len(challenge) != len(_MAGIC) + _NONCE_BYTES:

@@ -1,5 +1,10 @@
 """Opening one task's channels for an attempt: its data server for the input channels, and
-a connection to every downstream subtask for the output channels."""
+a connection to every downstream subtask for the output channels.
+
+The data server binds where the attempt's settings say (`TaskSettings.task_bind_address`,
+None meaning the executor's own host) and the task advertises an address its peers can
+connect to: the executor's host when the bind is a wildcard.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +18,41 @@ from barrierflow.runtime.network.channels import (
 )
 from barrierflow.runtime.network.record_writer import EdgeWriter, RecordWriter
 
+WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::"})
+"""Bind addresses that listen on every interface and so name no host to connect to."""
 
-def data_server(descriptor: TaskDescriptor, settings: TaskSettings, post: Post) -> DataServer:
-    """The (not yet started) server that admits exactly this attempt's input channels."""
+
+def is_wildcard(address: str) -> bool:
+    """True for an address that listens everywhere but cannot be connected to as it is.
+
+    >>> is_wildcard("0.0.0.0"), is_wildcard("::"), is_wildcard("10.0.0.7")
+    (True, True, False)
+    """
+    return address.strip() in WILDCARD_ADDRESSES
+
+
+def data_addresses(bind_address: str | None, executor_host: str) -> tuple[str, str]:
+    """(where the data server binds, the host it advertises) on the executor `executor_host`.
+
+    >>> data_addresses(None, "worker-1")
+    ('worker-1', 'worker-1')
+    >>> data_addresses("0.0.0.0", "worker-1")
+    ('0.0.0.0', 'worker-1')
+    >>> data_addresses("127.0.0.1", "worker-1")
+    ('127.0.0.1', '127.0.0.1')
+    """
+    bind = bind_address or executor_host
+    return bind, executor_host if is_wildcard(bind) else bind
+
+
+def data_server(
+    descriptor: TaskDescriptor, settings: TaskSettings, bind: str, post: Post
+) -> DataServer:
+    """The (not yet started) server on `bind` that admits exactly this attempt's input
+    channels."""
     subtask = descriptor.subtask
     return DataServer(
-        settings.bind_host,
+        bind,
         settings.secret,
         settings.job_id,
         settings.attempt,
