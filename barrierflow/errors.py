@@ -79,3 +79,9 @@ class InsufficientResourcesError(BarrierflowError):
 class ChaosFailure(BarrierflowError):
     """A failure `barrierflow chaos` injected into a task on purpose: the task raises it on its
     mailbox thread, and the job recovers from it as from an exception in user code."""
+
+
+class ExecutorImportError(ConfigurationError):
+    """A Spark executor cannot import a module the job needs (it is only on the driver):
+    names the module, the executor's host and the ways to ship it. Every attempt would fail
+    the same way, so the job fails at once."""

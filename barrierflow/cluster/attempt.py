@@ -21,9 +21,8 @@ from barrierflow.checkpoint.metadata import channel_state_assignment, restore_as
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure, task_failure
 from barrierflow.cluster.checkpoint_actions import CheckpointActions, SavepointRequest
 from barrierflow.cluster.mails import TaskConnection
-from barrierflow.cluster.spark_runner import spark_error_headline
+from barrierflow.cluster.spark_runner import spark_job_error
 from barrierflow.connectors.base import SourceSplit
-from barrierflow.errors import RemoteTaskError
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 
@@ -138,7 +137,7 @@ class Attempt:
         said so (at once, or when a last TaskFinished arrives within SPARK_END_GRACE_MS)."""
         self.spark_job_ended = True
         if error is not None:
-            cause = RemoteTaskError(spark_error_headline(error))
+            cause = spark_job_error(error)
             cause.add_note(f"Spark's report:\n{error}")
             self._fail(
                 AttemptFailure(f"the Spark job of attempt {self.number} failed: {cause}", cause)

@@ -71,7 +71,13 @@ from barrierflow.cluster.rollback import InPlaceRollback, roll_back
 from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
-from barrierflow.errors import CheckpointStorageError, JobExecutionError, StateRestoreError
+from barrierflow.core.restart_strategies import RestartDecision
+from barrierflow.errors import (
+    CheckpointStorageError,
+    ExecutorImportError,
+    JobExecutionError,
+    StateRestoreError,
+)
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg
@@ -426,6 +432,8 @@ class JobMaster:
                             failure.summary)  # fmt: skip
                 self._fail_job(decision.error)
                 return
+            if decision is None and isinstance(failure.cause, ExecutorImportError):
+                decision = RestartDecision(False, 0, "every attempt would fail the same way")
             if decision is None:
                 decision = self._restart_tracker.decide(self.clock.epoch_millis())
         if decision is not None and decision.restart:

@@ -15,11 +15,13 @@ from typing import Any, Protocol
 
 from barrierflow.cluster.mails import Mail, SparkJobEnded
 from barrierflow.cluster.spark_session import (
+    SparkOptions,
     check_slots,
     executor_hosts,
     is_local_master,
     obtain_spark,
 )
+from barrierflow.errors import ExecutorImportError, RemoteTaskError
 
 
 def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
@@ -67,6 +69,22 @@ def spark_error_headline(summary: str) -> str:
     return lines[0].strip()
 
 
+def spark_job_error(summary: str) -> BaseException:
+    """The exception a failed Spark job stands for: an ExecutorImportError when an executor
+    could not import the job's code (no restart can fix it), else a RemoteTaskError with the
+    summary's headline.
+
+    >>> spark_job_error("Traceback (most recent call last):\\n  x\\n"
+    ...                 "barrierflow.errors.ExecutorImportError: no geo")
+    ExecutorImportError('no geo')
+    """
+    headline = spark_error_headline(summary)
+    name, _, message = headline.partition(": ")
+    if name.rsplit(".", 1)[-1] == ExecutorImportError.__name__:
+        return ExecutorImportError(message)
+    return RemoteTaskError(headline)
+
+
 class AttemptRunner(Protocol):
     """Where an attempt's tasks run. Called on the JobMaster thread; never blocks it."""
 
@@ -108,10 +126,16 @@ class SparkAttemptRunner:
 
     @classmethod
     def connect(
-        cls, master: str | None, subtask_count: int, job_name: str, post: Callable[[Mail], None]
+        cls,
+        master: str | None,
+        subtask_count: int,
+        job_name: str,
+        post: Callable[[Mail], None],
+        options: SparkOptions | None = None,
     ) -> SparkAttemptRunner:
-        """Obtain a session on `master` and check it offers a slot per subtask."""
-        spark = obtain_spark(master, subtask_count)
+        """Obtain a session on `master` with `options` and wait (bounded) until it offers a
+        slot per subtask."""
+        spark = obtain_spark(master, subtask_count, options)
         check_slots(spark, subtask_count)
         return cls(spark, subtask_count, job_name, post)
 
