@@ -138,8 +138,8 @@ def _wait_until(done, processes: list[subprocess.Popen], cluster: StandaloneClus
     while not done():
         exited = [p.args[1] for p in processes if p.poll() is not None]
         if exited or SYSTEM_CLOCK.monotonic() > deadline:
+            why = f"exited: {', '.join(exited)}" if exited else "timed out"
             raise RuntimeError(
-                f"the standalone cluster did not start ({'exited: ' + ', '.join(exited) if exited else 'timed out'}):\n"
-                f"{cluster.log_tail()}"
+                f"the standalone cluster did not start ({why}):\n{cluster.log_tail()}"
             )
         pause.wait(0.2)

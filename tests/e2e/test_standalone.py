@@ -107,6 +107,11 @@ def test_a_job_needing_more_slots_than_the_cluster_has_fails_naming_the_settings
     assert result.returncode == 1, result.stderr[-3000:]
     error = " ".join(result.stderr.split())
     assert f"the job has 15 subtasks but Spark master {cluster.master_url} offers" in error
-    for setting in ("spark.executor.instances", "spark.executor.cores", "spark.task.cpus",
-                    "spark.dynamicAllocation.minExecutors", "lower the job's parallelism"):  # fmt: skip
+    for setting in (
+        "spark.executor.instances",
+        "spark.executor.cores",
+        "spark.task.cpus",
+        "spark.dynamicAllocation.minExecutors",
+        "lower the job's parallelism",
+    ):
         assert setting in error
