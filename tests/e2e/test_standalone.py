@@ -19,7 +19,13 @@ from pathlib import Path
 import pytest
 
 from .conftest import read_rows
-from .spark_cluster import REPO, StandaloneCluster, standalone_cluster
+from .spark_cluster import (
+    REPO,
+    SPARK_HOME,
+    StandaloneCluster,
+    cluster_environment,
+    standalone_cluster,
+)
 from .standalone_job import expected
 
 pytestmark = pytest.mark.spark
@@ -115,3 +121,35 @@ def test_a_job_needing_more_slots_than_the_cluster_has_fails_naming_the_settings
         "lower the job's parallelism",
     ):
         assert setting in error
+
+
+SUBMITTED_JOB = """
+import sys
+from pyspark import SparkContext
+from barrierflow import StreamExecutionEnvironment
+from barrierflow.connectors.files import FileSink
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+env.from_collection(["a", "b", "c"]).map(lambda w: (w, 1)).sink_to(FileSink.for_rows(sys.argv[1]))
+env.execute("submitted")
+print("master", SparkContext._active_spark_context.master)
+"""
+
+
+def test_a_job_launched_with_spark_submit_runs_on_the_master_spark_submit_set(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(SUBMITTED_JOB)
+    env = {
+        **cluster_environment(),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    submit = str(SPARK_HOME / "bin" / "spark-submit")
+    result = subprocess.run(
+        [submit, "--master", "local[4]", str(job), str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "master local[4]" in result.stdout
+    assert read_rows(tmp_path / "out") == {("a", 1): 1, ("b", 1): 1, ("c", 1): 1}
