@@ -355,14 +355,12 @@ def executor_hosts(spark: Any) -> frozenset[str]:
     """The hosts of the executors registered now (the driver's own entry excluded); on a local
     master, whose tasks run in the driver, the driver's host."""
     sc = spark.sparkContext
-    jsc = sc._jsc.sc()
-    driver = jsc.env().blockManager().blockManagerId()
-    infos = jsc.statusTracker().getExecutorInfos()
+    executors = sc._jsc.sc().statusStore().executorList(True)  # a Scala Seq, the driver's too
     hosts = set()
-    for info in infos:
-        if info.host() == driver.host() and info.port() == driver.port():
-            continue
-        hosts.add(info.host())
+    for index in range(executors.size()):
+        summary = executors.apply(index)
+        if summary.id() != "driver":
+            hosts.add(summary.hostPort().rsplit(":", 1)[0])
     if not hosts and is_local_master(sc.master):
-        hosts.add(driver.host())
+        hosts.add(sc.getConf().get("spark.driver.host", "127.0.0.1"))
     return frozenset(hosts)
