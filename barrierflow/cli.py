@@ -29,11 +29,14 @@ from barrierflow.cli_jobs import add_job_commands
 from barrierflow.cli_state import state
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.errors import BarrierflowError, ConfigurationError
-from barrierflow.job_file import command_line_settings, run_job_file
+from barrierflow.job_file import command_line_settings, run_job_file, spark_options
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from barrierflow.checkpoint.history import CheckpointHistoryFile
     from barrierflow.checkpoint.history_codec import HistoryRecord
+    from barrierflow.cluster.spark_session import SparkOptions
 
 console = Console(stderr=True)
 
@@ -44,6 +47,62 @@ def main() -> None:
 
 
 main.add_command(state)
+
+
+def spark_settings(command: Callable) -> Callable:
+    """The Spark options `run` and `chaos` share (as `spark-submit` spells them); the command
+    gets them as one SparkOptions, `spark`."""
+    options = [
+        click.option(
+            "--conf",
+            "conf",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A Spark setting for the job's session (repeatable), e.g. "
+            "spark.executor.memory=2g or spark.barrierflow.slots.waitTimeout=2min.",
+        ),
+        click.option("--executor-memory", metavar="MEM", help="spark.executor.memory, e.g. 2g."),
+        click.option(
+            "--num-executors",
+            type=click.IntRange(min=1),
+            help="spark.executor.instances (YARN, Kubernetes; standalone with dynamic "
+            "allocation off uses the workers' cores).",
+        ),
+        click.option("--executor-cores", type=click.IntRange(min=1), help="spark.executor.cores."),
+        click.option(
+            "--py-files",
+            multiple=True,
+            metavar="PATHS",
+            help="Comma-separated .py, .zip or .egg files (or folders) the executors need on "
+            "their Python path.",
+        ),
+        click.option(
+            "--archives",
+            multiple=True,
+            metavar="PATHS",
+            help="Comma-separated archives unpacked on each executor (spark.archives), e.g. a "
+            "packed virtualenv env.tar.gz#environment with --conf "
+            "spark.pyspark.python=./environment/bin/python.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _spark_options(context: dict) -> SparkOptions:
+    """Pops the Spark options out of a command's parameters; a bad one is a usage error."""
+    try:
+        return spark_options(
+            conf=context.pop("conf"),
+            executor_memory=context.pop("executor_memory"),
+            num_executors=context.pop("num_executors"),
+            executor_cores=context.pop("executor_cores"),
+            py_files=context.pop("py_files"),
+            archives=context.pop("archives"),
+        )
+    except ConfigurationError as error:
+        raise click.UsageError(str(error)) from None
 
 
 @main.command()
@@ -76,6 +135,7 @@ main.add_command(state)
     help="claim: the job owns the restored folder and deletes it once newer checkpoints "
     "subsume it; no-claim: never touches it.",
 )
+@spark_settings
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def run(
     job_file: Path,
@@ -86,9 +146,11 @@ def run(
     allow_non_restored_state: bool,
     restore_mode: str,
     job_args: tuple[str, ...],
+    **spark: object,
 ) -> None:
     """Run JOB_FILE, a Python file that builds a job and calls env.execute()."""
     _check_job_file(job_file)
+    options = _spark_options(spark)
     if savepoint is None and (allow_non_restored_state or restore_mode != "no-claim"):
         raise click.UsageError(
             "--allow-non-restored-state and --restore-mode need --from-savepoint"
@@ -103,6 +165,7 @@ def run(
         master=master,
         checkpoint_dir=checkpoint_dir,
         savepoint_restore=restore,
+        spark_options=options,
     )
     try:
         with settings:
@@ -171,6 +234,7 @@ def _kinds(context: click.Context, param: click.Parameter, value: str) -> tuple[
 )
 @click.option("--parallelism", "-p", type=click.IntRange(min=1), help="As for `run`.")
 @click.option("--master", help="As for `run`.")
+@spark_settings
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def chaos(
     job_file: Path,
@@ -182,6 +246,7 @@ def chaos(
     parallelism: int | None,
     master: str | None,
     job_args: tuple[str, ...],
+    **spark: object,
 ) -> None:
     """Check that JOB_FILE commits exactly once under failures.
 
@@ -211,6 +276,7 @@ def chaos(
     2 the check could not run as asked (bad job file, fewer failures than asked).
     """
     _check_job_file(job_file)
+    options = _spark_options(spark)
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     if workdir is None:
@@ -219,7 +285,8 @@ def chaos(
         job_file, job_args, failures, kinds, seed, workdir, max_gap, parallelism, master
     )
     try:
-        result = check.run(click.echo)
+        with command_line_settings(spark_options=options):  # chaos keeps them for both runs
+            result = check.run(click.echo)
     except (ChaosError, ConfigurationError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -87,3 +87,9 @@ class JobMasterUnreachableError(ConnectionSetupError):
     route): the driver's advertised address is wrong for the executors. The message names
     the executor's host, the address, and the settings that fix it; no restart can help, so
     the JobMaster fails the job at once when no task of the attempt reached it."""
+
+
+class ExecutorImportError(ConfigurationError):
+    """A Spark executor cannot import a module the job needs (it is only on the driver):
+    names the module, the executor's host and the ways to ship it. Every attempt would fail
+    the same way, so the job fails at once."""

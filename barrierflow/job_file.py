@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from barrierflow.api.environment import command_line_defaults
+from barrierflow.cluster.spark_session import SparkOptions
+from barrierflow.errors import ConfigurationError
 
 
 @contextlib.contextmanager
@@ -33,6 +35,53 @@ def command_line_settings(**settings: Any) -> Iterator[None]:
     finally:  # the settings belong to this run only (tests run several in one process)
         for field in dataclasses.fields(before):
             setattr(command_line_defaults, field.name, getattr(before, field.name))
+
+
+def spark_options(
+    conf: Sequence[str] = (),
+    executor_memory: str | None = None,
+    num_executors: int | None = None,
+    executor_cores: int | None = None,
+    py_files: Sequence[str] = (),
+    archives: Sequence[str] = (),
+) -> SparkOptions:
+    """The Spark settings of the command line (`--conf K=V`, `--executor-memory`, ...), as
+    `spark-submit` takes them; the named options win over the same key given with --conf.
+    `py_files` and `archives` items may each hold several comma-separated paths.
+
+    >>> options = spark_options(["spark.task.cpus=1"], executor_memory="2g",
+    ...                         archives=["env.tar.gz#environment"])
+    >>> sorted(options.conf.items())  # doctest: +NORMALIZE_WHITESPACE
+    [('spark.archives', 'env.tar.gz#environment'), ('spark.executor.memory', '2g'),
+     ('spark.task.cpus', '1')]
+    """
+    settings: dict[str, str] = {}
+    for item in conf:
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            raise ConfigurationError(
+                f"--conf takes KEY=VALUE (e.g. spark.task.cpus=1), not {item!r}"
+            )
+        settings[key.strip()] = value
+    named = {
+        "spark.executor.memory": executor_memory,
+        "spark.executor.instances": num_executors,
+        "spark.executor.cores": executor_cores,
+    }
+    settings.update({key: str(value) for key, value in named.items() if value is not None})
+    archive_list = _split_paths(archives)
+    if archive_list:
+        given = [settings["spark.archives"]] if settings.get("spark.archives") else []
+        settings["spark.archives"] = ",".join([*given, *archive_list])
+    files = _split_paths(py_files)
+    for path in files:
+        if "://" not in path and not os.path.exists(path):
+            raise ConfigurationError(f"--py-files: {path} does not exist")
+    return SparkOptions(settings, tuple(os.path.abspath(p) if "://" not in p else p for p in files))
+
+
+def _split_paths(items: Sequence[str]) -> list[str]:
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
 
 
 def run_job_file(job_file: Path, job_args: Sequence[str]) -> None:

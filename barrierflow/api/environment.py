@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -15,6 +16,7 @@ from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMod
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.execution_config import ExecutionConfig
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
+from barrierflow.cluster.spark_session import SparkOptions, python_file_for_spark
 from barrierflow.connectors.base import Source
 from barrierflow.core.restart_strategies import (
     DEFAULT_WITH_CHECKPOINTING,
@@ -48,6 +50,8 @@ class _CommandLineDefaults:
     """Set by `barrierflow chaos`: told of every job the file starts, as it starts."""
     savepoint_restore: SavepointRestoreSettings | None = None
     """Set by `barrierflow run --from-savepoint`: wins over the job's own setting."""
+    spark_options: SparkOptions | None = None
+    """Set by `barrierflow run --conf/--py-files/...`: the Spark settings of the job's session."""
 
 
 command_line_defaults = _CommandLineDefaults()
@@ -74,6 +78,7 @@ class StreamExecutionEnvironment:
         self._transformations: list[Transformation] = []
         self._config = ExecutionConfig()
         self._savepoint_restore: SavepointRestoreSettings | None = None
+        self._python_files: list[str] = []
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -201,6 +206,14 @@ integer >= 1, got 0
 
     # ---- sources -----------------------------------------------------------------------------
 
+    def add_python_file(self, path: str) -> StreamExecutionEnvironment:
+        """Ship a .py, .zip or .egg file (or a folder, zipped) to the executors and put it on
+        their Python path before the first attempt, like `--py-files`: for modules the job's
+        code imports that the executors' Python lacks."""
+        python_file_for_spark(path)  # a missing or unusable path fails here, not on Spark
+        self._python_files.append(path if "://" in path else os.path.abspath(path))
+        return self
+
     def from_source(
         self,
         source: Source,
@@ -258,6 +271,7 @@ integer >= 1, got 0
     def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
         from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
         from barrierflow.cluster.job_master import JobMaster, JobSettings
+        from barrierflow.cluster.spark_runner import SparkAttemptRunner
         from barrierflow.runtime.barriers.handler import barrier_handler_for
 
         config = self._checkpoint_config
@@ -292,7 +306,11 @@ integer >= 1, got 0
             savepoint_dir=savepoint_dir,
             externalized_retention=config.externalized_retention.name,
         )
-        client = JobClient(JobMaster(graph, settings), scratch)
+        options = (command_line_defaults.spark_options or SparkOptions()).merged(
+            SparkOptions(py_files=tuple(self._python_files))
+        )
+        connect = functools.partial(SparkAttemptRunner.connect, options=options)
+        client = JobClient(JobMaster(graph, settings, connect_runner=connect), scratch)
         if command_line_defaults.on_execute is not None:
             command_line_defaults.on_execute(self, client)
         return client

@@ -21,9 +21,9 @@ from barrierflow.checkpoint.metadata import channel_state_assignment, restore_as
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure, task_failure
 from barrierflow.cluster.checkpoint_actions import CheckpointActions, SavepointRequest
 from barrierflow.cluster.mails import TaskConnection
-from barrierflow.cluster.spark_runner import spark_error_headline
+from barrierflow.cluster.spark_runner import spark_job_error
 from barrierflow.connectors.base import SourceSplit
-from barrierflow.errors import JobMasterUnreachableError, RemoteTaskError
+from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 
@@ -138,11 +138,13 @@ class Attempt:
         said so (at once, or when a last TaskFinished arrives within SPARK_END_GRACE_MS)."""
         self.spark_job_ended = True
         if error is not None:
-            unreachable = jobmaster_unreachable(spark_error_headline(error))
-            if unreachable is not None and not self.addresses:
-                # no task of this attempt reached the JobMaster: a restart would not either
-                self._fail(AttemptFailure(str(unreachable), unreachable, fatal=True))
-            cause = RemoteTaskError(spark_error_headline(error))
+            cause = spark_job_error(error)
+            # No restart helps when an executor lacks the job's code, or when no task of
+            # this attempt could reach the JobMaster: the next attempt would fail the same way.
+            if isinstance(cause, ExecutorImportError) or (
+                isinstance(cause, JobMasterUnreachableError) and not self.addresses
+            ):
+                self._fail(AttemptFailure(str(cause), cause, fatal=True))
             cause.add_note(f"Spark's report:\n{error}")
             self._fail(
                 AttemptFailure(f"the Spark job of attempt {self.number} failed: {cause}", cause)
@@ -382,20 +384,6 @@ class Attempt:
         subtask = self.partitions[partition]
         vertex = self.master.graph.vertex(subtask.vertex_id)
         return f"'{vertex.name}' ({subtask.subtask_index + 1}/{vertex.parallelism})"
-
-
-def jobmaster_unreachable(headline: str) -> JobMasterUnreachableError | None:
-    """The task's JobMasterUnreachableError if a Spark error's headline is one.
-
-    >>> jobmaster_unreachable("barrierflow.errors.JobMasterUnreachableError: executor on h")
-    JobMasterUnreachableError('executor on h')
-    >>> jobmaster_unreachable("ZeroDivisionError: division by zero") is None
-    True
-    """
-    name, sep, message = headline.partition(": ")
-    if sep and name.rpartition(".")[2] == JobMasterUnreachableError.__name__:
-        return JobMasterUnreachableError(message)
-    return None
 
 
 def cancel_tasks(connections: dict[int, TaskConnection], attempt: int, reason: str) -> None:

@@ -72,7 +72,11 @@ from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.shared_storage import check_job_storage
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
-from barrierflow.errors import CheckpointStorageError, JobExecutionError, StateRestoreError
+from barrierflow.errors import (
+    CheckpointStorageError,
+    JobExecutionError,
+    StateRestoreError,
+)
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg

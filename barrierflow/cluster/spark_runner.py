@@ -16,10 +16,12 @@ from typing import Any, Protocol
 from barrierflow.cluster.addresses import JobAddresses, resolve_addresses
 from barrierflow.cluster.mails import Mail, SparkJobEnded
 from barrierflow.cluster.spark_session import (
+    SparkOptions,
     check_slots,
     executor_hosts,
     obtain_spark,
 )
+from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError, RemoteTaskError
 
 
 def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
@@ -67,6 +69,27 @@ def spark_error_headline(summary: str) -> str:
     return lines[0].strip()
 
 
+def spark_job_error(summary: str) -> BaseException:
+    """The exception a failed Spark job stands for: the task's ExecutorImportError or
+    JobMasterUnreachableError (no restart can fix those), else a RemoteTaskError with the
+    summary's headline.
+
+    >>> spark_job_error("Traceback (most recent call last):\\n  x\\n"
+    ...                 "barrierflow.errors.ExecutorImportError: no geo")
+    ExecutorImportError('no geo')
+    >>> spark_job_error("barrierflow.errors.JobMasterUnreachableError: executor on h")
+    JobMasterUnreachableError('executor on h')
+    >>> spark_job_error("ZeroDivisionError: division by zero")
+    RemoteTaskError('ZeroDivisionError: division by zero')
+    """
+    headline = spark_error_headline(summary)
+    name, sep, message = headline.partition(": ")
+    for kind in (ExecutorImportError, JobMasterUnreachableError):
+        if sep and name.rpartition(".")[2] == kind.__name__:
+            return kind(message)
+    return RemoteTaskError(headline)
+
+
 class AttemptRunner(Protocol):
     """Where an attempt's tasks run. Called on the JobMaster thread; never blocks it."""
 
@@ -104,10 +127,16 @@ class SparkAttemptRunner:
 
     @classmethod
     def connect(
-        cls, master: str | None, subtask_count: int, job_name: str, post: Callable[[Mail], None]
+        cls,
+        master: str | None,
+        subtask_count: int,
+        job_name: str,
+        post: Callable[[Mail], None],
+        options: SparkOptions | None = None,
     ) -> SparkAttemptRunner:
-        """Obtain a session on `master` and check it offers a slot per subtask."""
-        spark = obtain_spark(master, subtask_count)
+        """Obtain a session on `master` with `options` and wait (bounded) until it offers a
+        slot per subtask."""
+        spark = obtain_spark(master, subtask_count, options)
         check_slots(spark, subtask_count)
         return cls(spark, subtask_count, job_name, post)
 

@@ -1,18 +1,28 @@
 """The Spark session a job runs on: obtaining it, and the task slots and executors it offers.
 
 The embedded default is `local[N]` on loopback; any other master is used as the user (or
-`spark-submit`) configured it.
+`spark-submit`) configured it. On a cluster master executors register only after the
+application started, so the slot check waits for them, bounded by
+`spark.barrierflow.slots.waitTimeout`, before it says what is missing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
+import tempfile
+import threading
+import zipfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.java import ensure_java_home
-from barrierflow.errors import InsufficientResourcesError
+from barrierflow.errors import ConfigurationError, InsufficientResourcesError
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +36,35 @@ EMBEDDED_CONFIG = {
     "spark.sql.shuffle.partitions": "4",
 }
 
+SLOTS_WAIT_TIMEOUT_KEY = "spark.barrierflow.slots.waitTimeout"
+SLOTS_WAIT_TIMEOUT_DEFAULT = "60s"
+SHIP_PACKAGE_KEY = "spark.barrierflow.shipPackage"
+SLOTS_POLL_S = 0.25
+"""How often the slot wait looks at the registered executors."""
+SLOTS_REPORT_S = 10.0
+"""How often the slot wait logs its progress."""
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """Spark settings for the session a job starts (`barrierflow run --conf ...`), and the
+    Python files its executors need (`--py-files`, `env.add_python_file`)."""
+
+    conf: Mapping[str, str] = field(default_factory=dict)
+    """Spark conf keys, given to the session builder (`--conf`, `--executor-memory`, ...)."""
+    py_files: tuple[str, ...] = ()
+    """.py, .zip or .egg files (or folders, zipped first) added with `addPyFile`."""
+
+    def merged(self, other: SparkOptions) -> SparkOptions:
+        """These options with `other`'s on top (its conf keys win, its files are added)."""
+        files = self.py_files + tuple(f for f in other.py_files if f not in self.py_files)
+        return SparkOptions({**self.conf, **other.conf}, files)
+
 
 def is_local_master(master: str) -> bool:
-    return master.startswith("local")
+    """A master whose tasks run in the driver's own JVM (`local`, `local[N]`); every other
+    master, `local-cluster[...]` included, starts executors of its own."""
+    return master.startswith("local") and not master.startswith("local-cluster")
 
 
 def embedded_master(slots_needed: int) -> str:
@@ -37,28 +73,58 @@ def embedded_master(slots_needed: int) -> str:
     return f"local[{max(os.cpu_count() or 1, slots_needed)}]"
 
 
-def obtain_spark(master: str | None, slots_needed: int) -> Any:
-    """The active SparkSession, or a new one on `master` (the embedded default if None)."""
+def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | None = None) -> Any:
+    """The active SparkSession, or a new one on `master`: if None, the master `spark-submit`
+    (or an existing SparkContext) set, else the embedded default. `options` become the new
+    session's settings; its Python files are added to whichever session is returned."""
+    options = options or SparkOptions()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
+        _add_py_files(active, options.py_files)
         return active
     ensure_java_home()
     builder = SparkSession.builder.appName("barrierflow")
-    builder = builder.master(master or embedded_master(slots_needed))
-    if master is None or is_local_master(master):
+    submitted = _submitted_conf() if master is None else {}
+    chosen = master or submitted.get("spark.master")
+    if chosen is None:
+        chosen = embedded_master(slots_needed)
+    if "spark.master" not in submitted:
+        builder = builder.master(chosen)
+    if is_local_master(chosen) or chosen.startswith("local-cluster"):
         # Everything stays on loopback (and Spark stops warning about the host name).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         for key, value in EMBEDDED_CONFIG.items():
-            builder = builder.config(key, value)
+            if key not in submitted:
+                builder = builder.config(key, value)
+    for key, value in options.conf.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     level = os.environ.get("BARRIERFLOW_SPARK_LOG_LEVEL")
     spark.sparkContext.setLogLevel(level or "ERROR")
     if level is None and is_local_master(spark.sparkContext.master):
         _quiet_task_failures(spark)
+    if ship_package(spark):
+        _add_py_files(spark, (str(package_zip()),))
+    _add_py_files(spark, options.py_files)
     return spark
+
+
+def _submitted_conf() -> dict[str, str]:
+    """The settings of an application launched with `spark-submit` (whose JVM the Python
+    driver joins), or of a SparkContext already running; empty otherwise (no JVM is
+    started here: settings that shape the JVM must reach its launch)."""
+    from pyspark import SparkConf, SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is not None:
+        return dict(context.getConf().getAll())
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
 
 
 def _quiet_task_failures(spark: Any) -> None:
@@ -75,22 +141,226 @@ def _quiet_task_failures(spark: Any) -> None:
         log.debug("cannot quiet Spark's executor log: %s", error)
 
 
-def check_slots(spark: Any, slots_needed: int) -> None:
+# ---------------------------------------------------------------------------------------------
+# Code for the executors
+
+
+def ship_package(spark: Any) -> bool:
+    """Whether barrierflow itself goes to the executors as a zip (`spark.barrierflow.shipPackage`,
+    default: on for cluster masters), so they run the driver's version of it."""
+    default = "false" if is_local_master(spark.sparkContext.master) else "true"
+    value = str(spark.conf.get(SHIP_PACKAGE_KEY, default)).strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigurationError(f"{SHIP_PACKAGE_KEY} must be true or false, not {value!r}")
+    return value == "true"
+
+
+_zip_lock = threading.Lock()
+_zips: dict[str, Path] = {}
+"""The zip made of each folder in this process (a folder is zipped once)."""
+
+
+def package_zip() -> Path:
+    """A zip of the barrierflow package this driver runs (made once per process)."""
+    return zip_folder(Path(__file__).resolve().parent.parent)
+
+
+def zip_folder(folder: Path) -> Path:
+    """`folder` as `<temp>/<name>.zip` holding `<name>/...` (Python files and package data,
+    no caches), so `import <name>` works with the zip on the path."""
+    folder = folder.resolve()
+    with _zip_lock:
+        if str(folder) in _zips:
+            return _zips[str(folder)]
+        target = Path(tempfile.mkdtemp(prefix="barrierflow-pyfiles-")) / f"{folder.name}.zip"
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                    archive.write(path, Path(folder.name) / path.relative_to(folder))
+        _zips[str(folder)] = target
+        return target
+
+
+def python_file_for_spark(path: str) -> str:
+    """What `addPyFile` takes for `path`: a .py, .zip or .egg as it is, a folder zipped."""
+    local = Path(path)
+    if local.is_dir():
+        return str(zip_folder(local))
+    if "://" not in path and not local.is_file():
+        raise ConfigurationError(f"python file {path} does not exist")
+    if local.suffix not in (".py", ".zip", ".egg") and "://" not in path:
+        raise ConfigurationError(f"python file {path} is not a .py, .zip or .egg file or a folder")
+    return path
+
+
+def _add_py_files(spark: Any, paths: tuple[str, ...]) -> None:
+    """Add each file once per SparkContext (Spark refuses a second file of the same name)."""
+    sc = spark.sparkContext
+    added = getattr(sc, "_barrierflow_py_files", None)
+    if added is None:
+        added = set()
+        sc._barrierflow_py_files = added
+    for path in paths:
+        shipped = python_file_for_spark(path)
+        if shipped not in added:
+            sc.addPyFile(shipped)
+            added.add(shipped)
+
+
+# ---------------------------------------------------------------------------------------------
+# Task slots
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
+_UNIT_S = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration_s(text: str, key: str = SLOTS_WAIT_TIMEOUT_KEY) -> float:
+    """A duration as Spark writes them ("60s", "2min", "500ms", "1h"; a plain number is
+    seconds), in seconds.
+
+    >>> parse_duration_s("2min"), parse_duration_s("500ms"), parse_duration_s("45")
+    (120.0, 0.5, 45.0)
+    """
+    match = _DURATION.match(str(text))
+    if match is None:
+        raise ConfigurationError(
+            f"{key} must be a duration such as 60s, 2min, 500ms or a number of seconds, "
+            f"not {text!r}"
+        )
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * _UNIT_S[unit]
+
+
+def slots_wait_timeout_s(spark: Any) -> float:
+    return parse_duration_s(spark.conf.get(SLOTS_WAIT_TIMEOUT_KEY, SLOTS_WAIT_TIMEOUT_DEFAULT))
+
+
+def registered_slots(spark: Any) -> int:
+    """How many tasks the registered executors can run at once (with the default profile)."""
     sc = spark.sparkContext
     jsc = sc._jsc.sc()
     try:
         profile = jsc.resourceProfileManager().defaultResourceProfile()
-        slots = jsc.maxNumConcurrentTasks(profile)
+        return int(jsc.maxNumConcurrentTasks(profile))
     except Exception:  # older or restricted gateways: fall back to the default parallelism
-        slots = sc.defaultParallelism
-    if slots < slots_needed:
-        raise InsufficientResourcesError(
-            f"the job has {slots_needed} subtasks but Spark master {sc.master} offers {slots} "
-            f"task slots; a barrier stage needs one slot per subtask. Lower the parallelism, "
-            f"add executors, or run on local[{slots_needed}]"
+        return int(sc.defaultParallelism)
+
+
+def check_slots(
+    spark: Any,
+    slots_needed: int,
+    clock: Clock = SYSTEM_CLOCK,
+    pause: Callable[[float], object] | None = None,
+) -> None:
+    """Return once the session offers a slot per subtask; raise InsufficientResourcesError
+    naming the fix if it does not (at once on a local master, whose slots are fixed; after
+    waiting up to `spark.barrierflow.slots.waitTimeout` for executors on a cluster)."""
+    sc = spark.sparkContext
+    master = sc.master
+    if is_local_master(master):
+        slots = registered_slots(spark)
+        if slots < slots_needed:
+            raise InsufficientResourcesError(
+                f"the job has {slots_needed} subtasks but Spark master {master} offers {slots} "
+                f"task slots; a barrier stage needs one slot per subtask. Lower the "
+                f"parallelism, or run on local[{slots_needed}]"
+            )
+        return
+    conf = sc.getConf()
+    wait_for_slots(
+        slots_needed,
+        lambda: registered_slots(spark),
+        slots_wait_timeout_s(spark),
+        clock,
+        pause or threading.Event().wait,
+        lambda have, waited_s: InsufficientResourcesError(
+            shortage_message(master, slots_needed, have, waited_s, dict(conf.getAll()))
+        ),
+    )
+
+
+def wait_for_slots(
+    needed: int,
+    count_slots: Callable[[], int],
+    timeout_s: float,
+    clock: Clock,
+    pause: Callable[[float], object],
+    shortage: Callable[[int, float], Exception],
+    poll_s: float = SLOTS_POLL_S,
+    report_s: float = SLOTS_REPORT_S,
+) -> int:
+    """Poll `count_slots` until it reaches `needed` (returns the count) or `timeout_s` passed
+    (raises `shortage(slots, waited_s)`), logging the progress every `report_s`."""
+    start = clock.monotonic()
+    next_report = start + report_s
+    while True:
+        slots = count_slots()
+        waited = clock.monotonic() - start
+        if slots >= needed:
+            if waited > 0:
+                log.info("%d of %d task slots registered after %.0f s", slots, needed, waited)
+            return slots
+        if waited >= timeout_s:
+            raise shortage(slots, waited)
+        now = clock.monotonic()
+        if now >= next_report or waited == 0:
+            log.warning(
+                "waiting for executors: %d of %d task slots registered (%.0f s of %.0f s)",
+                slots,
+                needed,
+                waited,
+                timeout_s,
+            )
+            if now >= next_report:
+                next_report = now + report_s
+        pause(min(poll_s, max(timeout_s - waited, 0.0)))
+
+
+def shortage_message(
+    master: str, needed: int, have: int, waited_s: float, conf: Mapping[str, str]
+) -> str:
+    """What a cluster lacks for the job, and the settings that give it more slots."""
+    dynamic = str(conf.get("spark.dynamicAllocation.enabled", "false")).lower() == "true"
+    cores = conf.get("spark.executor.cores", "(the cluster's default)")
+    task_cpus = conf.get("spark.task.cpus", "1")
+    instances = conf.get("spark.executor.instances", "(unset)")
+    hints = [
+        "a barrier stage needs one task slot per subtask, all at once",
+        f"slots = executors x spark.executor.cores ({cores}) / spark.task.cpus ({task_cpus}); "
+        f"spark.executor.instances is {instances}",
+        "give it more: --num-executors / --conf spark.executor.instances=N, "
+        "--executor-cores / --conf spark.executor.cores=N, a lower spark.task.cpus, "
+        "or more workers (standalone: spark.cores.max)",
+    ]
+    if dynamic:
+        hints.append(
+            "dynamic allocation is on: set spark.dynamicAllocation.enabled=false, or "
+            f"spark.dynamicAllocation.minExecutors high enough for {needed} slots"
         )
+    else:
+        hints.append(
+            "with dynamic allocation, keep spark.dynamicAllocation.minExecutors high enough "
+            "(or spark.dynamicAllocation.enabled=false)"
+        )
+    hints.append(
+        f"or lower the job's parallelism; or wait longer for executors ({SLOTS_WAIT_TIMEOUT_KEY})"
+    )
+    return (
+        f"the job has {needed} subtasks but Spark master {master} offers {have} task slots "
+        f"after waiting {waited_s:.0f} s for executors. " + "; ".join(hints)
+    )
 
 
 def executor_hosts(spark: Any) -> frozenset[str]:
-    """The hosts of the executors registered now (the driver's own entry excluded)."""
-    raise NotImplementedError  # issue 12: spark_session owner
+    """The hosts of the executors registered now (the driver's own entry excluded); on a local
+    master, whose tasks run in the driver, the driver's host."""
+    sc = spark.sparkContext
+    executors = sc._jsc.sc().statusStore().executorList(True)  # a Scala Seq, the driver's too
+    hosts = set()
+    for index in range(executors.size()):
+        summary = executors.apply(index)
+        if summary.id() != "driver":
+            hosts.add(summary.hostPort().rsplit(":", 1)[0])
+    if not hosts and is_local_master(sc.master):
+        hosts.add(sc.getConf().get("spark.driver.host", "127.0.0.1"))
+    return frozenset(hosts)

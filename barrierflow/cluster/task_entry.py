@@ -17,6 +17,7 @@ import functools
 import logging
 import pickle
 import queue
+import socket
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -24,7 +25,7 @@ from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.addresses import executor_host
 from barrierflow.cluster.rpc import RpcClient
 from barrierflow.cluster.task_process import ParentLink, TaskSupervisor
-from barrierflow.errors import StreamCorruptionError
+from barrierflow.errors import ExecutorImportError, StreamCorruptionError
 from barrierflow.runtime.attempt_outcome import AttemptEnd
 from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings
 from barrierflow.runtime.mails import RpcLost, RpcReceived
@@ -45,7 +46,7 @@ POLL_S = 0.5
 def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
     """The mapPartitions function of the barrier stage: one partition = one subtask."""
     logging.basicConfig(level=logging.WARNING)
-    descriptors, settings = pickle.loads(payload)
+    descriptors, settings = load_payload(payload)
     host = executor_host()
     for partition in partitions:
         mailbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -63,6 +64,33 @@ def run_partitions(payload: bytes, partitions: Iterable[int]) -> Iterator[Any]:
         finally:
             rpc.close()
     return iter(())
+
+
+def load_payload(payload: bytes) -> tuple[dict, TaskSettings]:
+    """The attempt's descriptors and settings; an ExecutorImportError naming the module, this
+    host and the fixes if the job's code needs a module this executor's Python lacks."""
+    try:
+        return pickle.loads(payload)
+    except ImportError as error:
+        raise ExecutorImportError(import_error_message(error, socket.gethostname())) from None
+
+
+def import_error_message(error: ImportError, host: str) -> str:
+    """Why the executor on `host` cannot load the job, and how to ship what it lacks.
+
+    >>> print(import_error_message(ModuleNotFoundError("No module named 'geo'", name="geo"),
+    ...                            "node7"))  # doctest: +ELLIPSIS
+    the executor on node7 cannot import module 'geo' ...: ship it with --py-files ...
+    """
+    module = error.name or str(error)
+    return (
+        f"the executor on {host} cannot import module '{module}' that the job's code needs "
+        f"({type(error).__name__}: {error}); it is on the driver's path but not on the "
+        f"executors': ship it with --py-files FILE.py|FILE.zip (or env.add_python_file(path) "
+        f"in the job file), install it in the executors' Python, or run the executors in a "
+        f"packed environment (--archives env.tar.gz#environment with --conf "
+        f"spark.pyspark.python=./environment/bin/python)"
+    )
 
 
 def run_stream_task(

@@ -38,7 +38,17 @@ def is_user_module(module: ModuleType) -> bool:
     if not path or name == "__main__" or name.split(".")[0] in _FRAMEWORK:
         return False
     real = os.path.realpath(path)
-    return not real.startswith(_INSTALLED_ROOTS)
+    return not real.startswith(_INSTALLED_ROOTS + _site_folders())
+
+
+def _site_folders() -> tuple[str, ...]:
+    """Every site-packages (or dist-packages) folder on the path, also those another
+    environment's `.pth` file added: what lies there is an installed distribution."""
+    return tuple(
+        os.path.realpath(entry) + os.sep
+        for entry in sys.path
+        if os.path.basename(entry.rstrip(os.sep)) in ("site-packages", "dist-packages")
+    )
 
 
 def register_user_modules_by_value() -> list[str]:
