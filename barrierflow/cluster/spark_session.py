@@ -73,6 +73,13 @@ def embedded_master(slots_needed: int) -> str:
     return f"local[{max(os.cpu_count() or 1, slots_needed)}]"
 
 
+NO_SPARK_RETRIES = {"spark.task.maxFailures": "1"}
+"""The JobMaster restarts a failed attempt itself, from its latest checkpoint and under the
+job's restart strategy. A retry of the barrier stage by Spark (4 tries by default on a
+cluster) would only rerun the failed attempt's tasks, which the JobMaster fences off, and
+delay the failure it has to see; local masters already try once."""
+
+
 def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | None = None) -> Any:
     """The active SparkSession, or a new one on `master`: if None, the master `spark-submit`
     (or an existing SparkContext) set, else the embedded default. `options` become the new
@@ -99,6 +106,9 @@ def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | 
         for key, value in EMBEDDED_CONFIG.items():
             if key not in submitted:
                 builder = builder.config(key, value)
+    for key, value in NO_SPARK_RETRIES.items():
+        if key not in submitted and key not in options.conf:
+            builder = builder.config(key, value)
     for key, value in options.conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
