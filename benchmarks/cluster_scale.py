@@ -33,6 +33,7 @@ much as coordination.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
@@ -235,10 +236,8 @@ def warm_up(subtasks: int, interval_ms: int, rate: float) -> tuple[float, float]
         client.wait_until_running(timeout=START_TIMEOUT_S)
         running = time.monotonic()
         client.cancel()
-        try:
+        with contextlib.suppress(Exception):  # cancelled: the end asked for
             client.wait(START_TIMEOUT_S)
-        except Exception:  # cancelled: the end asked for
-            pass
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return registered - started, running - started
