@@ -2,7 +2,7 @@
 task, barrier-stage start time and checkpoint duration; measured, then extrapolated.
 
     python benchmarks/cluster_scale.py [--subtasks 2,4,8,16,32] [--checkpoints K]
-        [--interval-ms MS] [--rate R] [--extrapolate 100,200,500]
+        [--interval-ms MS] [--rate R] [--extrapolate 100,200,500] [--repeat R]
 
 For each subtask count n, a job of n subtasks runs on one `local[max n]` session (reused):
 a paced generator (R records/s in all) chained to a map, `key_by`, a running count chained to
@@ -22,7 +22,8 @@ every keyed job. Per count it prints:
 - checkpoint duration: the median and the worst of the K checkpoints (trigger to `_metadata`
   written), and the median start delay (trigger to the last task's barrier).
 
-Then it extrapolates to the `--extrapolate` counts: messages per checkpoint and connections
+Each count runs `--repeat` times and the run that started fastest is shown (the machine is
+shared). Then it extrapolates to the `--extrapolate` counts: messages per checkpoint and connections
 are computed from the protocol and the job graph (exact, no run needed), and checked against
 the measured counts; the times are least-squares fits over the measured counts (a line, and
 a parabola where there are 4 or more counts), to be read as a trend: on this machine every
@@ -305,6 +306,7 @@ def main() -> None:
     parser.add_argument("--interval-ms", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=2000.0, help="records/s, all sources")
     parser.add_argument("--extrapolate", default="100,200,500")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per count; the fastest shown")
     args = parser.parse_args()
     counts = [int(n) for n in args.subtasks.split(",")]
     if any(n < 2 or n % 2 for n in counts):
@@ -334,7 +336,11 @@ def main() -> None:
     )
     figures: list[Figures] = []
     for n in counts:
-        f = run_once(n, counter, args.checkpoints, args.interval_ms, args.rate)
+        runs = [
+            run_once(n, counter, args.checkpoints, args.interval_ms, args.rate)
+            for _ in range(args.repeat)
+        ]
+        f = min(runs, key=lambda r: r.running_s)  # the run the shared machine disturbed least
         figures.append(f)
         print(
             f"{n:>8} {f.registered_s:>9.2f}s {f.running_s:>7.2f}s {f.messages:>9.1f} "
