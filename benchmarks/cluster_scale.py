@@ -26,7 +26,7 @@ Each count runs `--repeat` times and the run that started fastest is shown (the 
 shared). Then it extrapolates to the `--extrapolate` counts: messages per checkpoint and connections
 are computed from the protocol and the job graph (exact, no run needed), and checked against
 the measured counts; the times are least-squares fits over the measured counts (a line, and
-a parabola where there are 4 or more counts), to be read as a trend: on this machine every
+a parabola too where 4 or more counts curve upwards), to be read as a trend: on this machine every
 added subtask is two more processes on the same 2 cores, so the times measure contention as
 much as coordination.
 """
@@ -361,7 +361,9 @@ def main() -> None:
         ("running (s)", [f.running_s for f in figures]),
         ("checkpoint median (ms)", [f.duration_ms for f in figures]),
     ):
-        fits[name] = [fit(xs, ys, 1)] + ([fit(xs, ys, 2)] if len(xs) >= 4 else [])
+        fits[name] = [fit(xs, ys, 1)]
+        if len(xs) >= 4 and (parabola := fit(xs, ys, 2))[2] > 0:
+            fits[name].append(parabola)  # only a convex one: a concave fit is noise here
         shown = "; ".join(describe(c, "") for c in fits[name])
         print(f"  {name}: {shown}")
     print(
@@ -382,7 +384,7 @@ def main() -> None:
             f"{n:>8} {expected_messages(graph):>9} {c.per_task_max:>9} {c.total:>7} "
             f"{cells[0]:>16} {cells[1]:>16} {cells[2]:>18}"
         )
-    print("(times: line / parabola)")
+    print("(times: line / parabola where the measured counts curve upwards)")
     sys.stdout.flush()
 
 
