@@ -26,6 +26,7 @@ often are duplicated.
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
@@ -349,6 +350,13 @@ class ChaosCheck:
     def run(self, report: Callable[[str], None]) -> ChaosResult:
         """Both runs, then the comparison; `report` gets each line as it happens."""
         plan = plan_failures(self.failures, self.kinds, self.seed, self.max_gap_s)
+        master = self.master or os.environ.get("BARRIERFLOW_MASTER")
+        if "jvm" in self.kinds and master is not None and _runs_in_driver_jvm(master):
+            raise ChaosError(
+                f"the failure kind jvm kills an executor JVM, and master {master} runs every "
+                "task inside the driver's JVM: run on local-cluster[W,C,M] (executor JVMs on "
+                "this machine) or a cluster master, or leave jvm out of --kinds"
+            )
         _prepare_workdir(self.workdir)
         report(f"run 1 of 2: without failures, in {self.workdir / 'reference'}")
         reference = self._run_once("reference", [], report)
@@ -422,6 +430,15 @@ class ChaosCheck:
         if not run.jobs and run.error is None:
             raise ChaosError(f"{self.job_file} started no job (it never called env.execute())")
         return run
+
+
+def _runs_in_driver_jvm(master: str) -> bool:
+    """`local` and `local[N]` run tasks in the driver's JVM; `local-cluster[...]` does not.
+
+    >>> [_runs_in_driver_jvm(m) for m in ("local[4]", "local", "local-cluster[2,2,1024]")]
+    [True, True, False]
+    """
+    return master == "local" or master.startswith("local[")
 
 
 def _prepare_workdir(workdir: Path) -> None:

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from barrierflow._bytes import format_bytes
-from barrierflow.api.environment import FAILURE_KINDS
+from barrierflow.api.environment import DEFAULT_FAILURE_KINDS, FAILURE_KINDS
 from barrierflow.chaos import ChaosCheck, ChaosError
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
@@ -213,11 +213,12 @@ def _kinds(context: click.Context, param: click.Parameter, value: str) -> tuple[
 )
 @click.option(
     "--kinds",
-    default=",".join(FAILURE_KINDS),
+    default=",".join(DEFAULT_FAILURE_KINDS),
     show_default=True,
     callback=_kinds,
     help="Failure kinds, comma-separated: exception (a task raises, as user code would), "
-    "kill (SIGKILL of a stream task's process), executor (SIGKILL of a Spark task's worker).",
+    "kill (SIGKILL of a stream task's process), executor (SIGKILL of a Spark task's worker), "
+    "jvm (SIGKILL of the executor JVM running a task; not on local[N], which has none).",
 )
 @click.option("--seed", type=int, help="Seed of the failure plan (default: a random one, printed).")
 @click.option(

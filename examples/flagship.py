@@ -23,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from barrierflow.api.environment import FAILURE_KINDS
+from barrierflow.api.environment import DEFAULT_FAILURE_KINDS
 from barrierflow.chaos import ChaosCheck, ChaosError
 
 JOB_FILE = Path(__file__).resolve().parent / "word_count_job.py"
@@ -41,7 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=30_000, help="input words")
     parser.add_argument("--rate", type=float, default=2_000.0, help="words per second")
-    parser.add_argument("--failures", type=int, default=len(FAILURE_KINDS))
+    parser.add_argument("--failures", type=int, default=len(DEFAULT_FAILURE_KINDS))
     parser.add_argument("--seed", type=int, default=1, help="of the failure plan")
     parser.add_argument("--workdir", type=Path, default=Path("work-data/flagship"))
     args = parser.parse_args()
@@ -50,7 +50,7 @@ def main() -> None:
         job_file=JOB_FILE,
         job_args=("--records", str(args.records), "--rate", str(args.rate)),
         failures=args.failures,
-        kinds=FAILURE_KINDS,
+        kinds=DEFAULT_FAILURE_KINDS,
         seed=args.seed,
         workdir=args.workdir,
         max_gap_s=0.5,

@@ -11,6 +11,7 @@ import pytest
 from barrierflow import _check_run
 from barrierflow.chaos import (
     MARKER,
+    ChaosCheck,
     ChaosError,
     FailureRecord,
     _prepare_workdir,
@@ -138,3 +139,10 @@ def test_check_runs_do_not_nest(tmp_path):
     nested = _check_run.check_run(Path(tmp_path / "other"))
     with _check_run.check_run(tmp_path), pytest.raises(RuntimeError, match="already active"):
         nested.__enter__()
+
+
+def test_the_jvm_kind_is_refused_before_any_run_on_a_master_without_executor_jvms(tmp_path):
+    check = ChaosCheck(Path("job.py"), (), 1, ("jvm",), 1, tmp_path / "work", master="local[4]")
+    with pytest.raises(ChaosError, match=r"local\[4\] runs every task inside the driver's JVM"):
+        check.run(print)
+    assert not (tmp_path / "work").exists()

@@ -459,6 +459,16 @@ class JobClient:
         with it (local masters only): the job recovers in a new Spark job. Returns the pid."""
         return _kill_local(*self.spark_task_process(vertex_id, subtask_index))
 
+    def kill_executor_jvm(self, vertex_id: int, subtask_index: int = 0) -> int:
+        """Kill the executor JVM that runs a subtask's Spark task with SIGKILL, every Spark
+        task and stream task it runs with it (local executors only; refused on a `local[N]`
+        master, where tasks run inside the driver's JVM). The barrier stage fails and the job
+        recovers in a new Spark job on the remaining executors, or on the replacement a
+        standalone or local-cluster worker starts. Returns the JVM's pid."""
+        host, pid = self.spark_task_process(vertex_id, subtask_index)
+        _check_this_host(host)
+        return _kill_local(host, executor_jvm_of(pid))
+
     def inject_failure(self, kind: str, vertex_id: int, subtask_index: int = 0) -> int:
         """Make a running subtask fail in one of FAILURE_KINDS (`barrierflow chaos`); returns
         the attempt it was aimed at (an exception aimed at an attempt that has meanwhile
@@ -474,6 +484,8 @@ class JobClient:
             self.kill_task_process(vertex_id, subtask_index)
         elif kind == "executor":  # its Spark task (Python worker): a new Spark stage
             self.kill_spark_task(vertex_id, subtask_index)
+        elif kind == "jvm":  # the executor JVM running its Spark task: a new Spark stage
+            self.kill_executor_jvm(vertex_id, subtask_index)
         else:
             raise ConfigurationError(
                 f"unknown failure kind {kind!r}; the kinds are {', '.join(FAILURE_KINDS)}"
@@ -497,22 +509,113 @@ class JobClient:
 ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
 """The job states a job never leaves."""
 
-FAILURE_KINDS = ("exception", "kill", "executor")
+FAILURE_KINDS = ("exception", "kill", "executor", "jvm")
 """What `JobClient.inject_failure` does to a subtask. exception: the task raises ChaosFailure
 on its mailbox thread, as a user function would (recovered in place). kill: SIGKILL of the
 stream task's process. executor: SIGKILL of the Spark task's Python worker, which runs the
-stream task (its loss ends the Spark task; recovered by a new barrier stage)."""
+stream task (its loss ends the Spark task; recovered by a new barrier stage). jvm: SIGKILL of
+the executor JVM that runs the Spark task (every task of that executor is lost; a new barrier
+stage on the remaining or replacement executors); only where executors are JVMs of their own
+(`local-cluster[W,C,M]`, a standalone cluster on this host), never on `local[N]`."""
+
+DEFAULT_FAILURE_KINDS = ("exception", "kill", "executor")
+"""The kinds every master can take (`barrierflow chaos`'s default): jvm needs executor JVMs."""
+
+EXECUTOR_JVM_MARKERS = ("org.apache.spark.executor.", "CoarseGrainedExecutorBackend")
+"""What an executor JVM's command line names (its main class), and a driver's does not."""
+
+
+def _check_this_host(host: str) -> None:
+    import socket
+
+    if host != socket.gethostname():
+        raise ConfigurationError(f"task runs on {host}; only local task processes can be killed")
 
 
 def _kill_local(host: str, pid: int) -> int:
     """SIGKILL process `pid` if it runs on this host; returns the pid."""
     import signal
-    import socket
 
-    if host != socket.gethostname():
-        raise ConfigurationError(f"task runs on {host}; only local task processes can be killed")
+    _check_this_host(host)
     os.kill(pid, signal.SIGKILL)
     return pid
+
+
+def executor_jvm_of(
+    pid: int, read_process: Callable[[int], tuple[int, str] | None] | None = None
+) -> int:
+    """The pid of the executor JVM that `pid` (a Spark task's Python worker) descends from.
+
+    Spark starts Python workers from the executor JVM (through pyspark's daemon), so the
+    first `java` ancestor is the JVM that runs the task. On `local[N]` that ancestor is the
+    driver's own JVM: no executor JVM exists, and killing it would end the job, so that is
+    refused. `read_process(pid)` gives (parent pid, command line) or None (gone); the default
+    reads /proc, or `ps` where there is no /proc.
+
+    >>> table = {40: (30, "python -m pyspark.daemon"), 30: (20, "java -cp x "
+    ...     "org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 1"),
+    ...     20: (1, "java -cp x org.apache.spark.deploy.SparkSubmit pyspark-shell")}
+    >>> ps = lambda pid: table.get(pid) or (40, "python worker")
+    >>> executor_jvm_of(41, ps)
+    30
+    >>> del table[30]; table[40] = (20, "python -m pyspark.daemon")
+    >>> executor_jvm_of(41, ps)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    barrierflow.errors.ConfigurationError: the Spark task (pid 41) runs inside the driver's ...
+    """
+    read = read_process or _read_process
+    current: int | None = pid
+    seen: set[int] = set()
+    while current is not None and current > 1 and current not in seen:
+        seen.add(current)
+        process = read(current)
+        if process is None:
+            break
+        parent, command = process
+        if any(marker in command for marker in EXECUTOR_JVM_MARKERS):
+            return current
+        if _is_java(command):
+            raise ConfigurationError(
+                f"the Spark task (pid {pid}) runs inside the driver's JVM (pid {current}), as on "
+                "a local[N] master: there is no executor JVM to kill; run on "
+                "local-cluster[W,C,M] or a cluster master, or choose the kinds "
+                f"{', '.join(DEFAULT_FAILURE_KINDS[:-1])} or {DEFAULT_FAILURE_KINDS[-1]}"
+            )
+        current = parent
+    raise ConfigurationError(f"no executor JVM found above the Spark task's process {pid}")
+
+
+def _is_java(command: str) -> bool:
+    program = command.split(" ", 1)[0]
+    return os.path.basename(program) == "java"
+
+
+def _read_process(pid: int) -> tuple[int, str] | None:
+    """(parent pid, command line) of a process on this host, or None if it is gone."""
+    import subprocess
+
+    proc = f"/proc/{pid}"
+    if os.path.isdir("/proc/self"):
+        try:
+            with open(f"{proc}/stat", encoding="utf-8", errors="replace") as stat:
+                # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"{proc}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, ValueError, IndexError):
+            return None
+        return parent, command
+    result = subprocess.run(
+        ["ps", "-o", "ppid=", "-o", "command=", "-p", str(pid)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    fields = result.stdout.strip().split(None, 1)
+    if result.returncode != 0 or not fields:
+        return None
+    return int(fields[0]), fields[1] if len(fields) > 1 else ""
 
 
 def _positive(value: int, what: str) -> int:
