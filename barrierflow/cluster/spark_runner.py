@@ -124,6 +124,8 @@ class SparkAttemptRunner:
         self._job_name = job_name
         self._post = post
         self.addresses = resolve_addresses(spark.sparkContext.master, spark.conf.get)
+        self._lock = threading.Lock()
+        self._cancelled: set[str] = set()
 
     @classmethod
     def connect(
@@ -152,10 +154,18 @@ class SparkAttemptRunner:
         ).start()
 
     def cancel(self, group: str) -> None:
+        with self._lock:
+            self._cancelled.add(group)
         cancel_attempt(self._spark, group)
 
     def _run(self, payload: bytes, group: str, attempt: int) -> None:
         try:
+            # After a lost executor its replacement registers a few seconds later; Spark
+            # itself would recheck a short barrier stage only every 15 s.
+            check_slots(self._spark, self._subtask_count)
+            with self._lock:
+                if group in self._cancelled:  # cancelled while waiting: never submit it
+                    raise InterruptedError(f"attempt {attempt} was cancelled before it started")
             run_attempt(self._spark, payload, self._subtask_count, group, self._job_name)
         except BaseException as error:
             self._post(SparkJobEnded(attempt, spark_error_summary(error)))

@@ -27,19 +27,13 @@ barrier stage needs both executors' 2 slots: after a JVM is killed it can only r
 worker has started a replacement."""
 
 DRIVER = """
-import sys, threading
-from barrierflow.cluster.spark_session import obtain_spark
+import sys
+from barrierflow.cluster.spark_session import check_slots, obtain_spark
 
 master, slots = sys.argv[1], int(sys.argv[2])
 spark = obtain_spark(master, slots)
+check_slots(spark, slots)  # the executors have registered
 jsc = spark.sparkContext._jsc.sc()
-profile = jsc.resourceProfileManager().defaultResourceProfile()
-# TODO(integrator): once the JobMaster waits for slots on cluster masters (issue 12, slots),
-# this bounded wait for the executors to register can go.
-for _ in range(600):
-    if jsc.maxNumConcurrentTasks(profile) >= slots:
-        break
-    threading.Event().wait(0.2)
 
 def executors():
     return ",".join(sorted(jsc.getExecutorIds().toList().mkString(",").split(",")))
@@ -65,11 +59,6 @@ def test_a_killed_executor_jvm_is_replaced_and_the_job_commits_exactly_once(tmp_
         # executors start Python workers that import this checkout, not an installed copy
         PYTHONPATH=os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
-        ),
-        # A barrier stage submitted while too few slots are registered is retried by Spark
-        # after this interval (15 s by default); the replacement executor takes a few seconds.
-        PYSPARK_SUBMIT_ARGS=(
-            "--conf spark.scheduler.barrier.maxConcurrentTasksCheck.interval=1s pyspark-shell"
         ),
     )
     chaos = ["chaos", str(ROOT / "examples" / "word_count_job.py"), "-n", "1", "--kinds", "jvm"]
