@@ -4,8 +4,8 @@ package), launched as a user would: `barrierflow run job.py --master spark://...
 The driver runs in an environment of its own that has a module the executors lack
 (`driver_only_helpers`, installed next to the driver's packages, so it is pickled by
 reference): without `--py-files` the job fails at once naming it; with it, the output is
-exactly what the job must write. A job needing more slots than the cluster has fails after
-the slot wait, naming the settings.
+exactly what the job must write, and what a local[*] run writes. A job needing more slots
+than the cluster has fails after the slot wait, naming the settings.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ def driver_python(tmp_path_factory) -> Path:
     return python
 
 
-def barrierflow_run(python: Path, cluster: StandaloneCluster, *args: str, timeout: float = 240):
+def barrierflow_run(python: Path, cluster: StandaloneCluster | None, *args: str, timeout=240):
+    """`barrierflow run` of the job on `cluster`, or on the embedded local[*] if None."""
+    master = [] if cluster is None else ["--master", cluster.master_url]
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -68,7 +70,7 @@ def barrierflow_run(python: Path, cluster: StandaloneCluster, *args: str, timeou
         "PYSPARK_PYTHON": sys.executable,
     }
     return subprocess.run(
-        [str(python), "-m", "barrierflow.cli", "run", str(JOB), "--master", cluster.master_url,
+        [str(python), "-m", "barrierflow.cli", "run", str(JOB), *master,
          "--conf", f"spark.pyspark.python={sys.executable}", *args],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout,
     )  # fmt: skip
@@ -93,15 +95,19 @@ def test_word_count_and_windows_on_the_standalone_cluster_write_exactly_the_expe
 ):
     helper = tmp_path / "driver_only_helpers.py"
     helper.write_text(HELPER)
-    out = tmp_path / "out"
-    result = barrierflow_run(
-        driver_python, cluster, "-p", str(PARALLELISM), "--py-files", str(helper),
-        "--", str(out), str(RECORDS), "--shout",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
+    outputs = {}
+    for where, on in (("cluster", cluster), ("local", None)):  # the same job on local[*]
+        out = outputs[where] = tmp_path / where
+        result = barrierflow_run(
+            driver_python, on, "-p", str(PARALLELISM), "--py-files", str(helper),
+            "--", str(out), str(RECORDS), "--shout",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-4000:]
     want = expected(RECORDS, str.upper)
-    assert read_rows(out / "counts") == want["counts"]
-    assert read_rows(out / "windows") == want["windows"]
+    for table in ("counts", "windows"):
+        on_cluster = read_rows(outputs["cluster"] / table)
+        assert on_cluster == read_rows(outputs["local"] / table)
+        assert on_cluster == want[table]
 
 
 def test_a_job_needing_more_slots_than_the_cluster_has_fails_naming_the_settings(cluster, tmp_path):
