@@ -121,6 +121,13 @@ class SinkContext:
     deployment_id: str
     """Unique per deployment, across restarts and reruns (safe in file names): files of other
     deployments that no checkpoint lists are leftovers of failed or zombie tasks."""
+    job_name: str = ""
+    """The job's name: stable across restarts and reruns (names transactions that a rerun
+    must find again, e.g. prepared transactions in a database)."""
+    restored_checkpoint_id: int | None = None
+    """The checkpoint (or savepoint) this attempt restored, None on a fresh start: every
+    transaction pre-committed for a checkpoint up to it belongs to a completed checkpoint,
+    every later one to a checkpoint that never completed."""
 
 
 class SinkWriter(ABC):

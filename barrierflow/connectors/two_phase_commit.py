@@ -1,0 +1,166 @@
+"""TwoPhaseCommitSink: the base of sinks that publish output exactly once, in step with checkpoints.
+
+A connector writer implements the transaction steps; the base drives them from the
+checkpoint protocol (`SinkWriter`): records between two barriers form one transaction,
+pre-committed at the barrier (flushed and durable, still invisible) and committed once
+that checkpoint is complete. After a failure the restored checkpoint's pending
+transactions are committed again (commits must be idempotent) and the transaction that
+was open is aborted. `docs/connectors.md` walks through writing one.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, Generic, TypeVar
+
+from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
+from barrierflow.errors import StateRestoreError
+
+Txn = TypeVar("Txn")
+"""A transaction handle: a msgpack-able value (str, int, list, dict) that names the
+transaction, stored in checkpoints. Live resources (a connection, an open file) stay in
+the sink object, found by the handle."""
+
+STATE_VERSION = 1
+"""Format version of the writer's snapshot: {"v", "pending": [[checkpoint id, txn]], "open"}."""
+
+
+class TwoPhaseCommitSink(Sink, Generic[Txn]):
+    """Subclass it and implement the steps; each task gets its own copy of the object.
+
+    Called on the task's mailbox thread, in this order: `open(context)` once, then
+    `recover_and_commit` / `recover_and_abort` for restored transactions, then
+    `begin_transaction`; `write` for each batch; at a barrier `pre_commit(txn, id)` and
+    `begin_transaction` for the next; `commit` of every pending transaction up to a
+    completed checkpoint, oldest first; `abort` of the open transaction when the task fails
+    or is cancelled; `close` when the job ends normally (after the last commit).
+
+    >>> class Memory(TwoPhaseCommitSink):
+    ...     def __init__(self): self.visible, self.txns, self.next = [], {}, 0
+    ...     def begin_transaction(self):
+    ...         self.next += 1; self.txns[self.next] = []; return self.next
+    ...     def write(self, txn, records): self.txns[txn].extend(records)
+    ...     def pre_commit(self, txn, checkpoint_id): pass
+    ...     def commit(self, txn): self.visible.extend(self.txns.pop(txn, []))
+    ...     def abort(self, txn): self.txns.pop(txn, None)
+    >>> sink = Memory()
+    >>> writer = sink.create_writer(SinkContext("out", 0, 1, 0, "run-0"))
+    >>> writer.restore([])
+    >>> writer.write_batch(["a", "b"]); writer.pre_commit(1); writer.write_batch(["c"])
+    >>> sink.visible
+    []
+    >>> writer.commit(1); sink.visible
+    ['a', 'b']
+    """
+
+    def open(self, context: SinkContext) -> None:
+        """Connect, check the target exists (fail fast with a clear error)."""
+
+    @abstractmethod
+    def begin_transaction(self) -> Txn:
+        """Start the transaction the next records go to; return its handle."""
+
+    @abstractmethod
+    def write(self, transaction: Txn, records: list[Any]) -> None:
+        """Add records to `transaction` (invisible to readers until it commits)."""
+
+    @abstractmethod
+    def pre_commit(self, transaction: Txn, checkpoint_id: int) -> None:
+        """At the barrier of `checkpoint_id`: make `transaction` durable and committable
+        (flush, prepare), still invisible. After this it may only be committed or aborted."""
+
+    @abstractmethod
+    def commit(self, transaction: Txn) -> None:
+        """Make a pre-committed transaction visible. Idempotent: a commit may be repeated
+        after a failure, also on a transaction that is already committed."""
+
+    @abstractmethod
+    def abort(self, transaction: Txn) -> None:
+        """Discard `transaction` (open or pre-committed but never part of a complete
+        checkpoint). Idempotent."""
+
+    def recover_and_commit(self, transaction: Txn) -> None:
+        """After a restore: commit a transaction the restored checkpoint holds as pending
+        (pre-committed before a checkpoint that completed), which this or another writer
+        may already have committed. The default is `commit`."""
+        self.commit(transaction)
+
+    def recover_and_abort(self, transaction: Txn) -> None:
+        """After a restore: abort the transaction that was open when the restored
+        checkpoint was taken (its records are replayed). The default is `abort`."""
+        self.abort(transaction)
+
+    def close(self) -> None:
+        """The job ended normally: release connections."""
+
+    def create_writer(self, context: SinkContext) -> SinkWriter:
+        return TwoPhaseCommitWriter(self, context)
+
+
+class TwoPhaseCommitWriter(SinkWriter):
+    """Drives a TwoPhaseCommitSink from the checkpoint protocol; keeps its pending handles."""
+
+    def __init__(self, sink: TwoPhaseCommitSink[Any], context: SinkContext) -> None:
+        self.sink = sink
+        self.context = context
+        self._open: Any = None
+        self._started = False
+        self._pending: list[tuple[int, Any]] = []
+        """(checkpoint id, transaction) pre-committed and not yet committed, oldest first."""
+
+    def restore(self, states: list[Any]) -> None:
+        self.sink.open(self.context)
+        for state in states:
+            pending, open_transaction = _decode(state, self.context)
+            for _, transaction in sorted(pending, key=lambda p: p[0]):
+                self.sink.recover_and_commit(transaction)
+            if open_transaction is not None:
+                self.sink.recover_and_abort(open_transaction)
+        self._begin()
+
+    def write_batch(self, records: list[Any]) -> None:
+        if records:
+            self.sink.write(self._open, records)
+
+    def pre_commit(self, checkpoint_id: int) -> None:
+        self.sink.pre_commit(self._open, checkpoint_id)
+        self._pending.append((checkpoint_id, self._open))
+        self._begin()
+
+    def snapshot_state(self) -> Any:
+        return {
+            "v": STATE_VERSION,
+            "pending": [[checkpoint_id, txn] for checkpoint_id, txn in self._pending],
+            "open": self._open,
+        }
+
+    def commit(self, checkpoint_id: int) -> None:
+        while self._pending and self._pending[0][0] <= checkpoint_id:
+            self.sink.commit(self._pending[0][1])
+            self._pending.pop(0)
+
+    def abort(self) -> None:
+        if self._started:
+            self._started = False
+            self.sink.abort(self._open)
+
+    def close(self) -> None:
+        if self._started:  # the last transaction holds nothing: the final checkpoint ran
+            self._started = False
+            self.sink.abort(self._open)
+        self.sink.close()
+
+    def _begin(self) -> None:
+        self._open = self.sink.begin_transaction()
+        self._started = True
+
+
+def _decode(state: Any, context: SinkContext) -> tuple[list[tuple[int, Any]], Any]:
+    """(pending, open) of a snapshot, or a StateRestoreError naming the sink's uid."""
+    if not isinstance(state, dict) or state.get("v") != STATE_VERSION:
+        raise StateRestoreError(
+            f"sink '{context.operator_uid}': unknown transaction state {state!r:.80} "
+            f"(expected version {STATE_VERSION})"
+        )
+    pending = [(int(checkpoint_id), txn) for checkpoint_id, txn in state["pending"]]
+    return pending, state["open"]
