@@ -1,0 +1,703 @@
+"""DeltaSink: rows appended to a Delta Lake table exactly once, one Delta commit per checkpoint
+and subtask.
+
+Preparation: `DeltaSink.for_path(path)` names the table (a local folder, or `s3://...` with
+`storage_options` as the `deltalake` package takes them). The table is created on the first
+commit from the rows' schema, or on the driver before the job starts when `.with_schema()`
+gives one. Needs the `deltalake` package (`pip install 'barrierflow[delta]'`).
+
+Running: each subtask buffers its rows between two checkpoint barriers as Arrow tables; at
+the barrier (`pre_commit`) it writes them as Parquet files into the table's folder under
+names no one else uses. Those files are invisible: no Delta commit lists them yet. When the
+checkpoint completes, one Delta commit adds them, carrying an application transaction
+(`txn` action) whose app id names the job, the sink and the subtask and whose version is
+the checkpoint id.
+
+Recovering: the restored checkpoint's pending transactions (their files and stats are in the
+checkpoint) are committed again unless the table's `txn` version for their app id already
+reaches their checkpoint, which makes a repeated commit a no-op. After a rescale each
+restored transaction keeps the app id of the subtask that wrote it.
+
+Caveats: files of transactions that never committed (a task killed between writing and
+its checkpoint) stay in the folder, unreferenced: readers of the Delta log never see them
+and `DeltaTable.vacuum(full=True)` removes them. Checkpoint ids must grow across the runs
+that write one table under one job name and sink uid (the job's checkpoint folder sees to
+that); a run that restarts them fails with a clear error instead of skipping its commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime
+import hashlib
+import json
+import os
+import re
+import time
+import urllib.parse
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from barrierflow.connectors.base import Sink, SinkContext
+from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
+from barrierflow.errors import SinkError
+
+__all__ = ["DeltaSink"]
+
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+"""Bytes of buffered Arrow data after which a transaction writes a file before its barrier."""
+
+MAX_COMMIT_RETRIES = 100
+"""How often a commit is retried when other subtasks commit at the same time (appends never
+conflict with each other; each retry only re-reads the log)."""
+
+HANDLE_VERSION = 1
+"""Format version of a transaction handle stored in checkpoints."""
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+"""The folder name of a partition whose value is null (as Spark and Hive spell it)."""
+
+Handle = dict[str, Any]
+"""A transaction handle: {"v", "app_id", "name", "checkpoint", "schema", "files"};
+msgpack-able, stored in checkpoints. "files" lists the written data files with their size,
+partition values and stats; "schema" is the Arrow schema (IPC bytes) they were written with."""
+
+
+class DeltaSink(TwoPhaseCommitSink[Handle]):
+    """Appends dict rows to a Delta table, exactly once: each subtask's rows between two
+    checkpoint barriers become one Delta commit, made once that checkpoint completes.
+
+    Exactly-once because the commit carries an application transaction (app id = job, sink
+    uid and subtask; version = checkpoint id) and a commit the table already has is skipped.
+    Assumes checkpoint ids grow across the runs writing one table under one job name.
+
+    >>> import pathlib, tempfile
+    >>> from barrierflow.connectors.base import SinkContext
+    >>> table = str(pathlib.Path(tempfile.mkdtemp()) / "events")
+    >>> sink = DeltaSink.for_path(table)
+    >>> writer = sink.create_writer(SinkContext("out", 0, 1, 0, "run-0", job_name="demo"))
+    >>> writer.restore([])
+    >>> writer.write_batch([{"word": "apple", "n": 1}, {"word": "pear", "n": 2}])
+    >>> writer.pre_commit(1)
+    >>> sink.committed_output()      # files written, nothing committed yet
+    []
+    >>> writer.commit(1)
+    >>> sorted(row["word"] for row in sink.committed_output())
+    ['apple', 'pear']
+    >>> from deltalake import DeltaTable
+    >>> DeltaTable(table).transaction_version("demo/out/0")
+    1
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        schema: Any = None,
+        partition_columns: Sequence[str] = (),
+        target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    ) -> None:
+        self.table_uri = _table_uri(Sink.output_location(path))
+        self.storage_options = dict(storage_options or {})
+        self.schema = schema
+        """The configured Arrow schema, or None to take it from the table or the first rows."""
+        self.partition_columns = list(partition_columns)
+        self.target_file_size = target_file_size
+        self._reset_live_state()
+
+    # ---- configuration ---------------------------------------------------------------------
+
+    @classmethod
+    def for_path(
+        cls, path: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None
+    ) -> DeltaSink:
+        """A sink appending rows (dicts of column -> value) to the Delta table at `path`: a
+        local folder or an object-store URI (`s3://bucket/table`), with `storage_options`
+        as `deltalake` takes them (e.g. `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`)."""
+        return cls(path, storage_options=storage_options)
+
+    def with_schema(self, schema: Any) -> DeltaSink:
+        """The same sink with a fixed Arrow schema (`pyarrow.Schema`): the table is created
+        with it before the job starts, and an existing table must have it."""
+        configured = self._copy()
+        configured.schema = schema
+        return configured
+
+    def partition_by(self, *columns: str) -> DeltaSink:
+        """The same sink creating the table partitioned by `columns` (string, integer, boolean
+        or date columns); an existing table must have these partition columns."""
+        configured = self._copy()
+        configured.partition_columns = list(columns)
+        return configured
+
+    def with_storage_options(self, options: Mapping[str, str]) -> DeltaSink:
+        """The same sink with `deltalake` storage options (credentials, endpoint)."""
+        configured = self._copy()
+        configured.storage_options = dict(options)
+        return configured
+
+    def _copy(self) -> DeltaSink:
+        configured = copy.copy(self)
+        configured._reset_live_state()
+        return configured
+
+    def _reset_live_state(self) -> None:
+        self._context: SinkContext | None = None
+        self._table_schema: Any = None
+        """The Arrow schema rows are converted to: the table's, the configured one, or the one
+        inferred from the first rows (None until known)."""
+        self._buffers: dict[str, list[Any]] = {}
+        """Arrow tables not yet written, by transaction name."""
+        self._buffered_bytes: dict[str, int] = {}
+        self._filesystem: Any = None
+        self._sequence = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_filesystem"] = None  # rebuilt in the task; the handler is not picklable
+        state["_buffers"], state["_buffered_bytes"] = {}, {}
+        return state
+
+    # ---- driver side -----------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Fail fast on the driver: an existing table must match the configured schema and
+        partition columns; with a configured schema a missing table is created now."""
+        delta = _deltalake()
+        if _is_local(self.table_uri):
+            try:
+                os.makedirs(self.table_uri, exist_ok=True)
+            except OSError as error:
+                raise SinkError(
+                    f"cannot create the Delta table folder {self.table_uri}: {error}"
+                ) from None
+        existing = self._load_table()
+        if existing is not None:
+            self._check_table(existing, self.schema)
+        elif self.schema is not None:
+            self._create_table(_normalised(delta, self.schema))
+
+    def storage_locations(self) -> list[str]:
+        return [self.table_uri] if _is_local(self.table_uri) else []
+
+    def committed_output(self) -> list[Any]:
+        """Every committed row (rows of files no Delta commit lists are not output)."""
+        table = self._load_table()
+        if table is None:
+            return []
+        return self._read(table).to_pylist()
+
+    # ---- transaction steps -----------------------------------------------------------------
+
+    def open(self, context: SinkContext) -> None:
+        """Remember where this writer runs and read the table's schema if it exists."""
+        _deltalake()
+        self._context = context
+        if _is_local(self.table_uri):
+            os.makedirs(self.table_uri, exist_ok=True)
+        existing = self._load_table()
+        if existing is not None:
+            self._table_schema = self._check_table(existing, self.schema)
+        elif self.schema is not None:
+            self._table_schema = _normalised(_deltalake(), self.schema)
+
+    def begin_transaction(self) -> Handle:
+        context = self._require_context()
+        name = f"{_name_part(context.deployment_id)}-{self._sequence:08d}"
+        self._sequence += 1
+        self._buffers[name], self._buffered_bytes[name] = [], 0
+        return {
+            "v": HANDLE_VERSION,
+            "app_id": self.app_id(context.subtask_index),
+            "name": name,
+            "checkpoint": None,
+            "schema": None,
+            "files": [],
+        }
+
+    def write(self, transaction: Handle, records: list[Any]) -> None:
+        """Convert `records` to the table's schema (a row that does not fit fails the job,
+        naming the sink, the table, the row and the field) and buffer them."""
+        if self._table_schema is None:
+            self._table_schema = self._schema_of_first_rows(records)
+        batch = self._to_arrow(records)
+        name = transaction["name"]
+        self._buffers[name].append(batch)
+        self._buffered_bytes[name] += batch.nbytes
+        if self._buffered_bytes[name] >= self.target_file_size:
+            self._write_files(transaction)
+
+    def pre_commit(self, transaction: Handle, checkpoint_id: int) -> None:
+        """Write the buffered rows as Parquet files (invisible until the commit) and record
+        them, with their stats, in the handle stored in the checkpoint."""
+        self._write_files(transaction)
+        transaction["checkpoint"] = checkpoint_id
+        self._buffers.pop(transaction["name"], None)
+        self._buffered_bytes.pop(transaction["name"], None)
+
+    def commit(self, transaction: Handle) -> None:
+        """Add the transaction's files to the table in one Delta commit.
+
+        1. A transaction without files commits nothing (no empty Delta commits).
+        2. Find the table, creating it from the transaction's schema if it does not exist.
+        3. Skip the commit if the table's `txn` version for the app id already reaches the
+           checkpoint (committed before a failure); outside a restore that means another
+           run used these checkpoint ids, which is an error rather than a silent skip.
+        4. Commit the files with the application transaction (app id, checkpoint id).
+        """
+        self._commit(transaction, recovering=False)
+
+    def recover_and_commit(self, transaction: Handle) -> None:
+        """Commit a transaction of the restored checkpoint unless the table already has it."""
+        _check_handle(transaction, self._sink_name())
+        self._commit(transaction, recovering=True)
+
+    def abort(self, transaction: Handle) -> None:
+        """Drop the buffered rows and delete the transaction's files, unless the table holds
+        them already (a pre-committed transaction whose checkpoint did commit)."""
+        self._buffers.pop(transaction.get("name"), None)
+        self._buffered_bytes.pop(transaction.get("name"), None)
+        files = transaction.get("files") or []
+        if not files:
+            return
+        checkpoint = transaction.get("checkpoint")
+        if checkpoint is not None:
+            table = self._load_table()
+            version = None if table is None else table.transaction_version(transaction["app_id"])
+            if version is not None and version >= checkpoint:
+                return
+        filesystem = self._fs()
+        for entry in files:
+            # already gone, or left for VACUUM: no commit ever references it
+            with contextlib.suppress(OSError):
+                filesystem.delete_file(entry["path"])
+
+    def close(self) -> None:
+        self._buffers.clear()
+        self._buffered_bytes.clear()
+        self._filesystem = None
+
+    # ---- naming ----------------------------------------------------------------------------
+
+    def app_id(self, subtask_index: int) -> str:
+        """The application-transaction id of one subtask: job name, sink uid and subtask index
+        (stable across restarts and reruns of the job)."""
+        context = self._require_context()
+        return f"{context.job_name}/{context.operator_uid}/{subtask_index}"
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _require_context(self) -> SinkContext:
+        if self._context is None:
+            raise SinkError("DeltaSink: the writer was not opened")
+        return self._context
+
+    def _sink_name(self) -> str:
+        uid = self._context.operator_uid if self._context is not None else "?"
+        return f"DeltaSink '{uid}' (table {self.table_uri})"
+
+    def _fs(self) -> Any:
+        """A pyarrow filesystem rooted at the table folder, with the table's storage options."""
+        if self._filesystem is None:
+            from deltalake.fs import DeltaStorageHandler
+            from pyarrow import fs as pafs
+
+            handler = DeltaStorageHandler(self.table_uri, self.storage_options or None)
+            self._filesystem = pafs.PyFileSystem(handler)
+        return self._filesystem
+
+    def _load_table(self) -> Any:
+        """The table, or None where no Delta table exists yet."""
+        delta = _deltalake()
+        try:
+            if not delta.DeltaTable.is_deltatable(self.table_uri, self.storage_options or None):
+                return None
+            return delta.DeltaTable(self.table_uri, storage_options=self.storage_options or None)
+        except Exception as error:  # deltalake's errors share no useful base
+            raise SinkError(f"{self._sink_name()}: cannot read the table: {error}") from None
+
+    def _create_table(self, schema: Any) -> Any:
+        """Create the table (a concurrent creation by another subtask is fine)."""
+        delta = _deltalake()
+        try:
+            delta.DeltaTable.create(
+                self.table_uri,
+                schema,
+                mode="ignore",
+                partition_by=self.partition_columns or None,
+                storage_options=self.storage_options or None,
+            )
+        except Exception as error:
+            if self._load_table() is None:  # not merely lost a race with another subtask
+                raise SinkError(f"{self._sink_name()}: cannot create the table: {error}") from None
+        table = self._load_table()
+        self._check_table(table, schema)
+        return table
+
+    def _check_table(self, table: Any, schema: Any) -> Any:
+        """The table's Arrow schema, after checking it against `schema` (if given) and the
+        configured partition columns; SinkError naming the table and the field otherwise."""
+        import pyarrow as pa
+
+        table_schema = pa.schema(table.schema().to_arrow())
+        partitions = list(table.metadata().partition_columns)
+        if self.partition_columns and partitions != self.partition_columns:
+            raise SinkError(
+                f"{self._sink_name()}: the table is partitioned by {partitions}, "
+                f"the sink by {self.partition_columns}"
+            )
+        if schema is not None:
+            _check_same_fields(_normalised(_deltalake(), schema), table_schema, self._sink_name())
+        return table_schema
+
+    def _schema_of_first_rows(self, records: list[Any]) -> Any:
+        """The schema for a table that does not exist yet: the table's if another subtask
+        created it meanwhile, else inferred from `records` (each field's type from its values)."""
+        import pyarrow as pa
+
+        existing = self._load_table()
+        if existing is not None:
+            return self._check_table(existing, None)
+        names: dict[str, None] = {}
+        for index, row in enumerate(records):
+            if not isinstance(row, Mapping):
+                raise SinkError(self._bad_row(row, index, "a row must be a dict"))
+            names.update(dict.fromkeys(row))
+        fields = []
+        for name in names:
+            try:
+                column = pa.array([row.get(name) for row in records])
+            except (pa.ArrowException, TypeError, ValueError) as error:
+                raise SinkError(
+                    f"{self._sink_name()}: cannot infer the type of field '{name}' from the "
+                    f"first rows ({error}); give the schema with .with_schema(...)"
+                ) from None
+            if pa.types.is_null(column.type):
+                raise SinkError(
+                    f"{self._sink_name()}: field '{name}' is null in every first row, so its "
+                    "type is unknown; give the schema with .with_schema(...)"
+                )
+            fields.append(pa.field(name, column.type))
+        return _normalised(_deltalake(), pa.schema(fields))
+
+    def _to_arrow(self, records: list[Any]) -> Any:
+        """`records` as an Arrow table of the table's schema, or SinkError naming the row."""
+        import pyarrow as pa
+
+        schema = self._table_schema
+        names = set(schema.names)
+        for index, row in enumerate(records):
+            if not isinstance(row, Mapping):
+                raise SinkError(self._bad_row(row, index, "a row must be a dict"))
+            if not names.issuperset(row):
+                extra = sorted(set(row) - names)
+                raise SinkError(
+                    self._bad_row(row, index, f"field '{extra[0]}' is not in the table")
+                )
+        try:
+            table = pa.Table.from_pylist(records, schema=schema)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            raise self._culprit(records) from None
+        for field, column in zip(schema, table.columns, strict=True):
+            if not field.nullable and column.null_count:
+                index = column.to_pylist().index(None)
+                raise SinkError(
+                    self._bad_row(records[index], index, f"field '{field.name}' may not be null")
+                )
+        return table
+
+    def _culprit(self, records: list[Any]) -> SinkError:
+        """The error naming the first row and field that do not convert."""
+        import pyarrow as pa
+
+        for index, row in enumerate(records):
+            for field in self._table_schema:
+                try:
+                    pa.array([row.get(field.name)], type=field.type)
+                except (pa.ArrowException, TypeError, ValueError, OverflowError) as error:
+                    return SinkError(
+                        self._bad_row(
+                            row,
+                            index,
+                            f"field '{field.name}' of type {field.type} cannot hold "
+                            f"{row.get(field.name)!r:.80} ({error})",
+                        )
+                    )
+        return SinkError(f"{self._sink_name()}: the rows do not convert to the table's schema")
+
+    def _bad_row(self, row: Any, index: int, why: str) -> str:
+        return (
+            f"{self._sink_name()}: row {index} of the batch does not fit the table: "
+            f"{why}: {row!r:.200}"
+        )
+
+    def _write_files(self, transaction: Handle) -> None:
+        """Write the buffered rows of `transaction` as Parquet files (one per partition)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        batches = self._buffers.get(transaction["name"])
+        if not batches:
+            return
+        data = pa.concat_tables(batches)
+        self._buffers[transaction["name"]], self._buffered_bytes[transaction["name"]] = [], 0
+        if transaction["schema"] is None:
+            transaction["schema"] = self._table_schema.serialize().to_pybytes()
+        filesystem = self._fs()
+        for values, part in self._partitions(data):
+            folder = "/".join(_partition_folder(c, values[c]) for c in self.partition_columns)
+            name = f"part-{_name_part(self._require_context().operator_uid)}-{transaction['name']}"
+            path = f"{folder}/" if folder else ""
+            path += f"{name}-{len(transaction['files']):05d}-{uuid.uuid4().hex[:8]}.parquet"
+            try:
+                if folder:
+                    filesystem.create_dir(folder, recursive=True)
+                with filesystem.open_output_stream(path) as stream:
+                    pq.write_table(part, stream, compression="snappy")
+                size = filesystem.get_file_info(path).size
+            except OSError as error:
+                raise SinkError(f"{self._sink_name()}: cannot write {path}: {error}") from None
+            transaction["files"].append(
+                {
+                    "path": path,
+                    "size": size,
+                    "partition_values": values,
+                    "modification_time": int(time.time() * 1000),
+                    "stats": _stats(part),
+                }
+            )
+
+    def _partitions(self, data: Any) -> list[tuple[dict[str, str | None], Any]]:
+        """(partition values as Delta spells them, rows without the partition columns)."""
+        if not self.partition_columns:
+            return [({}, data)]
+        import pyarrow as pa
+
+        keys = list(zip(*(data.column(c).to_pylist() for c in self.partition_columns), strict=True))
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for index, key in enumerate(keys):
+            groups.setdefault(key, []).append(index)
+        rest = data.drop_columns(self.partition_columns)
+        return [
+            (
+                {c: _partition_value(v) for c, v in zip(self.partition_columns, key, strict=True)},
+                rest.take(pa.array(indexes)),
+            )
+            for key, indexes in groups.items()
+        ]
+
+    def _commit(self, transaction: Handle, *, recovering: bool) -> None:
+        # Step 1
+        files = transaction["files"]
+        if not files:
+            return
+        delta = _deltalake()
+        app_id, checkpoint = transaction["app_id"], transaction["checkpoint"]
+        # Step 2
+        table = self._load_table()
+        if table is None:
+            table = self._create_table(_schema_of(transaction))
+        # Step 3
+        version = table.transaction_version(app_id)
+        if version is not None and version >= checkpoint:
+            if recovering:
+                return
+            raise SinkError(
+                f"{self._sink_name()}: the table already holds checkpoint {version} of "
+                f"'{app_id}', at or above this commit's checkpoint {checkpoint}: another run "
+                "with this job name and sink uid wrote it (checkpoint ids started over?); "
+                "give this run its own job name or sink uid"
+            )
+        if recovering:
+            self._check_files_exist(transaction)
+        # Step 4
+        actions = [
+            delta.transaction.AddAction(
+                f["path"],
+                f["size"],
+                f["partition_values"],
+                f["modification_time"],
+                True,
+                f["stats"],
+            )
+            for f in files
+        ]
+        properties = delta.CommitProperties(
+            custom_metadata={"barrierflow": {"app_id": app_id, "checkpoint": checkpoint}},
+            max_commit_retries=MAX_COMMIT_RETRIES,
+            app_transactions=[delta.Transaction(app_id, checkpoint)],
+        )
+        try:
+            table.create_write_transaction(
+                actions,
+                "append",
+                table.schema(),
+                partition_by=list(table.metadata().partition_columns) or None,
+                commit_properties=properties,
+            )
+        except Exception as error:
+            raise SinkError(
+                f"{self._sink_name()}: cannot commit checkpoint {checkpoint} of '{app_id}': {error}"
+            ) from None
+
+    def _check_files_exist(self, transaction: Handle) -> None:
+        from pyarrow import fs as pafs
+
+        filesystem = self._fs()
+        for entry in transaction["files"]:
+            if filesystem.get_file_info(entry["path"]).type == pafs.FileType.NotFound:
+                raise SinkError(
+                    f"{self._sink_name()}: cannot commit checkpoint {transaction['checkpoint']} "
+                    f"of '{transaction['app_id']}': its data file {entry['path']} is missing"
+                )
+
+    def _read(self, table: Any) -> Any:
+        """The table's current rows as an Arrow table, read with pyarrow from its files."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        schema = pa.schema(table.schema().to_arrow())
+        root = table.table_uri.rstrip("/") + "/"
+        paths = []
+        for uri in table.file_uris():
+            full = uri if "://" in uri else "file://" + uri
+            paths.append(full[len(root) :] if full.startswith(root) else uri)
+        if not paths:
+            return schema.empty_table()
+        partitions = list(table.metadata().partition_columns)
+        dataset = ds.dataset(
+            paths,
+            schema=schema,
+            filesystem=self._fs(),
+            format="parquet",
+            partitioning=ds.partitioning(
+                pa.schema([schema.field(c) for c in partitions]), flavor="hive"
+            )
+            if partitions
+            else None,
+        )
+        return dataset.to_table()
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+
+def _deltalake() -> Any:
+    """The `deltalake` package, or a SinkError saying how to install it."""
+    try:
+        import deltalake
+        import deltalake.transaction
+    except ImportError:
+        raise SinkError(
+            "DeltaSink needs the deltalake package: pip install 'barrierflow[delta]'"
+        ) from None
+    return deltalake
+
+
+def _table_uri(path: str) -> str:
+    if "://" not in path:
+        return os.path.abspath(os.path.expanduser(path))
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    return path
+
+
+def _is_local(uri: str) -> bool:
+    return "://" not in uri
+
+
+def _normalised(delta: Any, schema: Any) -> Any:
+    """`schema` as the table will hold it (Arrow types Delta has: uint64 -> int64, ...)."""
+    import pyarrow as pa
+
+    try:
+        return pa.schema(delta.Schema.from_arrow(schema).to_arrow())
+    except Exception as error:
+        raise SinkError(f"DeltaSink: the schema does not map to Delta types: {error}") from None
+
+
+def _check_same_fields(expected: Any, actual: Any, sink_name: str) -> None:
+    for field in expected:
+        if field.name not in actual.names:
+            raise SinkError(f"{sink_name}: the table has no field '{field.name}'")
+        other = actual.field(field.name)
+        if other.type != field.type:
+            raise SinkError(
+                f"{sink_name}: field '{field.name}' is {other.type} in the table, "
+                f"{field.type} in the sink's schema"
+            )
+    for name in actual.names:
+        if name not in expected.names:
+            raise SinkError(f"{sink_name}: the table's field '{name}' is not in the sink's schema")
+
+
+def _schema_of(transaction: Handle) -> Any:
+    import pyarrow as pa
+
+    return pa.ipc.read_schema(pa.py_buffer(transaction["schema"]))
+
+
+def _check_handle(transaction: Any, sink_name: str) -> None:
+    if not isinstance(transaction, dict) or transaction.get("v") != HANDLE_VERSION:
+        raise SinkError(
+            f"{sink_name}: unknown transaction handle {transaction!r:.80} "
+            f"(expected version {HANDLE_VERSION})"
+        )
+
+
+def _stats(part: Any) -> str:
+    """Delta file statistics: row count, null counts and integer min/max (for data skipping)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    null_count: dict[str, int] = {}
+    minimum: dict[str, int] = {}
+    maximum: dict[str, int] = {}
+    for field, column in zip(part.schema, part.columns, strict=True):
+        if pa.types.is_nested(field.type):
+            continue
+        null_count[field.name] = column.null_count
+        if pa.types.is_integer(field.type) and column.null_count < len(column):
+            bounds = pc.min_max(column)
+            minimum[field.name] = bounds["min"].as_py()
+            maximum[field.name] = bounds["max"].as_py()
+    return json.dumps(
+        {
+            "numRecords": part.num_rows,
+            "minValues": minimum,
+            "maxValues": maximum,
+            "nullCount": null_count,
+        }
+    )
+
+
+def _partition_value(value: Any) -> str | None:
+    """A partition value as the Delta log spells it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime.date | datetime.datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def _partition_folder(column: str, value: str | None) -> str:
+    """`column=value` with the value escaped for a path (null as Hive's default partition)."""
+    if value is None:
+        return f"{column}={NULL_PARTITION}"
+    return f"{column}={urllib.parse.quote(value, safe='')}"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _name_part(text: str) -> str:
+    """`text` made safe for a file name; a digest keeps altered or long names distinct."""
+    safe = _UNSAFE.sub("_", text)
+    if safe == text and len(text) <= 64:
+        return text
+    return f"{safe[:48]}_{hashlib.sha256(text.encode()).hexdigest()[:10]}"
