@@ -309,8 +309,11 @@ def test_partitioned_tables_get_one_folder_per_value_and_read_back_whole(table):
     writer.commit(1)
 
     folders = sorted({Path(f).parent.name for f in data_files(table)})
-    assert folders == ["day=2024-05-01", "day=2024-05-02", "day=__HIVE_DEFAULT_PARTITION__"] + [
-        "day=a%20b%2Fc"
+    assert folders == [
+        "day=2024-05-01",
+        "day=2024-05-02",
+        "day=__HIVE_DEFAULT_PARTITION__",
+        "day=a%20b%2Fc",
     ]
     assert commits(table) == [(f"{JOB}/delta-out/0", 1)]
     expected = [
