@@ -242,7 +242,8 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         """Add the transaction's files to the table in one Delta commit.
 
         1. A transaction without files commits nothing (no empty Delta commits).
-        2. Find the table, creating it from the transaction's schema if it does not exist.
+        2. Find the table, creating it from the transaction's schema if it does not exist;
+           an existing table must have the schema the files were written with.
         3. Skip the commit if the table's `txn` version for the app id already reaches the
            checkpoint (committed before a failure); outside a restore that means another
            run used these checkpoint ids, which is an error rather than a silent skip.
@@ -500,6 +501,8 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         table = self._load_table()
         if table is None:
             table = self._create_table(_schema_of(transaction))
+        else:  # files written before the table existed follow the rows, maybe not the table
+            self._check_table(table, _schema_of(transaction))
         # Step 3
         version = table.transaction_version(app_id)
         if version is not None and version >= checkpoint:

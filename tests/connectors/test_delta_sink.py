@@ -287,6 +287,19 @@ def test_rows_are_converted_to_the_existing_tables_schema(table):
     assert rows(table) == [{"id": 1, "price": 1.5}, {"id": 2, "price": 3.0}]
 
 
+def test_files_inferred_differently_from_the_table_another_subtask_created_fail_to_commit(table):
+    sink = DeltaSink.for_path(str(table))
+    ints, floats = new_writer(sink, subtask=0), new_writer(sink, subtask=1)
+    ints.write_batch([{"n": 1}])
+    floats.write_batch([{"n": 1.5}])  # inferred before the table exists
+    ints.pre_commit(1)
+    floats.pre_commit(1)
+    ints.commit(1)  # creates the table with n: int64
+    with pytest.raises(SinkError, match=r"field 'n' is int64 in the table, double in the sink"):
+        floats.commit(1)
+    assert rows(table) == [{"n": 1}]
+
+
 def test_a_field_only_null_in_the_first_rows_asks_for_a_schema(table):
     writer = new_writer(DeltaSink.for_path(str(table)))
     with pytest.raises(SinkError, match=r"field 'note' is null .*with_schema"):
