@@ -45,7 +45,7 @@ class FileSource(Source):
 
     Exactly-once because the position of each file is the byte offset of its next unread
     line, stored in every checkpoint: a restore seeks there. Assumes the files do not change
-    while the job runs or between a checkpoint and its restore. Bounded.
+    while the job runs or between a checkpoint and its restore. Bounded, unless monitored.
 
     `path` is a local path or a URI (`file://`, `s3://`, `hdfs://`). A folder is read
     recursively: all regular files, in sorted order, skipping names that start with `.` or `_`
