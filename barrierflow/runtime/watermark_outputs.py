@@ -63,6 +63,9 @@ class SplitWatermarkMultiplexer:
     has finished the watermark becomes `MAX_WATERMARK`: so assumes no split is registered
     after that (a source that is assigned splits one at a time should finish the last
     one only at the end of its input). With no split registered, nothing is emitted.
+    Built with `bounded=False` (a source that keeps discovering splits, such as a monitored
+    folder), it never reaches `MAX_WATERMARK` on its own: once every registered split has
+    finished it is idle, and a split registered later makes it active again.
 
     A watermark emitted from `on_event` counts at once; those emitted from
     `on_periodic_emit` are combined after every split has had its turn, so one tick
@@ -92,11 +95,15 @@ class SplitWatermarkMultiplexer:
         self,
         create_generator: Callable[[], WatermarkGenerator],
         output: StatusWatermarkOutput,
+        *,
+        bounded: bool = True,
     ) -> None:
         """`create_generator` makes the generator of each new split: the strategy's
-        `create_watermark_generator`, given the task's clock if the strategy has idleness."""
+        `create_watermark_generator`, given the task's clock if the strategy has idleness.
+        `bounded=False`: splits keep coming, so all finished means idle, not the end."""
         self._create_generator = create_generator
         self._output = output
+        self._bounded = bounded
         self._splits: dict[Hashable, _Split] = {}
         self._finished: set[Hashable] = set()
         self._last_output_watermark = MIN_WATERMARK
@@ -128,6 +135,8 @@ class SplitWatermarkMultiplexer:
                 "source already emitted MAX_WATERMARK"
             )
         self._splits[split_id] = _Split(self, self._create_generator())
+        if self._idle:
+            self._combine_and_emit()  # a new split is active: the source is no longer idle
 
     def finish_split(self, split_id: Hashable) -> None:
         """The split's input ended: it no longer holds the watermark back."""
@@ -173,8 +182,13 @@ class SplitWatermarkMultiplexer:
                     self._output.emit_stream_status(StreamStatus.IDLE)
                 return
             watermark = min(active)
-        elif self._finished:
+        elif self._finished and self._bounded:
             watermark = MAX_WATERMARK
+        elif self._finished:
+            if not self._idle:  # unbounded: waits for new splits, holding nothing back
+                self._idle = True
+                self._output.emit_stream_status(StreamStatus.IDLE)
+            return
         else:
             return  # no split registered yet: nothing to say
         if self._idle:

@@ -504,3 +504,28 @@ def test_whatever_the_splits_do_the_output_is_well_formed(steps):
                 assert emitted is expected
                 statuses.append(emitted)
     assert (last_watermark == MAX_WATERMARK) == (not m.live_splits)
+
+
+def test_an_unbounded_source_with_every_split_finished_is_idle_until_a_new_split_comes():
+    """Splits that keep coming (a monitored folder, issue 13): all finished is not the end."""
+    output = RecordingOutput()
+    multiplexer = SplitWatermarkMultiplexer(ScriptedGenerator, output, bounded=False)
+    multiplexer.register_split("a")
+    multiplexer.on_event("a", "record", 100)
+    assert output.pop_all() == [W(100)]
+    multiplexer.finish_split("a")
+    assert output.pop_all() == [IDLE]
+    multiplexer.register_split("b")
+    assert output.pop_all() == [ACTIVE]
+    multiplexer.on_event("b", "record", 50)  # behind the source's watermark: nothing
+    multiplexer.on_event("b", "record", 150)
+    assert output.pop_all() == [W(150)]
+
+
+def test_registering_a_split_while_every_split_is_idle_makes_the_source_active():
+    multiplexer, output, _ = scripted()
+    multiplexer.register_split("a")
+    multiplexer.on_event("a", "idle", 0)
+    assert output.pop_all() == [IDLE]
+    multiplexer.register_split("b")
+    assert output.pop_all() == [ACTIVE]

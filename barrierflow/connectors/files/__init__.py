@@ -1,7 +1,8 @@
 """Files as a replayable source and an exactly-once sink.
 
 `FileSource.for_lines(path)` and `FileSource.for_json_lines(path)` read a file or a folder
-of files; `FileSink.for_rows(path)` writes JSON lines by two-phase commit. Paths are local
+of files, and with `.monitor_continuously(interval)` keep watching the folder for new files;
+`FileSink.for_rows(path)` writes JSON lines by two-phase commit. Paths are local
 paths or URIs of any filesystem pyarrow knows (`file://`, `s3://`, `hdfs://`).
 """
 

@@ -85,7 +85,9 @@ class SourceOperator(StreamOperator):
             assert context is not None
             clock = context.processing_time
             self._watermarks = SplitWatermarkMultiplexer(
-                lambda: strategy.create_watermark_generator(clock), self._output
+                lambda: strategy.create_watermark_generator(clock),
+                self._output,
+                bounded=self.source.bounded,
             )
 
     def emit_next(self, max_records: int) -> int:
@@ -106,9 +108,13 @@ class SourceOperator(StreamOperator):
             if self._assigner is not None:
                 timestamps = self._assign(records, timestamps)
             watermarks = self._watermarks
-            if watermarks is not None and polled.split_id not in self._finished_splits:
-                if polled.split_id not in watermarks.live_splits:
-                    watermarks.register_split(polled.split_id)
+            tracked = watermarks is not None and polled.split_id not in self._finished_splits
+            if tracked and polled.split_id not in watermarks.live_splits:
+                watermarks.register_split(polled.split_id)
+            if self._output.idle and (watermarks is None or not watermarks.is_idle):
+                # Idle since it started without splits; a split appeared (a monitored folder).
+                self._output.emit_stream_status(StreamStatus.ACTIVE)
+            if tracked:
                 on_event, split_id = watermarks.on_event, polled.split_id
                 if timestamps is None:
                     for value in records:
