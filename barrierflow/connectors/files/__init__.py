@@ -1,11 +1,12 @@
 """Files as a replayable source and an exactly-once sink.
 
 `FileSource.for_lines(path)` and `FileSource.for_json_lines(path)` read a file or a folder
-of files; `FileSink.for_rows(path)` writes JSON lines by two-phase commit. Paths are local
+of files; `FileSink.for_rows(path)` writes JSON Lines or Parquet part files (partitioned folders,
+a `RollingPolicy`) by two-phase commit. Paths are local
 paths or URIs of any filesystem pyarrow knows (`file://`, `s3://`, `hdfs://`).
 """
 
-from barrierflow.connectors.files._sink import FileSink
+from barrierflow.connectors.files._sink import FileSink, RollingPolicy
 from barrierflow.connectors.files._source import FileSource
 
-__all__ = ["FileSink", "FileSource"]
+__all__ = ["FileSink", "FileSource", "RollingPolicy"]

@@ -152,8 +152,9 @@ class ParquetFormat(PartFileFormat):
             try:
                 pa.Table.from_pylist([row], schema=self.schema)
             except (pa.ArrowException, TypeError, ValueError) as error:
+                columns = ", ".join(f"{f.name}: {f.type}" for f in self.schema)
                 raise SinkError(
-                    f"a row does not fit the parquet schema ({self.schema}): {error}: {row!r:.200}"
+                    f"a row does not fit the parquet schema ({columns}): {error}: {row!r:.200}"
                 ) from None
         raise AssertionError("a batch failed to convert but each row converts")
 
