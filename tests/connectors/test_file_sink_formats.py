@@ -13,8 +13,7 @@ import pytest
 
 from barrierflow._clock import ManualClock
 from barrierflow.connectors.base import SinkContext
-from barrierflow.connectors.files import FileSink
-from barrierflow.connectors.files import RollingPolicy
+from barrierflow.connectors.files import FileSink, RollingPolicy
 from barrierflow.errors import SinkError
 
 

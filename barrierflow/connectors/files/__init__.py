@@ -1,9 +1,9 @@
 """Files as a replayable source and an exactly-once sink.
 
 `FileSource.for_lines(path)` and `FileSource.for_json_lines(path)` read a file or a folder
-of files; `FileSink.for_rows(path)` writes JSON Lines or Parquet part files (partitioned folders,
-a `RollingPolicy`) by two-phase commit. Paths are local
-paths or URIs of any filesystem pyarrow knows (`file://`, `s3://`, `hdfs://`).
+of files; `FileSink.for_rows(path)` writes JSON Lines or Parquet part files (partition
+folders, a `RollingPolicy`) by two-phase commit. Paths are local paths or URIs of any
+filesystem pyarrow knows (`file://`, `s3://`, `hdfs://`).
 """
 
 from barrierflow.connectors.files._sink import FileSink, RollingPolicy
