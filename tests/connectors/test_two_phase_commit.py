@@ -3,6 +3,9 @@ protocol: each test feeds the writer the runtime's calls and asserts the exact s
 
 from __future__ import annotations
 
+import re
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -299,3 +302,45 @@ def test_the_target_holds_every_record_exactly_once_whatever_fails_when(steps):
     writer.close()
 
     assert target.visible == records  # one subtask: in order, each exactly once
+
+
+# ---- the example sink of docs/connectors.md ----------------------------------------------------
+
+
+def documented_sqlite_sink() -> type:
+    """`SqliteSink` as docs/connectors.md defines it (the doc's first Python block)."""
+    text = (Path(__file__).parents[2] / "docs" / "connectors.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "class Sqlite" in b)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/connectors.md", "exec"), namespace)
+    return namespace["SqliteSink"]
+
+
+def test_the_documented_sqlite_sink_commits_exactly_once_through_a_failure(tmp_path):
+    sqlite_sink = documented_sqlite_sink()
+    path = str(tmp_path / "counts.db")
+
+    def writer(deployment: str, restored: int | None, states=()):
+        context = SinkContext("sink", 0, 1, 0, deployment, "job", restored)
+        w = sqlite_sink(path, "counts").create_writer(context)
+        w.restore(list(states))
+        return w
+
+    def table(name: str) -> list[tuple]:
+        with sqlite3.connect(path) as db:
+            return sorted(db.execute(f"SELECT * FROM {name}").fetchall())
+
+    first = writer("run-0", None)
+    first.write_batch([("a", 1), ("b", 1)])
+    first.pre_commit(1)
+    state = msgpack.unpackb(msgpack.packb(first.snapshot_state()))
+    first.write_batch([("a", 2)])
+    first.pre_commit(2)  # checkpoint 1 completes, but the task dies before it commits
+    assert table("counts") == []
+
+    second = writer("run-1", 1, [state])  # commits checkpoint 1, drops checkpoint 2's rows
+    assert table("counts") == [("a", 1), ("b", 1)]
+    assert table("staged") == []
+    second.abort()
+    writer("run-2", 1, [state]).close()  # restored twice: the commit finds it done
+    assert table("counts") == [("a", 1), ("b", 1)]
