@@ -34,6 +34,16 @@ PUBLIC = {
         "WatermarkStrategy",
         "WindowedStream",
     },
+    "barrierflow.connectors": {
+        "Sink",
+        "SinkContext",
+        "SinkWriter",
+        "Source",
+        "SourceReader",
+        "SourceSplit",
+        "SplitBatch",
+        "TwoPhaseCommitSink",
+    },
     "barrierflow.functions": {
         "AggregateFunction",
         "AllWindowFunction",

@@ -199,3 +199,13 @@ class Sink(ABC):
     @abstractmethod
     def create_writer(self, context: SinkContext) -> SinkWriter:
         """The writer for one subtask."""
+
+
+def __getattr__(name: str) -> Any:
+    """`TwoPhaseCommitSink`, the base of exactly-once sinks, is importable from here too
+    (its module imports this one, so it is looked up on first use)."""
+    if name in ("TwoPhaseCommitSink", "TwoPhaseCommitWriter"):
+        from barrierflow.connectors import two_phase_commit
+
+        return getattr(two_phase_commit, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from abc import abstractmethod
 from typing import Any, Generic, TypeVar
 
 from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
-from barrierflow.errors import StateRestoreError
+from barrierflow.errors import SinkError, StateRestoreError
 
 Txn = TypeVar("Txn")
 """A transaction handle: a msgpack-able value (str, int, list, dict) that names the
@@ -26,14 +26,22 @@ STATE_VERSION = 1
 
 
 class TwoPhaseCommitSink(Sink, Generic[Txn]):
-    """Subclass it and implement the steps; each task gets its own copy of the object.
+    """Subclass it and implement the steps; exactly-once if `commit` is idempotent.
 
-    Called on the task's mailbox thread, in this order: `open(context)` once, then
-    `recover_and_commit` / `recover_and_abort` for restored transactions, then
+    Guarantee: a record reaches the target exactly once if the job's checkpoints are
+    exactly-once, each transaction holds the records between two barriers, and `commit`
+    may be repeated (after a failure the restored checkpoint's pending transactions are
+    committed again). Assumes checkpoint ids increase.
+
+    Called on the task's mailbox thread, in this order: `open(context)` once per attempt,
+    then `recover_and_commit` for every transaction a restored checkpoint holds as pending
+    (oldest checkpoint first) and `recover_and_abort` for the ones it holds as open, then
     `begin_transaction`; `write` for each batch; at a barrier `pre_commit(txn, id)` and
     `begin_transaction` for the next; `commit` of every pending transaction up to a
     completed checkpoint, oldest first; `abort` of the open transaction when the task fails
-    or is cancelled; `close` when the job ends normally (after the last commit).
+    or is cancelled; `close` last, after a normal end (the last commit) or after `abort`.
+    The same object may be opened again for a later attempt in the same process (a
+    roll-back in place): `open` starts from a clean slate.
 
     >>> class Memory(TwoPhaseCommitSink):
     ...     def __init__(self): self.visible, self.txns, self.next = [], {}, 0
@@ -54,7 +62,8 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
     """
 
     def open(self, context: SinkContext) -> None:
-        """Connect, check the target exists (fail fast with a clear error)."""
+        """Connect, check the target exists (fail fast with a clear error); reset what an
+        earlier attempt in this process may have left in the object."""
 
     @abstractmethod
     def begin_transaction(self) -> Txn:
@@ -65,9 +74,14 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
         """Add records to `transaction` (invisible to readers until it commits)."""
 
     @abstractmethod
-    def pre_commit(self, transaction: Txn, checkpoint_id: int) -> None:
+    def pre_commit(self, transaction: Txn, checkpoint_id: int) -> Txn | None:
         """At the barrier of `checkpoint_id`: make `transaction` durable and committable
-        (flush, prepare), still invisible. After this it may only be committed or aborted."""
+        (flush, prepare), still invisible. After this it may only be committed or aborted.
+
+        May return a new handle that replaces `transaction` from here on (in the checkpoint
+        and in `commit`), for example one that names what was prepared (files, a prepared
+        transaction's id); None keeps `transaction`.
+        """
 
     @abstractmethod
     def commit(self, transaction: Txn) -> None:
@@ -87,44 +101,69 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
 
     def recover_and_abort(self, transaction: Txn) -> None:
         """After a restore: abort the transaction that was open when the restored
-        checkpoint was taken (its records are replayed). The default is `abort`."""
+        checkpoint was taken (its records are replayed). The default is `abort`.
+
+        Transactions begun after the restored checkpoint are in no checkpoint: the sink
+        finds them itself (`SinkContext.restored_checkpoint_id`: one pre-committed for a
+        later checkpoint never completed) or names them so they cannot collide."""
         self.abort(transaction)
 
     def close(self) -> None:
-        """The job ended normally: release connections."""
+        """The last call of an attempt (normal end, or after `abort`): release connections."""
 
     def create_writer(self, context: SinkContext) -> SinkWriter:
         return TwoPhaseCommitWriter(self, context)
 
 
 class TwoPhaseCommitWriter(SinkWriter):
-    """Drives a TwoPhaseCommitSink from the checkpoint protocol; keeps its pending handles."""
+    """Drives a TwoPhaseCommitSink from the checkpoint protocol; keeps its pending handles.
+
+    Mailbox thread only. Its snapshot is {"v": 1, "pending": [[checkpoint id, handle]],
+    "open": handle}: every handle must be msgpack-able.
+    """
 
     def __init__(self, sink: TwoPhaseCommitSink[Any], context: SinkContext) -> None:
         self.sink = sink
         self.context = context
         self._open: Any = None
         self._started = False
+        """A transaction is open (begun, neither pre-committed nor aborted)."""
+        self._written = False
+        """The open transaction received records."""
+        self._closed = False
         self._pending: list[tuple[int, Any]] = []
         """(checkpoint id, transaction) pre-committed and not yet committed, oldest first."""
 
     def restore(self, states: list[Any]) -> None:
+        """Open the sink, finish what the restored snapshots left, begin a transaction.
+
+        1. Commit every pending transaction of every snapshot (several after a rescale),
+           oldest checkpoint first: each belongs to a completed checkpoint.
+        2. Abort each snapshot's open transaction: its records are replayed.
+        3. Begin the first transaction of this attempt.
+        """
         self.sink.open(self.context)
-        for state in states:
-            pending, open_transaction = _decode(state, self.context)
-            for _, transaction in sorted(pending, key=lambda p: p[0]):
-                self.sink.recover_and_commit(transaction)
+        decoded = [self.decode_state(state) for state in states]
+        # Step 1
+        pending = [p for state_pending, _ in decoded for p in state_pending]
+        for _, transaction in sorted(pending, key=lambda p: p[0]):
+            self.sink.recover_and_commit(transaction)
+        # Step 2
+        for _, open_transaction in decoded:
             if open_transaction is not None:
                 self.sink.recover_and_abort(open_transaction)
+        # Step 3
         self._begin()
 
     def write_batch(self, records: list[Any]) -> None:
         if records:
             self.sink.write(self._open, records)
+            self._written = True
 
     def pre_commit(self, checkpoint_id: int) -> None:
-        self.sink.pre_commit(self._open, checkpoint_id)
-        self._pending.append((checkpoint_id, self._open))
+        replaced = self.sink.pre_commit(self._open, checkpoint_id)
+        self._pending.append((checkpoint_id, self._open if replaced is None else replaced))
+        self._started = False
         self._begin()
 
     def snapshot_state(self) -> Any:
@@ -140,19 +179,44 @@ class TwoPhaseCommitWriter(SinkWriter):
             self._pending.pop(0)
 
     def abort(self) -> None:
+        """The task fails or is cancelled: abort the open transaction (pending ones wait
+        for a restore to decide), then close the sink."""
         if self._started:
             self._started = False
             self.sink.abort(self._open)
+        self._close_sink()
 
     def close(self) -> None:
-        if self._started:  # the last transaction holds nothing: the final checkpoint ran
+        """The job ended normally: after its final checkpoint committed, nothing may be
+        left. A pending or non-empty open transaction is a `SinkError` (after the open one
+        is aborted and the sink closed): its records would never be visible."""
+        leftover = len(self._pending) + (1 if self._started and self._written else 0)
+        if self._started:  # empty unless the job ended without a final checkpoint
             self._started = False
             self.sink.abort(self._open)
-        self.sink.close()
+        self._close_sink()
+        if leftover:
+            raise SinkError(
+                f"{leftover} transaction(s) of subtask {self.context.subtask_index} of sink "
+                f"'{self.context.operator_uid}' were never committed: the job ended without "
+                "a completed checkpoint covering them"
+            )
+
+    def decode_state(self, state: Any) -> tuple[list[tuple[int, Any]], Any]:
+        """(pending, open) of a snapshot, or a StateRestoreError naming the sink's uid.
+
+        A sink whose older versions stored another format overrides it to convert them."""
+        return _decode(state, self.context)
 
     def _begin(self) -> None:
         self._open = self.sink.begin_transaction()
         self._started = True
+        self._written = False
+
+    def _close_sink(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.sink.close()
 
 
 def _decode(state: Any, context: SinkContext) -> tuple[list[tuple[int, Any]], Any]:
@@ -162,5 +226,10 @@ def _decode(state: Any, context: SinkContext) -> tuple[list[tuple[int, Any]], An
             f"sink '{context.operator_uid}': unknown transaction state {state!r:.80} "
             f"(expected version {STATE_VERSION})"
         )
-    pending = [(int(checkpoint_id), txn) for checkpoint_id, txn in state["pending"]]
-    return pending, state["open"]
+    try:
+        pending = [(int(checkpoint_id), txn) for checkpoint_id, txn in state["pending"]]
+        return pending, state["open"]
+    except (KeyError, TypeError, ValueError) as error:
+        raise StateRestoreError(
+            f"sink '{context.operator_uid}': malformed transaction state {state!r:.80}: {error}"
+        ) from None

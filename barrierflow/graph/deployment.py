@@ -51,4 +51,5 @@ def task_descriptor(graph: JobGraph, subtask: SubtaskId) -> TaskDescriptor:
         outputs=outputs,
         vertex_names={v.vertex_id: v.name for v in graph.vertices},
         auto_watermark_interval_ms=graph.auto_watermark_interval_ms,
+        job_name=graph.job_name,
     )

@@ -85,6 +85,8 @@ class TaskDescriptor:
     vertex_names: dict[int, str] | None = None
     """Names of the job's vertices by id, for messages about peers."""
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
+    job_name: str = ""
+    """The job's name (`JobGraph.job_name`)."""
 
     @property
     def key_group_range(self) -> KeyGroupRange:

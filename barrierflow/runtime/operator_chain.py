@@ -163,9 +163,14 @@ def restored_state(
 
 
 def operator_context(
-    descriptor: TaskDescriptor, settings: TaskSettings, clock: Clock, mailbox: MailboxExecutor
+    descriptor: TaskDescriptor,
+    settings: TaskSettings,
+    clock: Clock,
+    mailbox: MailboxExecutor,
+    restored_checkpoint_id: int | None = None,
 ) -> OperatorContext:
-    """What every operator of one subtask's chain is set up with, for one attempt."""
+    """What every operator of one subtask's chain is set up with, for one attempt that
+    restored `restored_checkpoint_id` (None: a fresh start)."""
     return OperatorContext(
         subtask_index=descriptor.subtask.subtask_index,
         parallelism=descriptor.parallelism,
@@ -176,4 +181,6 @@ def operator_context(
         processing_time=clock.epoch_millis,
         auto_watermark_interval_ms=descriptor.auto_watermark_interval_ms,
         mailbox=mailbox,
+        job_name=descriptor.job_name,
+        restored_checkpoint_id=restored_checkpoint_id,
     )

@@ -233,6 +233,7 @@ class StreamTask:
             settings,
             self._clock,
             mails.TaskMailboxExecutor(self.mailbox.put, settings.attempt),
+            deploy.restore_checkpoint_id,
         )
         if self.chain.source is not None:
             self.chain.source.assign_splits(deploy.splits)

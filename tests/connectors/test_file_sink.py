@@ -72,7 +72,7 @@ def test_a_commit_makes_every_pending_file_up_to_its_checkpoint_visible_in_order
 
     writer.commit(2)
     assert committed(out) == [1, 2, 3, 4]
-    assert [p["checkpoint_id"] for p in writer.snapshot_state()["pending"]] == [3]
+    assert [checkpoint_id for checkpoint_id, _ in writer.snapshot_state()["pending"]] == [3]
     writer.commit(3)
     assert committed(out) == [1, 2, 3, 4, 5]
     assert writer.snapshot_state()["pending"] == []
@@ -95,7 +95,7 @@ def test_an_empty_transaction_writes_no_file(out):
     writer.pre_commit(1)
     writer.write_batch([])
     writer.pre_commit(2)
-    assert writer.snapshot_state() == {"version": 1, "pending": []}
+    assert [handle["files"] for _, handle in writer.snapshot_state()["pending"]] == [[], []]
     writer.commit(2)
     assert list(out.glob("part-*")) == []
     assert staged_files(out) == []
@@ -125,13 +125,13 @@ def test_a_restore_commits_the_pending_files_of_the_restored_checkpoint(out):
 
 
 def test_a_restore_leaves_other_subtasks_and_the_current_deployment_alone(out):
-    sink = FileSink.for_rows(str(out))
-    for subtask, deployment in [(0, "run1-0"), (1, "run1-0"), (0, "run1-1")]:
-        writer = sink.create_writer(context(subtask=subtask, deployment=deployment))
-        writer.write_batch([f"{subtask} {deployment}"])
-    assert len(staged_files(out)) == 3
+    for subtask, deployment in [(0, "run1-0"), (1, "run1-0")]:
+        new_writer(out, subtask=subtask, deployment=deployment).write_batch([f"{subtask} old"])
+    current = new_writer(out, subtask=0, deployment="run1-1")  # clears (0, run1-0)
+    current.write_batch(["0 current"])
+    assert len(staged_files(out)) == 2
 
-    sink.create_writer(context(subtask=0, deployment="run1-1")).restore([])
+    new_writer(out, subtask=0, deployment="run1-1")  # the same deployment restores again
 
     assert [name.split("/")[2:4] for name in staged_files(out)] == [
         ["0", "run1-1"],
@@ -215,7 +215,7 @@ def test_a_state_of_an_unknown_version_is_refused(out):
 def test_closing_with_uncommitted_records_is_a_sink_error(out):
     writer = new_writer(out)
     writer.write_batch([1])
-    with pytest.raises(SinkError, match=r"1 file.*never committed"):
+    with pytest.raises(SinkError, match=r"1 transaction.*never committed"):
         writer.close()
     assert staged_files(out) == []
 

@@ -44,11 +44,8 @@ def test_a_restore_after_a_crash_between_copy_and_delete_commits_once(s3_server)
     crashed.write_batch([1, 2])
     crashed.pre_commit(1)
     state = crashed.snapshot_state()
-    pending = state["pending"][0]
-    source, target = (
-        _fs.location(out).child(pending["staged"]),
-        _fs.location(out).child(pending["final"]),
-    )
+    (staged_name, final_name) = state["pending"][0][1]["files"][0]
+    source, target = _fs.location(out).child(staged_name), _fs.location(out).child(final_name)
     source.filesystem.copy_file(source.path, target.path)  # the copy happened, the delete not
 
     new_writer(out, "run1-1", restore=[state])

@@ -1,53 +1,118 @@
-"""FileSink: rows as JSON lines, made visible by two-phase commit once a checkpoint completes.
+"""FileSink: rows as JSON Lines or Parquet part files, published by two-phase commit.
 
 Layout of the output folder:
 
-    <out>/part-<uid>-<subtask>-<deployment>-<seq>.jsonl      committed files
-    <out>/.staging/<uid>/<subtask>/<deployment>/<same name>  in-progress and pending files
+    <out>/[<partition folders>/]part-<uid>-<subtask>-<deployment>-<seq>.<ext>   committed
+    <out>/.staging/<uid>/<subtask>/<deployment>/<same path>                     staged
 
-The staging folder is hidden (its name starts with `.`), so Spark, Hadoop and this
-library's FileSource read only committed files. A file's final name is fixed when it is
-opened, so committing it twice is harmless (`_fs.commit_file`), and names carry the
+A transaction (`TwoPhaseCommitSink`) is the set of part files one subtask writes between
+two barriers: one per partition folder, more when the rolling policy rolls by size or
+time. `pre_commit` closes them and the pending handle lists them; `commit` publishes each
+under its final name (`_fs.commit_file`: a rename, or a copy and delete on object stores;
+repeating it is harmless). The staging folder is hidden (its name starts with `.`), so
+Spark, Hadoop and this library's FileSource read only committed files. Names carry the
 operator uid, the subtask and the deployment, so zombies and reruns never write to the
-same name.
+same name, and staged files of older deployments that no checkpoint lists are deleted by
+the next deployment.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
-import json
 import os
 import re
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from barrierflow import _fs
-from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
+from barrierflow._clock import SYSTEM_CLOCK, Clock
+from barrierflow.connectors.base import Sink, SinkContext
+from barrierflow.connectors.files._part_files import PartFile, PartFileFormat, part_file_format
+from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink, TwoPhaseCommitWriter
 from barrierflow.errors import SinkError, StateRestoreError
 
 STAGING_FOLDER = ".staging"
 """Where in-progress and pending files live, inside the output folder."""
 
-STATE_VERSION = 1
-"""Format version of `FileSinkWriter.snapshot_state()`."""
+LEGACY_STATE_VERSION = 1
+"""Version of the snapshots of the FileSink writer before it was built on
+`TwoPhaseCommitSink`: {"version": 1, "pending": [{"checkpoint_id", "staged", "final"}]}.
+Still restored."""
 
 DEFAULT_BUFFER_SIZE = 256 * 1024
 """Bytes buffered before a write reaches the filesystem."""
 
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+"""The folder value of a partition field that is None (as Hive and Spark write it)."""
 
-class FileSink(Sink):
-    """Writes every record as one JSON value per line, exactly once.
 
-    Exactly-once because each subtask's records between two checkpoint barriers go to one
-    hidden file, which is published in the output folder only when that checkpoint is
-    complete (and, after a failure, when the checkpoint it restores from had it pending).
-    Publishing is a rename where renames are atomic (local, HDFS, NFS) and a copy, then a
-    delete of the staged file, on object stores (S3): either way a committed file appears
-    whole, and a commit repeated after a crash part-way ends like the first. Records must
-    be JSON-encodable: tuples and lists become arrays, dicts objects, and `str`, `int`,
-    `float`, `bool` and `None` the matching JSON values.
+@dataclass(frozen=True)
+class RollingPolicy:
+    """When a part file is closed and the next rows of its folder go to a new one.
+
+    Always at each checkpoint (a part file never spans a checkpoint: it is part of one
+    transaction); besides, once it holds `max_part_size` bytes or has been open for
+    `rollover_interval_ms`, checked before each batch of rows is written to it (so a file
+    may exceed the size by one batch; for Parquet the size counts rows still buffered in
+    memory at their in-memory size).
+
+    >>> RollingPolicy.by_size(64 * 1024 * 1024).max_part_size
+    67108864
+    """
+
+    max_part_size: int | None = None
+    rollover_interval_ms: int | None = None
+
+    @classmethod
+    def on_checkpoint(cls) -> RollingPolicy:
+        """One part file per folder and checkpoint (the default)."""
+        return cls()
+
+    @classmethod
+    def by_size(cls, max_part_size: int) -> RollingPolicy:
+        """Also roll once a part file holds `max_part_size` bytes."""
+        return cls(max_part_size=max_part_size)
+
+    @classmethod
+    def by_time(cls, rollover_interval_ms: int) -> RollingPolicy:
+        """Also roll once a part file has been open `rollover_interval_ms` (processing time)."""
+        return cls(rollover_interval_ms=rollover_interval_ms)
+
+    def __post_init__(self) -> None:
+        for name in ("max_part_size", "rollover_interval_ms"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+
+    def should_roll(self, size: int, opened_ms: int, now_ms: int) -> bool:
+        if self.max_part_size is not None and size >= self.max_part_size:
+            return True
+        return self.rollover_interval_ms is not None and now_ms - opened_ms >= (
+            self.rollover_interval_ms
+        )
+
+
+PartitionSpec = Callable[[Any], str]
+"""Gives the partition folder (relative, `/`-separated; "" for none) of a row."""
+
+
+class FileSink(TwoPhaseCommitSink[Any]):
+    """Writes rows as JSON Lines (the default) or Parquet part files, exactly once.
+
+    Exactly-once because each subtask's rows between two checkpoint barriers go to hidden
+    staged files, published in the output folder only when that checkpoint is complete
+    (and, after a failure, when the checkpoint it restores from had them pending). A
+    committed file appears whole, and a commit repeated after a crash part-way ends like the
+    first. JSON rows may be any JSON-encodable value (tuples and lists become arrays);
+    Parquet rows are dicts (column -> value). Partitioned output goes to Hive-style
+    `key=value` folders, which `spark.read.parquet(path)` / `spark.read.json(path)` turn
+    back into columns.
 
     >>> import pathlib, tempfile
     >>> from barrierflow.connectors.base import SinkContext
@@ -67,18 +132,77 @@ class FileSink(Sink):
     ["apple",1]
     {"pear":2}
     "fig"
+
+    Parquet, partitioned by a field, rolled by size as well as at each checkpoint:
+
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "events"
+    >>> sink = (
+    ...     FileSink.for_rows(str(out))
+    ...     .with_format("parquet")
+    ...     .partition_by("date")
+    ...     .with_rolling_policy(RollingPolicy.by_size(64 * 1024 * 1024))
+    ... )
+    >>> writer = sink.create_writer(SinkContext("sink", 0, 1, 0, "run1-0"))
+    >>> writer.restore([])
+    >>> writer.write_batch([{"date": "2024-05-01", "n": 1}, {"date": "2024-05-02", "n": 2}])
+    >>> writer.pre_commit(1); writer.commit(1)
+    >>> sorted(str(p.relative_to(out)) for p in out.rglob("part-*"))
+    ['date=2024-05-01/part-sink-0-run1-0-00000000.parquet', \
+'date=2024-05-02/part-sink-0-run1-0-00000001.parquet']
+    >>> sorted(sink.committed_output(), key=lambda row: row["n"])
+    [{'date': '2024-05-01', 'n': 1}, {'date': '2024-05-02', 'n': 2}]
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, buffer_size: int = DEFAULT_BUFFER_SIZE
+        self,
+        path: str | os.PathLike[str],
+        *,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.output = _fs.location(Sink.output_location(path))
         self.buffer_size = buffer_size
+        self.clock = clock
+        """Processing time for rolling by time (a ManualClock in tests)."""
+        self.format: PartFileFormat = part_file_format("json")
+        self.partitioner: PartitionSpec | None = None
+        self.rolling_policy = RollingPolicy.on_checkpoint()
+        self._task: _TaskFiles | None = None
+
+    # ---- configuration ------------------------------------------------------------------------
 
     @classmethod
     def for_rows(cls, path: str | os.PathLike[str]) -> FileSink:
-        """A sink writing each record as one JSON line into the folder `path`."""
+        """A sink writing rows into the folder `path` (JSON Lines unless `with_format`)."""
         return cls(path)
+
+    def with_format(self, name: str, *, schema: pa.Schema | None = None) -> FileSink:
+        """Write "json" (JSON Lines, `.jsonl`) or "parquet" (`.parquet`; rows are dicts;
+        `schema` is a `pyarrow.Schema`, else inferred from the first rows: give one when
+        those may hold None where later rows hold values)."""
+        self.format = part_file_format(name, schema)
+        return self
+
+    def partition_by(self, *fields: str | PartitionSpec) -> FileSink:
+        """Write each row into a partition folder: by field names (dict rows), Hive style,
+        `date=2024-05-01/` (several fields nest in the given order; None values go to
+        `HIVE_DEFAULT_PARTITION`); or by one function of the row returning the relative
+        folder, for example `lambda row: f"date={row['ts'][:10]}"`. Rows keep the fields
+        (Spark reads a column found both in a file and in its folder name once)."""
+        if len(fields) == 1 and callable(fields[0]):
+            self.partitioner = fields[0]
+        elif fields and all(isinstance(f, str) for f in fields):
+            self.partitioner = _HivePartitioner(tuple(str(f) for f in fields))
+        else:
+            raise ValueError("partition_by takes field names, or one function of the row")
+        return self
+
+    def with_rolling_policy(self, policy: RollingPolicy) -> FileSink:
+        """When part files roll besides each checkpoint (by size, by time)."""
+        self.rolling_policy = policy
+        return self
+
+    # ---- Sink ---------------------------------------------------------------------------------
 
     def prepare(self) -> None:
         """Create the output folder and prove it is writable, else `SinkError` naming it."""
@@ -94,130 +218,255 @@ class FileSink(Sink):
         return [self.output.uri]
 
     def create_writer(self, context: SinkContext) -> FileSinkWriter:
-        return FileSinkWriter(self.output, context, self.buffer_size)
+        """A writer over a copy of this sink: its open files are the writer's own."""
+        task_sink = copy.copy(self)
+        task_sink._task = None
+        return FileSinkWriter(task_sink, context)
 
     def committed_output(self) -> list[Any]:
-        """Every record of every committed file (staged files are not output yet)."""
-        records: list[Any] = []
+        """Every row of every committed part file (staged files are not output yet)."""
+        formats = {f.extension: f for f in (part_file_format("json"), self.format)}
+        rows: list[Any] = []
         try:
-            names = [n for n in _fs.list_dir(self.output) if n.startswith("part-")]
-            for name in sorted(names):
-                text = _fs.read_bytes(self.output.child(name)).decode("utf-8")
-                records.extend(json.loads(line) for line in text.splitlines() if line)
-        except (OSError, ValueError) as error:
+            for name in _fs.list_files_recursive(self.output):
+                base, ext = os.path.splitext(name.rsplit("/", 1)[-1])
+                if base.startswith("part-") and ext in formats:
+                    rows.extend(formats[ext].read(_fs.read_bytes(self.output.child(name))))
+        except (OSError, ValueError, pa.ArrowException) as error:
             raise SinkError(f"cannot read the committed output in {self.output}: {error}") from None
-        return records
+        return rows
+
+    # ---- TwoPhaseCommitSink -------------------------------------------------------------------
+
+    def open(self, context: SinkContext) -> None:
+        if self._task is not None:  # an earlier attempt in this process
+            self._task.discard_all()
+        self._task = _TaskFiles(self, context)
+
+    def begin_transaction(self) -> int:
+        return self._files().begin()
+
+    def write(self, transaction: int, records: list[Any]) -> None:
+        self._files().write(transaction, records)
+
+    def pre_commit(self, transaction: int, checkpoint_id: int) -> dict[str, Any]:
+        """Close the transaction's part files; the pending handle lists them."""
+        return {"files": self._files().close_transaction(transaction)}
+
+    def commit(self, transaction: Any) -> None:
+        for staged, final in transaction["files"]:
+            self._commit_file(staged, final)
+
+    def abort(self, transaction: Any) -> None:
+        """Delete an open transaction's staged files. A pending one (a dict) of an earlier
+        deployment lives in that deployment's staging folder, cleared at restore."""
+        if isinstance(transaction, int) and self._task is not None:
+            self._task.discard(transaction)
+        elif isinstance(transaction, dict):
+            for staged, _ in transaction["files"]:
+                with contextlib.suppress(OSError):
+                    _fs.delete_file(self.output.child(staged))
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.discard_all()
+            self._task = None
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _files(self) -> _TaskFiles:
+        if self._task is None:
+            raise SinkError("FileSink used before its writer was restored")
+        return self._task
+
+    def _commit_file(self, staged: str, final: str) -> None:
+        staged_at, final_at = self.output.child(staged), self.output.child(final)
+        try:
+            if "/" in final:
+                _fs.make_dirs(final_at.parent)
+            _fs.commit_file(staged_at, final_at)
+        except FileNotFoundError:
+            raise SinkError(
+                f"cannot commit {final_at}: its staged file {staged_at} is missing"
+            ) from None
+        except OSError as error:
+            raise SinkError(f"cannot commit {staged_at} to {final_at}: {error}") from None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_task"] = None  # open files stay in the task that has them
+        return state
 
 
-@dataclass(frozen=True)
-class PendingFile:
-    """A pre-committed transaction: a closed staged file waiting for its checkpoint."""
+class FileSinkWriter(TwoPhaseCommitWriter):
+    """The two-phase-commit writer of a FileSink; also restores the snapshots the FileSink
+    writer wrote before it was built on `TwoPhaseCommitSink` (`LEGACY_STATE_VERSION`)."""
 
-    checkpoint_id: int
-    staged: str
-    """Path of the staged file, relative to the output folder."""
-    final: str
-    """Name of the committed file in the output folder."""
-
-    def to_state(self) -> dict[str, Any]:
-        return {"checkpoint_id": self.checkpoint_id, "staged": self.staged, "final": self.final}
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> PendingFile:
-        return cls(int(state["checkpoint_id"]), str(state["staged"]), str(state["final"]))
+    def decode_state(self, state: Any) -> tuple[list[tuple[int, Any]], Any]:
+        if isinstance(state, dict) and "version" in state and "v" not in state:
+            if state["version"] != LEGACY_STATE_VERSION:
+                raise StateRestoreError(
+                    f"unknown FileSink state of sink '{self.context.operator_uid}' "
+                    f"(expected version {LEGACY_STATE_VERSION}): {state!r:.200}"
+                )
+            pending = [
+                (int(p["checkpoint_id"]), {"files": [[str(p["staged"]), str(p["final"])]]})
+                for p in state["pending"]
+            ]
+            return pending, None
+        return super().decode_state(state)
 
 
 @dataclass
-class _OpenFile:
-    stream: Any
+class _OpenPart:
+    file: PartFile
     staged: str
     final: str
+    opened_ms: int
 
 
-class FileSinkWriter(SinkWriter):
-    """One subtask's two-phase-commit writer. Mailbox thread only.
+@dataclass
+class _Transaction:
+    open_parts: dict[str, _OpenPart] = field(default_factory=dict)
+    """By partition folder."""
+    closed: list[list[str]] = field(default_factory=list)
+    """[staged, final] of every part file closed (rolled) so far."""
 
-    Exactly-once with the checkpoint protocol: the open transaction is one staged file;
-    `pre_commit` closes it as pending, `commit` publishes it under its final name. Assumes
-    `deployment_id` is unique per deployment, so staged files of other deployments are
-    never its own.
-    """
 
-    def __init__(
-        self, output: _fs.Location, context: SinkContext, buffer_size: int = DEFAULT_BUFFER_SIZE
-    ) -> None:
-        self._output = output
-        self._context = context
-        self._buffer_size = buffer_size
-        self._uid = _name_part(context.operator_uid)
-        self._deployment = _name_part(context.deployment_id)
-        self._staging = "/".join(
-            (STAGING_FOLDER, self._uid, str(context.subtask_index), self._deployment)
+class _TaskFiles:
+    """The part files of one subtask's attempt, by transaction. Mailbox thread only."""
+
+    def __init__(self, sink: FileSink, context: SinkContext) -> None:
+        self.sink = sink
+        self.context = context
+        self.uid = _name_part(context.operator_uid)
+        self.deployment = _name_part(context.deployment_id)
+        self.staging = "/".join(
+            (STAGING_FOLDER, self.uid, str(context.subtask_index), self.deployment)
         )
-        """This writer's own staging folder, relative to the output folder."""
-        self._staging_created = False
+        """This attempt's own staging folder, relative to the output folder."""
+        self.transactions: dict[int, _Transaction] = {}
+        self._next_transaction = 0
         self._sequence = 0
-        self._open: _OpenFile | None = None
-        self._pending: list[PendingFile] = []
-        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        self._made_dirs: set[str] = set()
+        self._cleaned = False
 
-    def write_batch(self, records: list[Any]) -> None:
-        if not records:
+    def begin(self) -> int:
+        if not self._cleaned:  # the restore's commits ran: what is left is leftovers
+            self._cleaned = True
+            self._delete_leftovers()
+        number = self._next_transaction
+        self._next_transaction += 1
+        self.transactions[number] = _Transaction()
+        return number
+
+    def write(self, number: int, records: list[Any]) -> None:
+        transaction = self.transactions[number]
+        partitioner = self.sink.partitioner
+        if partitioner is None:
+            groups = {"": records}
+        else:
+            groups = {}
+            for record in records:
+                groups.setdefault(self._folder_of(partitioner, record), []).append(record)
+        encoded = {folder: self.sink.format.encode(rows) for folder, rows in groups.items()}
+        now = self.sink.clock.epoch_millis()
+        for folder, data in encoded.items():
+            part = transaction.open_parts.get(folder)
+            if part is not None and self.sink.rolling_policy.should_roll(
+                part.file.size(), part.opened_ms, now
+            ):
+                self._close_part(transaction, folder)
+                part = None
+            if part is None:
+                part = transaction.open_parts[folder] = self._open_part(folder, now)
+            try:
+                part.file.append(data)
+            except (OSError, pa.ArrowException) as error:
+                raise SinkError(f"cannot write {self._at(part.staged)}: {error}") from None
+
+    def close_transaction(self, number: int) -> list[list[str]]:
+        transaction = self.transactions.pop(number)
+        for folder in list(transaction.open_parts):
+            self._close_part(transaction, folder)
+        return transaction.closed
+
+    def discard(self, number: int) -> None:
+        """Close and delete the transaction's staged files (open and rolled)."""
+        transaction = self.transactions.pop(number, None)
+        if transaction is None:
             return
-        data = self._encoded(records)
-        if self._open is None:
-            self._open = self._open_file()
+        for part in transaction.open_parts.values():
+            with contextlib.suppress(OSError, pa.ArrowException):
+                part.file.close()
+        staged = [p.staged for p in transaction.open_parts.values()]
+        staged.extend(s for s, _ in transaction.closed)
+        for name in staged:
+            with contextlib.suppress(OSError):
+                _fs.delete_file(self._at(name))
+
+    def discard_all(self) -> None:
+        for number in list(self.transactions):
+            self.discard(number)
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _at(self, relative: str) -> _fs.Location:
+        return self.sink.output.child(relative)
+
+    def _folder_of(self, partitioner: PartitionSpec, record: Any) -> str:
         try:
-            self._open.stream.write(data)
-        except OSError as error:
-            raise SinkError(f"cannot write {self._here(self._open.staged)}: {error}") from None
+            folder = partitioner(record)
+        except SinkError:
+            raise
+        except Exception as error:
+            raise SinkError(
+                f"sink '{self.context.operator_uid}' cannot find the partition folder of "
+                f"{record!r:.200}: {type(error).__name__}: {error}"
+            ) from None
+        folder = str(folder).strip("/")
+        if folder and any(part == "" or part.startswith((".", "_")) for part in folder.split("/")):
+            raise SinkError(
+                f"sink '{self.context.operator_uid}': partition folder {folder!r} of "
+                f"{record!r:.200} has an empty, hidden or relative part"
+            )
+        return folder
 
-    def pre_commit(self, checkpoint_id: int) -> None:
-        """Close the open file as pending for `checkpoint_id` (no file for no records)."""
-        if self._open is None:
-            return
-        open_file, self._open = self._open, None
+    def _open_part(self, folder: str, now: int) -> _OpenPart:
+        name = (
+            f"part-{self.uid}-{self.context.subtask_index}-{self.deployment}"
+            f"-{self._sequence:08d}{self.sink.format.extension}"
+        )
+        self._sequence += 1
+        final = f"{folder}/{name}" if folder else name
+        staged = f"{self.staging}/{final}"
+        parent = staged.rsplit("/", 1)[0]
         try:
-            open_file.stream.close()
-        except OSError as error:
-            raise SinkError(f"cannot write {self._here(open_file.staged)}: {error}") from None
-        self._pending.append(PendingFile(checkpoint_id, open_file.staged, open_file.final))
+            if parent not in self._made_dirs:
+                _fs.make_dirs(self._at(parent))
+                self._made_dirs.add(parent)
+            stream = _fs.open_output_stream(self._at(staged), self.sink.buffer_size)
+            part = self.sink.format.open(stream)
+        except (OSError, pa.ArrowException) as error:
+            raise SinkError(f"cannot create {self._at(staged)}: {error}") from None
+        return _OpenPart(part, staged, final, now)
 
-    def snapshot_state(self) -> dict[str, Any]:
-        return {"version": STATE_VERSION, "pending": [p.to_state() for p in self._pending]}
+    def _close_part(self, transaction: _Transaction, folder: str) -> None:
+        part = transaction.open_parts.pop(folder)
+        try:
+            part.file.close()
+        except (OSError, pa.ArrowException) as error:
+            raise SinkError(f"cannot write {self._at(part.staged)}: {error}") from None
+        transaction.closed.append([part.staged, part.final])
 
-    def commit(self, checkpoint_id: int) -> None:
-        """Make visible every pending file of checkpoints up to `checkpoint_id`.
-
-        1. Publish each such file in the output folder, oldest first (a file whose staged copy
-           is gone and whose final name exists was committed before: nothing to do).
-        2. Forget them.
-        """
-        ready = [p for p in self._pending if p.checkpoint_id <= checkpoint_id]
-        # Step 1
-        for pending in ready:
-            self._commit_file(pending)
-        # Step 2
-        self._pending = [p for p in self._pending if p.checkpoint_id > checkpoint_id]
-
-    def restore(self, states: list[Any]) -> None:
-        """Finish what the restored checkpoint started, then clear out older deployments.
-
-        1. Commit every pending file in `states`: they belong to the completed checkpoint
-           being restored (idempotent, so a restore may be repeated).
-        2. Delete the staging folders of earlier deployments of this operator for this
-           subtask index: what is left there was never part of a completed checkpoint
-           (in-progress files of failed or zombie attempts). After a change of parallelism a
-           subtask also clears the old subtask indexes whose state it received
-           (index mod parallelism), never those of other current subtasks.
-        """
-        # Step 1
-        for state in states:
-            for pending in _pending_of(state):
-                self._commit_file(pending)
-        # Step 2
-        operator_folder = self._output.child(STAGING_FOLDER, self._uid)
-        context = self._context
+    def _delete_leftovers(self) -> None:
+        """Delete the staging folders of earlier deployments of this operator for this
+        subtask index: what is left there after the restore's commits was never part of a
+        completed checkpoint (files of failed or zombie attempts). After a change of
+        parallelism a subtask also clears the old subtask indexes whose state it received
+        (index mod parallelism), never those of other current subtasks."""
+        operator_folder = self.sink.output.child(STAGING_FOLDER, self.uid)
+        context = self.context
         try:
             for subtask in _fs.list_dir(operator_folder):
                 if not subtask.isdigit() or int(subtask) % context.parallelism != (
@@ -225,87 +474,40 @@ class FileSinkWriter(SinkWriter):
                 ):
                     continue
                 for deployment in _fs.list_dir(operator_folder.child(subtask)):
-                    if deployment != self._deployment:
+                    if deployment != self.deployment:
                         _fs.delete_dir(operator_folder.child(subtask, deployment))
         except OSError as error:
             raise SinkError(f"cannot clean up {operator_folder}: {error}") from None
 
-    def abort(self) -> None:
-        """Close and delete the open file; pending files stay for a restore to decide."""
-        if self._open is None:
-            return
-        open_file, self._open = self._open, None
-        with contextlib.suppress(OSError):
-            open_file.stream.close()
-        with contextlib.suppress(OSError):
-            _fs.delete_file(self._here(open_file.staged))
 
-    def close(self) -> None:
-        """The job ended after its final checkpoint committed: nothing may be left over."""
-        leftover = (1 if self._open is not None else 0) + len(self._pending)
-        self.abort()
-        if leftover:
+class _HivePartitioner:
+    """`field=value/...` folders of dict rows, values escaped as Hive and Spark do."""
+
+    def __init__(self, fields: tuple[str, ...]) -> None:
+        self.fields = fields
+
+    def __call__(self, row: Any) -> str:
+        if not isinstance(row, dict):
             raise SinkError(
-                f"{leftover} file(s) of subtask {self._context.subtask_index} of "
-                f"'{self._context.operator_uid}' were never committed: the job ended "
-                "without a completed checkpoint covering them"
+                f"partitioning by field(s) {list(self.fields)} needs dict rows, got a "
+                f"{type(row).__name__}: {row!r:.200}"
             )
-
-    # ---- internals -----------------------------------------------------------------------------
-
-    def _here(self, relative: str) -> _fs.Location:
-        return self._output.child(relative)
-
-    def _encoded(self, records: list[Any]) -> bytes:
-        encode = self._encode
-        try:
-            return ("\n".join(map(encode, records)) + "\n").encode("utf-8")
-        except (TypeError, ValueError):
-            pass  # find the culprit
-        for record in records:
-            try:
-                encode(record).encode("utf-8")
-            except (TypeError, ValueError) as error:
-                raise SinkError(
-                    f"cannot write a record of type {type(record).__name__} as JSON: {error}"
-                ) from None
-        raise AssertionError("a batch failed to encode but each record encodes")
-
-    def _open_file(self) -> _OpenFile:
-        final = (
-            f"part-{self._uid}-{self._context.subtask_index}-{self._deployment}"
-            f"-{self._sequence:08d}.jsonl"
-        )
-        staged = f"{self._staging}/{final}"
-        self._sequence += 1
-        try:
-            if not self._staging_created:
-                _fs.make_dirs(self._here(self._staging))
-                self._staging_created = True
-            stream = _fs.open_output_stream(self._here(staged), self._buffer_size)
-        except OSError as error:
-            raise SinkError(f"cannot create {self._here(staged)}: {error}") from None
-        return _OpenFile(stream, staged, final)
-
-    def _commit_file(self, pending: PendingFile) -> None:
-        staged, final = self._here(pending.staged), self._here(pending.final)
-        try:
-            _fs.commit_file(staged, final)
-        except FileNotFoundError:
-            raise SinkError(
-                f"cannot commit {final} for checkpoint {pending.checkpoint_id}: "
-                f"its staged file {staged} is missing"
-            ) from None
-        except OSError as error:
-            raise SinkError(f"cannot commit {staged} to {final}: {error}") from None
+        parts = []
+        for name in self.fields:
+            if name not in row:
+                raise SinkError(f"a row lacks the partition field {name!r}: {row!r:.200}")
+            value = row[name]
+            text = HIVE_DEFAULT_PARTITION if value is None else _escape(str(value))
+            parts.append(f"{_escape(name)}={text}")
+        return "/".join(parts)
 
 
-def _pending_of(state: Any) -> list[PendingFile]:
-    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-        raise StateRestoreError(
-            f"unknown FileSink state (expected version {STATE_VERSION}): {state!r:.200}"
-        )
-    return [PendingFile.from_state(entry) for entry in state["pending"]]
+_HIVE_SPECIAL = frozenset("\"#%'*/:=?\\\x7f{[]^")
+
+
+def _escape(text: str) -> str:
+    """Hive's path escaping (`%XX` for the characters a folder name must not hold)."""
+    return "".join(f"%{ord(c):02X}" if c in _HIVE_SPECIAL or ord(c) < 0x20 else c for c in text)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")

@@ -57,9 +57,13 @@ class OperatorContext:
     processing_time: Callable[[], int] = field(default=_no_processing_time, compare=False)
     """The task's processing-time clock: epoch milliseconds (a manual clock in tests)."""
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
+    """How often periodic watermark generators are asked for a watermark."""
     mailbox: MailboxExecutor = field(default=NO_MAILBOX, compare=False)
     """Hands actions from other threads to the task's mailbox thread (async I/O completions)."""
-    """How often periodic watermark generators are asked for a watermark."""
+    job_name: str = ""
+    """The job's name, stable across attempts and reruns (sinks name transactions by it)."""
+    restored_checkpoint_id: int | None = None
+    """The checkpoint or savepoint this attempt restored; None on a fresh start."""
 
 
 class Output(Protocol):

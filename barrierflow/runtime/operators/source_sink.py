@@ -250,6 +250,8 @@ class SinkOperator(StreamOperator):
                 parallelism=context.parallelism,
                 attempt=context.attempt,
                 deployment_id=context.deployment_id,
+                job_name=context.job_name,
+                restored_checkpoint_id=context.restored_checkpoint_id,
             )
         )
         mine = [
