@@ -16,4 +16,5 @@ settings.load_profile("barrierflow")
 # running jobs (tests that look at a registry point BARRIERFLOW_REGISTRY_DIR elsewhere).
 os.environ["BARRIERFLOW_REGISTRY_DIR"] = tempfile.mkdtemp(prefix="barrierflow-test-registry-")
 
+from nats_server import nats_server  # noqa: E402, F401  (the session fixture, for every test folder)
 from s3_server import s3_server  # noqa: E402, F401  (the session fixture, for every test folder)
