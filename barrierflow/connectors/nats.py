@@ -609,7 +609,8 @@ class _Fetcher:
         generation = -1
         last_check = time.monotonic()
         failing_since: float | None = None
-        """When subscribing started failing (JetStream not ready after a reconnect)."""
+        """When subscribing or fetching started failing (e.g. JetStream not ready yet after
+        a reconnect): an error that lasts longer than the reconnect timeout fails the task."""
         while True:
             self._check_connection()
             if self._disconnected_at is not None:
@@ -619,15 +620,11 @@ class _Fetcher:
                 generation = self._generation
                 try:
                     subscription, backlog = await self._subscribe(plan, next_seq)
-                except nats.errors.Error:
+                except nats.errors.Error as error:
                     subscription = None
-                    now = time.monotonic()
-                    failing_since = failing_since or now
-                    if now - failing_since > self._source.reconnect_timeout_s:
-                        raise
+                    failing_since = self._still_failing(failing_since, error)
                     await asyncio.sleep(0.1)
                     continue
-                failing_since = None
                 if stop is not None and backlog == 0:
                     put(_SplitEnd(split_id))  # nothing more up to the bound
                     return
@@ -637,16 +634,19 @@ class _Fetcher:
                 continue
             try:
                 messages = await subscription.fetch(FETCH_BATCH, timeout=FETCH_WAIT_S)
-            except nats.errors.TimeoutError:
+            except TimeoutError:  # no message now (nats-py's timeouts included)
+                failing_since = None
                 if time.monotonic() - last_check > CONSUMER_CHECK_S:
                     last_check = time.monotonic()
                     if not await self._consumer_exists(split_id):
                         subscription = None
                 continue
-            except (nats.errors.ConnectionClosedError, nats.js.errors.APIError):
+            except nats.errors.Error as error:
                 subscription = None  # resubscribe from next_seq once connected
+                failing_since = self._still_failing(failing_since, error)
                 await asyncio.sleep(0.1)
                 continue
+            failing_since = None
             for message in messages:
                 metadata = message.metadata
                 sequence = metadata.sequence.stream
@@ -661,6 +661,14 @@ class _Fetcher:
                 if stop is not None and (sequence >= stop or metadata.num_pending == 0):
                     put(_SplitEnd(split_id))
                     return
+
+    def _still_failing(self, since: float | None, error: Exception) -> float:
+        """When the current run of errors began; raises `error` once it lasted too long."""
+        now = time.monotonic()
+        since = now if since is None else since
+        if now - since > self._source.reconnect_timeout_s:
+            raise error
+        return since
 
     async def _consumer_exists(self, split_id: str) -> bool:
         import nats.js.errors
