@@ -22,6 +22,8 @@ from barrierflow.state.key_groups import KeyGroupRange
 
 WAIT_S = 20.0
 """Bound on waiting for messages to arrive through a reader."""
+POLL_S = 0.005
+"""Pause between two polls that found nothing (the reader never blocks)."""
 
 
 def source_for(server, stream, *, bounded=True, **options):
@@ -53,6 +55,8 @@ def read_all(reader, max_records=3):
     while (batch := reader.poll_split_batch(max_records)) is not None:
         if batch.records or batch.finished or batch.bad:
             batches.append(batch)
+        else:
+            time.sleep(POLL_S)  # nothing queued yet; bounded by the deadline
         assert time.monotonic() < deadline, f"reader did not end; got {batches}"
     return batches
 
@@ -65,6 +69,8 @@ def read_until(reader, count, max_records=100):
         batch = reader.poll_split_batch(max_records)
         assert batch is not None
         records.extend((batch.split_id, value) for value in batch.records)
+        if not batch.records:
+            time.sleep(POLL_S)  # nothing queued yet; bounded by the deadline
         assert time.monotonic() < deadline, f"only {records} arrived"
     return records
 
@@ -290,6 +296,7 @@ def test_a_broker_that_goes_away_mid_run_fails_the_reader_after_the_reconnect_ti
         with pytest.raises(SourceError, match="could not reconnect within 1 s"):
             while time.monotonic() < deadline:
                 reader.poll_split_batch(10)
+                time.sleep(POLL_S)
         reader.close()
 
 
