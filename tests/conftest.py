@@ -16,5 +16,7 @@ settings.load_profile("barrierflow")
 # running jobs (tests that look at a registry point BARRIERFLOW_REGISTRY_DIR elsewhere).
 os.environ["BARRIERFLOW_REGISTRY_DIR"] = tempfile.mkdtemp(prefix="barrierflow-test-registry-")
 
+# Session fixtures of the real servers, started only when a test asks for them.
+from nats_server import nats_server  # noqa: E402, F401
 from pg_server import postgres_server  # noqa: E402, F401
-from s3_server import s3_server  # noqa: E402, F401  (the session fixture, for every test folder)
+from s3_server import s3_server  # noqa: E402, F401

@@ -3,10 +3,13 @@
 A `Source` is built by the user, split on the driver (`create_splits`, where a
 missing input fails fast) and read in the tasks by a `SourceReader` whose
 position is a small msgpack-able value per split, stored in every checkpoint
-so the source can rewind. A `Sink` writes through a `SinkWriter` that follows
-two-phase commit: records written between two barriers form one transaction,
-which is pre-committed at the barrier and committed only once the checkpoint
-is complete.
+so the source can rewind. A record a reader cannot decode is reported as a
+`BadRecord`: the source operator fails the job naming it, or, for a source with
+`dead_letters` set, emits it as a `DeadLetter` on the `DEAD_LETTERS` side output.
+
+A `Sink` writes through a `SinkWriter` that follows two-phase commit: records written
+between two barriers form one transaction, which is pre-committed at the barrier and
+committed only once the checkpoint is complete.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from barrierflow import _check_run
+from barrierflow.core.output_tag import OutputTag
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,73 @@ class SplitBatch:
     """The records' own event timestamps (ms), one per record, if the split has them."""
     finished: bool = False
     """The split has ended: nothing more comes from it."""
+    bad: Sequence[BadRecord] = ()
+    """Records of this split read but not decodable, in the same stretch as `records`. The
+    reader's position has moved past them: they count as consumed."""
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """A record a reader read but could not decode (the deserializer raised)."""
+
+    split_id: str
+    offset: Any
+    """Where the record is in its split, as the reader's positions count (msgpack-able)."""
+    raw: bytes | None
+    """The record as read, undecoded (None when the reader has no bytes to give)."""
+    error: str
+    """What went wrong, e.g. `"JSONDecodeError: Expecting value: line 1 column 1"`."""
+    offset_kind: str = "offset"
+    """How the source names its offsets in messages ("stream sequence", "line")."""
+
+    def describe(self, source_name: str) -> str:
+        """The error message that fails the job (the default for bad records).
+
+        >>> bad = BadRecord("e.a", 42, b"{", "JSONDecodeError", "stream sequence")
+        >>> print(bad.describe("ev"))
+        source 'ev': cannot decode the record at stream sequence 42 of split 'e.a': JSONDecodeError
+        """
+        return (
+            f"source {source_name!r}: cannot decode the record at {self.offset_kind} "
+            f"{self.offset} of split {self.split_id!r}: {self.error}"
+        )
+
+
+DEAD_LETTERS = OutputTag("barrierflow-dead-letters")
+"""The side output of a source's undecodable records, as `DeadLetter` values, when the source
+has `dead_letters` set: `env.from_source(...).get_side_output(DEAD_LETTERS)`."""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record a source could not decode, as it leaves on the `DEAD_LETTERS` side output."""
+
+    source: str
+    """The source's name (as given to `from_source`)."""
+    split_id: str
+    offset: Any
+    raw: bytes | None
+    error: str
+
+    @classmethod
+    def of(cls, source_name: str, bad: BadRecord) -> DeadLetter:
+        return cls(source_name, bad.split_id, bad.offset, bad.raw, bad.error)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly: the raw bytes as text (UTF-8, undecodable bytes as `\\xNN`).
+
+        >>> letter = DeadLetter("events", "events.a", 7, bytes([111, 107, 255]), "ValueError")
+        >>> print(letter.as_dict()["raw"])
+        ok\\xff
+        """
+        raw = None if self.raw is None else self.raw.decode("utf-8", "backslashreplace")
+        return {
+            "source": self.source,
+            "split": self.split_id,
+            "offset": self.offset,
+            "raw": raw,
+            "error": self.error,
+        }
 
 
 class SourceReader(ABC):
@@ -94,6 +165,9 @@ class Source(ABC):
     """A user-facing source: picklable, shipped from the driver to the tasks."""
 
     bounded: bool = True
+    dead_letters: bool = False
+    """Records its readers cannot decode (`SplitBatch.bad`) go to the `DEAD_LETTERS` side
+    output; when False (the default) the first one fails the job, naming split and offset."""
 
     @abstractmethod
     def create_splits(self) -> list[SourceSplit]:

@@ -7,6 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from barrierflow.connectors.base import (
+    DEAD_LETTERS,
+    BadRecord,
+    DeadLetter,
     Sink,
     SinkContext,
     SinkWriter,
@@ -15,6 +18,7 @@ from barrierflow.connectors.base import (
     SourceSplit,
 )
 from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from barrierflow.errors import SourceError
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus, Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
@@ -37,6 +41,11 @@ class SourceOperator(StreamOperator):
     `MAX_WATERMARK` (ACTIVE first if it was idle), whatever the strategy, so every
     downstream event-time timer fires before the final checkpoint. Watermarks are
     not checkpointed: after a restore every split starts again from the minimum.
+
+    Records the reader could not decode (`SplitBatch.bad`) fail the task with a
+    `SourceError` naming the source, split and offset, or, when the source has
+    `dead_letters` set, leave as `DeadLetter` values on the `DEAD_LETTERS` side output
+    (after the batch's good records; their offsets are consumed either way).
     """
 
     MORE_AVAILABLE = 1
@@ -123,9 +132,12 @@ class SourceOperator(StreamOperator):
                     for value, timestamp in zip(records, timestamps, strict=True):
                         on_event(split_id, value, timestamp)
             self.output.collect(RecordBatch(records, timestamps))
+        if polled.bad:
+            self._on_bad_records(polled.bad)
         if polled.finished:
             self._finish_split(polled.split_id)
-        return self.MORE_AVAILABLE if records or polled.finished else self.NOTHING_AVAILABLE
+        more = records or polled.finished or polled.bad
+        return self.MORE_AVAILABLE if more else self.NOTHING_AVAILABLE
 
     def stop(self, drain: bool) -> None:
         """Stop with savepoint: read nothing more. With `drain`, end the input as a bounded
@@ -191,6 +203,12 @@ class SourceOperator(StreamOperator):
         if timestamps is None:
             return [extract(value, NO_TIMESTAMP) for value in records]
         return [extract(value, ts) for value, ts in zip(records, timestamps, strict=True)]
+
+    def _on_bad_records(self, bad: Sequence[BadRecord]) -> None:
+        if not self.source.dead_letters:
+            raise SourceError(bad[0].describe(self.name))
+        letters = [DeadLetter.of(self.name, record) for record in bad]
+        self.output.collect_side(DEAD_LETTERS.tag_id, RecordBatch(letters, None))
 
     def _finish_split(self, split_id: str) -> None:
         if split_id in self._finished_splits:
