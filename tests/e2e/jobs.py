@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow.api.datastream import DataStream
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 
@@ -21,6 +22,39 @@ def running_count_rows(words) -> Counter:
     return Counter((w, n) for w, total in totals.items() for n in range(1, total + 1))
 
 
+def recovering_environment(checkpoints: str, restarts: int = 3) -> StreamExecutionEnvironment:
+    """Parallelism 2, checkpoints every 300 ms into `checkpoints` (a path or URI), and up to
+    `restarts` restarts 200 ms apart."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.enable_checkpointing(300)
+    env.get_checkpoint_config().set_checkpoint_storage(str(checkpoints))
+    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(restarts, 200))
+    return env
+
+
+def generated_words(
+    env: StreamExecutionEnvironment, records: int | None, rate: float | None
+) -> DataStream:
+    """`records` words of `word_of` (None: endless) at `rate` per second (None: at once)."""
+    return env.from_source(
+        DataGeneratorSource(word_of, records, records_per_second=rate),
+        WatermarkStrategy.no_watermarks(),
+        "words",
+    ).uid("words")
+
+
+def running_counts(words: DataStream) -> DataStream:
+    """(word, n) for every word: a keyed running count, with uids "pair" and "count"."""
+    return (
+        words.map(lambda w: (w, 1))
+        .uid("pair")
+        .key_by(lambda pair: pair[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .uid("count")
+    )
+
+
 def paced_word_count(
     tmp_path, records: int | None, rate: float | None
 ) -> StreamExecutionEnvironment:
@@ -32,19 +66,7 @@ def paced_word_count(
     env.set_parallelism(2)
     env.enable_checkpointing(300)
     env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
-    (
-        env.from_source(
-            DataGeneratorSource(word_of, records, records_per_second=rate),
-            WatermarkStrategy.no_watermarks(),
-            "words",
-        )
-        .uid("words")
-        .map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
-        .sink_to(FileSink.for_rows(str(tmp_path / "out")))
-        .uid("sink")
-    )
+    running_counts(generated_words(env, records, rate)).sink_to(
+        FileSink.for_rows(str(tmp_path / "out"))
+    ).uid("sink")
     return env

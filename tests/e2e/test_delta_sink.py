@@ -15,11 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.connectors.datagen import DataGeneratorSource
+from barrierflow import StreamExecutionEnvironment
 from barrierflow.connectors.delta import DeltaSink
 
-from .jobs import running_count_rows, word_of
+from .jobs import (
+    generated_words,
+    recovering_environment,
+    running_count_rows,
+    running_counts,
+    word_of,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -31,27 +36,10 @@ RECORDS = 6_000
 def counting_job(tmp_path: Path) -> tuple[StreamExecutionEnvironment, Path]:
     """A keyed running count of generated words, each update a row {"word", "count"}."""
     table = tmp_path / "counts"
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
-    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 200))
-    (
-        env.from_source(
-            DataGeneratorSource(word_of, RECORDS, records_per_second=2000),
-            WatermarkStrategy.no_watermarks(),
-            "words",
-        )
-        .map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
-        .map(lambda pair: {"word": pair[0], "count": pair[1]})
-        .uid("to-row")
-        .sink_to(DeltaSink.for_path(str(table)))
-        .uid("delta")
-    )
+    env = recovering_environment(tmp_path / "checkpoints")
+    running_counts(generated_words(env, RECORDS, 2000)).map(
+        lambda pair: {"word": pair[0], "count": pair[1]}
+    ).uid("to-row").sink_to(DeltaSink.for_path(str(table))).uid("delta")
     return env, table
 
 

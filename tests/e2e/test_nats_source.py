@@ -10,13 +10,13 @@ from collections import Counter
 
 import pytest
 
-from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow import WatermarkStrategy
 from barrierflow.connectors.base import DEAD_LETTERS
 from barrierflow.connectors.files import FileSink
 from barrierflow.connectors.nats import NatsSource
 from barrierflow.errors import BarrierflowError
 
-from .jobs import running_count_rows, word_of
+from .jobs import recovering_environment, running_count_rows, running_counts, word_of
 
 pytestmark = pytest.mark.spark
 
@@ -60,25 +60,12 @@ def word_count(env, server, stream, out, *, dead_letters=False, paced=False):
         (lambda e: time.sleep(0.001) or e["word"]) if paced else (lambda e: e["word"])
     ).uid("word")
     sink = FileSink.for_rows(str(out))
-    (
-        words.map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
-        .sink_to(sink)
-        .uid("sink")
-    )
+    running_counts(words).sink_to(sink).uid("sink")
     return events, sink
 
 
 def environment(tmp_path, restarts):
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
-    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(restarts, 200))
-    return env
+    return recovering_environment(tmp_path / "checkpoints", restarts)
 
 
 def test_a_source_task_killed_mid_run_replays_from_its_offsets_exactly_once(

@@ -8,12 +8,17 @@ from collections import Counter
 
 import pytest
 
-from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy, _fs
+from barrierflow import StreamExecutionEnvironment, _fs
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
-from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 
-from .jobs import running_count_rows, word_of
+from .jobs import (
+    generated_words,
+    recovering_environment,
+    running_count_rows,
+    running_counts,
+    word_of,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -21,26 +26,9 @@ RECORDS = 12_000
 
 
 def word_count_on(folder: str) -> tuple[StreamExecutionEnvironment, FileSink]:
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage(_fs.location(folder).child("chk").uri)
-    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 200))
+    env = recovering_environment(_fs.location(folder).child("chk").uri)
     sink = FileSink.for_rows(_fs.location(folder).child("out").uri)
-    (
-        env.from_source(
-            DataGeneratorSource(word_of, RECORDS, records_per_second=4000),
-            WatermarkStrategy.no_watermarks(),
-            "words",
-        )
-        .map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
-        .sink_to(sink)
-        .uid("sink")
-    )
+    running_counts(generated_words(env, RECORDS, 4000)).sink_to(sink).uid("sink")
     return env, sink
 
 

@@ -9,11 +9,15 @@ from collections import Counter
 
 import pytest
 
-from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.postgres import PostgresSink, gid_prefix
 
-from .jobs import running_count_rows, word_of
+from .jobs import (
+    generated_words,
+    recovering_environment,
+    running_count_rows,
+    running_counts,
+    word_of,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -29,22 +33,9 @@ def test_a_running_count_upserted_into_postgres_survives_a_killed_task_exactly(
         pg.execute(f"CREATE TABLE {counts} (word text PRIMARY KEY, n bigint NOT NULL)")
         pg.execute(f"CREATE TABLE {events} (word text NOT NULL, n bigint NOT NULL)")
 
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
-    env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 200))
+    env = recovering_environment(tmp_path / "checkpoints")
     rows = (
-        env.from_source(
-            DataGeneratorSource(word_of, RECORDS, records_per_second=4000),
-            WatermarkStrategy.no_watermarks(),
-            "words",
-        )
-        .map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
+        running_counts(generated_words(env, RECORDS, 4000))
         .map(lambda pair: {"word": pair[0], "n": pair[1]})
         .uid("row")
     )
