@@ -25,7 +25,7 @@ from barrierflow.chaos import FailureInjector, plan_failures
 from barrierflow.connectors.nats import NatsSource
 from barrierflow.connectors.postgres import PostgresSink, gid_prefix
 
-from .jobs import running_count_rows, word_of
+from .jobs import recovering_environment, running_count_rows, running_counts, word_of
 
 pytestmark = pytest.mark.spark
 
@@ -54,10 +54,7 @@ def counting_job(
     tmp_path: Path, nats_url: str, stream: str, restarts: int, delay_ms: int
 ) -> tuple[StreamExecutionEnvironment, object]:
     """The keyed running count of the issue's acceptance test, rows {"word", "n"}."""
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
+    env = recovering_environment(tmp_path / "checkpoints")
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(restarts, delay_ms))
     source = (
         NatsSource.builder()
@@ -67,16 +64,9 @@ def counting_job(
         .set_bounded()
         .build()
     )
+    events = env.from_source(source, WatermarkStrategy.no_watermarks(), "events").uid("events")
     rows = (
-        env.from_source(source, WatermarkStrategy.no_watermarks(), "events")
-        .uid("events")
-        .map(paced_word)
-        .uid("word")
-        .map(lambda w: (w, 1))
-        .uid("pair")
-        .key_by(lambda pair: pair[0])
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("count")
+        running_counts(events.map(paced_word).uid("word"))
         .map(lambda pair: {"word": pair[0], "n": pair[1]})
         .uid("row")
     )
