@@ -365,7 +365,12 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
 
     def open(self, context: SinkContext) -> None:
         """Connect, check the table and learn its columns; leftovers are decided at the
-        first `begin_transaction`, after the restored transactions were committed."""
+        first `begin_transaction`, after the restored transactions were committed.
+
+        Starts from a clean slate: a roll-back in place opens this object again, and its
+        leftovers (prepared for a checkpoint after the restored one) must be decided again."""
+        self._close_connections()
+        self._reset_live_state()
         self._context = context
         self._control = self._connect()
         self._shape = self._check(self._control)

@@ -3,9 +3,11 @@ and each run of a check writes its own empty copy of the table the job names."""
 
 from __future__ import annotations
 
+import pickle
 import uuid
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from barrierflow import _check_run
@@ -108,3 +110,37 @@ def test_a_later_check_starts_from_an_empty_copy(postgres_server, pg, counts, tm
 def test_outside_chaos_the_sink_writes_the_table_it_names(postgres_server, counts):
     sink = upsert(postgres_server, counts)
     assert (sink.table, sink.template_table) == (counts, None)
+
+
+def test_a_roll_back_in_place_rolls_back_what_the_failed_attempt_prepared_after_the_restore(
+    postgres_server, pg, counts
+):
+    """Found by `barrierflow chaos` with a PostgreSQL job: the same sink object, opened
+    again for the next attempt, must decide the earlier attempt's leftovers again. Otherwise
+    a transaction prepared for a checkpoint that never completed stays prepared, and a later
+    restore from a higher checkpoint commits it: its rows land twice."""
+    job, table = f"job-{uuid.uuid4().hex[:8]}", f"{counts}_log"
+    pg.execute(f"CREATE TABLE {table} (word text NOT NULL, n bigint NOT NULL)")
+    sink = PostgresSink.builder().set_dsn(postgres_server).set_table(table).build()
+    sink.prepare()
+    first = sink.create_writer(SinkContext("pg", 0, 1, 0, "d0", job, None))
+    first.restore([])
+    first.write_batch([{"word": "a", "n": 1}])
+    first.pre_commit(1)
+    state = msgpack.unpackb(msgpack.packb(first.snapshot_state()), raw=False)  # as checkpointed
+    first.commit(1)
+    first.write_batch([{"word": "b", "n": 2}])
+    first.pre_commit(2)  # prepared; checkpoint 2 never completes: the attempt fails
+    first.abort()
+
+    again = sink.create_writer(SinkContext("pg", 0, 1, 1, "d1", job, 1))  # the same object
+    again.restore([state])
+    again.write_batch([{"word": "b", "n": 2}])  # replayed
+    again.pre_commit(3)
+    again.commit(3)
+    again.close()
+    # A later failure kills the process: a fresh copy of the sink restores checkpoint 3.
+    fresh = pickle.loads(pickle.dumps(sink)).create_writer(SinkContext("pg", 0, 1, 2, "d2", job, 3))
+    fresh.restore([])
+    fresh.close()
+    assert sorted(pg.execute(f"SELECT word, n FROM {table}").fetchall()) == [("a", 1), ("b", 2)]
