@@ -3,7 +3,9 @@
 `barrierflow chaos` runs the same job file twice, and each run must write its own output
 and checkpoints without the file being edited. While `check_run(root)` is active,
 `FileSink` (and any sink that names its location through `Sink.output_location`) writes a
-path rebased under `root/outputs/`, and the job's checkpoints go to `root/checkpoints`.
+path rebased under `root/outputs/`, a database sink (naming its table through
+`Sink.output_table`) writes the run's own table `<table>__<run>`, and the job's checkpoints
+go to `root/checkpoints`.
 With `full_speed`, generator sources ignore their rate (`source_rate`): a rate only paces
 a run so that failures fit in it, and a job whose output depended on its pace could not be
 checked by comparing two runs anyway. One run at a time per process.
@@ -59,6 +61,22 @@ def output_location(path: str | os.PathLike[str]) -> str:
     if _root is None:
         return os.fspath(path)
     return rebased(_root, path)
+
+
+def output_table(table: str) -> str:
+    """`table`, or under the active run the run's own table `<table>__<run folder name>`
+    (`counts__reference`, `counts__chaos`), so the runs of a check write different tables of
+    the same database. A schema-qualified name keeps its schema.
+
+    >>> with check_run(Path("/work/chaos")):
+    ...     output_table("public.counts")
+    'public.counts__chaos'
+    >>> output_table("public.counts")
+    'public.counts'
+    """
+    if _root is None:
+        return table
+    return f"{table}__{_root.name}"
 
 
 def checkpoint_storage(configured: str) -> str:

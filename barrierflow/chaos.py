@@ -2,7 +2,8 @@
 
 `barrierflow chaos job.py --failures N` runs the job file twice in this process, as
 `barrierflow run` would, each run in its own folder (`<workdir>/reference` and
-`<workdir>/chaos`): every `FileSink` path is rebased under the run's `outputs/` and the
+`<workdir>/chaos`): every `FileSink` path is rebased under the run's `outputs/`, a
+`PostgresSink` writes the run's own copy of its table (`<table>__chaos`), and the
 checkpoints go to its `checkpoints/` (`_check_run.py`), so the job file is used as written.
 The first run has no failures and reads generator sources at full speed (their rate only
 paces a run so failures fit in it). During the second, a `FailureInjector` makes N failures at
@@ -489,7 +490,8 @@ def _compare_runs(
         comparisons.append(compare_outputs(name, committed, after[name].committed_output() or []))
     if not comparisons:
         raise ChaosError(
-            "no sink of the job can say what it committed (FileSink can; a custom sink "
+            "no sink of the job can say what it committed (FileSink, DeltaSink and "
+            "PostgresSink can; a custom sink "
             "implements Sink.committed_output), so there is nothing to compare"
         )
     return comparisons, skipped

@@ -259,18 +259,20 @@ def chaos(
 
     \b
     The job file is used as written. Each run gets its own folder under --workdir:
-    every FileSink path is rebased under <workdir>/<run>/outputs/ and the checkpoints go to
-    <workdir>/<run>/checkpoints. A failure is injected only while the job runs and after a
-    checkpoint completed since the previous recovery, so each one tests a restore. Both
-    runs restart at once and without limit, whatever the job's restart strategy. The job
-    needs checkpointing and enough input to take every failure (with a generator source:
-    a rate, DataGeneratorSource(..., records_per_second=...); the failure-free run ignores
-    the rate, which only paces the run: a job whose output depends on its pace cannot be
-    checked by comparing two runs).
+    every FileSink and DeltaSink path is rebased under <workdir>/<run>/outputs/, a
+    PostgresSink writes the run's own empty copy of its table (<table>__reference,
+    <table>__chaos), and the checkpoints go to <workdir>/<run>/checkpoints. A failure is
+    injected only while the job runs and after a checkpoint completed since the previous
+    recovery, so each one tests a restore. Both runs restart at once and without limit,
+    whatever the job's restart strategy. The job needs checkpointing and enough input to
+    take every failure (with a generator source: a rate, DataGeneratorSource(...,
+    records_per_second=...); the failure-free run ignores the rate, which only paces the
+    run: a job whose output depends on its pace cannot be checked by comparing two runs).
 
     \b
-    A sink takes part if it can say what it committed (Sink.committed_output; FileSink
-    can) and writes each run to its own place (Sink.output_location(path)).
+    A sink takes part if it can say what it committed (Sink.committed_output; FileSink,
+    DeltaSink and PostgresSink can) and writes each run to its own place
+    (Sink.output_location(path), or Sink.output_table(name) for a database table).
 
     \b
     Exit status: 0 exactly once; 1 records lost or duplicated, or the job failed;

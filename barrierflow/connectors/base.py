@@ -247,7 +247,9 @@ class Sink(ABC):
     A sink takes part in `barrierflow chaos` (the exactly-once self-check) when it
     implements `committed_output` and writes each run to its own place: a sink that writes
     files gets its location from `Sink.output_location(path)`, which chaos rebases into the
-    run's folder.
+    run's folder; a sink that writes a database table gets its name from
+    `Sink.output_table(table)`, which chaos turns into the run's own table (the sink
+    creates it, empty, like the table the job names).
     """
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
@@ -269,6 +271,12 @@ class Sink(ABC):
         """Where a sink should write `path`: `path` itself, or under `barrierflow chaos` the
         same path rebased into the current run's own folder."""
         return _check_run.output_location(path)
+
+    @staticmethod
+    def output_table(table: str) -> str:
+        """Which table a sink should write for `table`: `table` itself, or under `barrierflow
+        chaos` the current run's own table, `<table>__reference` or `<table>__chaos`."""
+        return _check_run.output_table(table)
 
     @abstractmethod
     def create_writer(self, context: SinkContext) -> SinkWriter:

@@ -18,6 +18,11 @@ checkpoint) are committed again unless the table's `txn` version for their app i
 reaches their checkpoint, which makes a repeated commit a no-op. After a rescale each
 restored transaction keeps the app id of the subtask that wrote it.
 
+Rows that do not fit the table fail the job by default, naming the sink, the table and the
+row. With `.with_dead_letter_table(path)` they go instead, with the error, into a second
+Delta table written the same way (its own application transaction per checkpoint and
+subtask, committed in the same commit step), so dead letters are exactly once too.
+
 Caveats: files of transactions that never committed (a task killed between writing and
 its checkpoint) stay in the folder, unreferenced: readers of the Delta log never see them
 and `DeltaTable.vacuum(full=True)` removes them. Checkpoint ids must grow across the runs
@@ -60,9 +65,18 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 """The folder name of a partition whose value is null (as Spark and Hive spell it)."""
 
 Handle = dict[str, Any]
-"""A transaction handle: {"v", "app_id", "name", "checkpoint", "schema", "files"};
-msgpack-able, stored in checkpoints. "files" lists the written data files with their size,
-partition values and stats; "schema" is the Arrow schema (IPC bytes) they were written with."""
+"""A transaction handle: {"v", "app_id", "name", "checkpoint", "schema", "files"}, and
+"dead_letters" (the handle of the dead-letter table's transaction, or None); msgpack-able,
+stored in checkpoints. "files" lists the written data files with their size, partition
+values and stats; "schema" is the Arrow schema (IPC bytes) they were written with."""
+
+
+class _Misfit(Exception):
+    """Row `index` of a batch does not fit the table's schema, because of `why`."""
+
+    def __init__(self, index: int, why: str) -> None:
+        super().__init__(why)
+        self.index, self.why = index, why
 
 
 class DeltaSink(TwoPhaseCommitSink[Handle]):
@@ -106,6 +120,8 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         """The configured Arrow schema, or None to take it from the table or the first rows."""
         self.partition_columns = list(partition_columns)
         self.target_file_size = target_file_size
+        self.dead_letters: DeltaSink | None = None
+        """The sink of the dead-letter table (`with_dead_letter_table`), None: misfits fail."""
         self._reset_live_state()
 
     # ---- configuration ---------------------------------------------------------------------
@@ -134,14 +150,50 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         return configured
 
     def with_storage_options(self, options: Mapping[str, str]) -> DeltaSink:
-        """The same sink with `deltalake` storage options (credentials, endpoint)."""
+        """The same sink with `deltalake` storage options (credentials, endpoint); they apply
+        to the dead-letter table too."""
         configured = self._copy()
         configured.storage_options = dict(options)
+        if configured.dead_letters is not None:
+            configured.dead_letters.storage_options = dict(options)
+        return configured
+
+    def with_dead_letter_table(self, path: str | os.PathLike[str]) -> DeltaSink:
+        """The same sink writing rows that do not fit the table into the Delta table at
+        `path` (same storage options) instead of failing the job.
+
+        The dead-letter table has the columns `sink` (the sink's uid), `row` (the row as
+        JSON text), `error` and `failed_at` (a UTC timestamp); it is created before the job
+        starts if missing. Its rows are written like the sink's own: one commit per
+        checkpoint and subtask with its own application transaction, made in the same
+        commit step as the table's, so each rejected row lands there exactly once.
+
+        >>> import pathlib, tempfile, pyarrow
+        >>> from barrierflow.connectors.base import SinkContext
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> sink = DeltaSink.for_path(folder / "t").with_dead_letter_table(folder / "rejected")
+        >>> sink = sink.with_schema(pyarrow.schema([("n", pyarrow.int64())]))
+        >>> writer = sink.create_writer(SinkContext("out", 0, 1, 0, "run-0", job_name="demo"))
+        >>> writer.restore([])
+        >>> writer.write_batch([{"n": 1}, {"n": "two"}, "three"])
+        >>> writer.pre_commit(1); writer.commit(1)
+        >>> sink.committed_output()
+        [{'n': 1}]
+        >>> for letter in sink.dead_letters.committed_output():
+        ...     print(letter["sink"], letter["row"], letter["error"][:35])
+        out {"n": "two"} field 'n' of type int64 cannot hold
+        out "three" a row must be a dict
+        """
+        configured = self._copy()
+        dead = DeltaSink(path, storage_options=self.storage_options)
+        configured.dead_letters = dead.with_schema(_dead_letter_schema())
         return configured
 
     def _copy(self) -> DeltaSink:
         configured = copy.copy(self)
         configured._reset_live_state()
+        if configured.dead_letters is not None:
+            configured.dead_letters = configured.dead_letters._copy()
         return configured
 
     def _reset_live_state(self) -> None:
@@ -179,9 +231,12 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             self._check_table(existing, self.schema)
         elif self.schema is not None:
             self._create_table(_normalised(delta, self.schema))
+        if self.dead_letters is not None:
+            self.dead_letters.prepare()
 
     def storage_locations(self) -> list[str]:
-        return [self.table_uri] if _is_local(self.table_uri) else []
+        own = [self.table_uri] if _is_local(self.table_uri) else []
+        return own + (self.dead_letters.storage_locations() if self.dead_letters else [])
 
     def committed_output(self) -> list[Any]:
         """Every committed row (rows of files no Delta commit lists are not output)."""
@@ -203,6 +258,8 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             self._table_schema = self._check_table(existing, self.schema)
         elif self.schema is not None:
             self._table_schema = _normalised(_deltalake(), self.schema)
+        if self.dead_letters is not None:
+            self.dead_letters.open(context)
 
     def begin_transaction(self) -> Handle:
         context = self._require_context()
@@ -216,14 +273,33 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             "checkpoint": None,
             "schema": None,
             "files": [],
+            "dead_letters": (
+                None if self.dead_letters is None else self.dead_letters.begin_transaction()
+            ),
         }
 
     def write(self, transaction: Handle, records: list[Any]) -> None:
-        """Convert `records` to the table's schema (a row that does not fit fails the job,
-        naming the sink, the table, the row and the field) and buffer them."""
+        """Convert `records` to the table's schema and buffer them. A row that does not fit
+        fails the job, naming the sink, the table, the row and the field, or with a
+        dead-letter table goes there in this transaction."""
+        dead = self.dead_letters
         if self._table_schema is None:
-            self._table_schema = self._schema_of_first_rows(records)
-        batch = self._to_arrow(records)
+            rows = records if dead is None else [r for r in records if isinstance(r, Mapping)]
+            if rows:
+                self._table_schema = self._schema_of_first_rows(rows)
+        rejected: list[tuple[Any, str]] = []
+        try:
+            batch = self._to_arrow(records)
+        except _Misfit as misfit:
+            if dead is None:
+                row = records[misfit.index]
+                raise SinkError(self._bad_row(row, misfit.index, misfit.why)) from None
+            batch, rejected = self._sort_out(records)
+        if rejected:
+            assert dead is not None
+            dead.write(transaction["dead_letters"], [self._dead_letter(*r) for r in rejected])
+        if batch is None or not batch.num_rows:
+            return
         name = transaction["name"]
         self._buffers[name].append(batch)
         self._buffered_bytes[name] += batch.nbytes
@@ -232,11 +308,16 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
 
     def pre_commit(self, transaction: Handle, checkpoint_id: int) -> None:
         """Write the buffered rows as Parquet files (invisible until the commit) and record
-        them, with their stats, in the handle stored in the checkpoint."""
+        them, with their stats, in the handle stored in the checkpoint (the dead letters'
+        likewise, in their own handle inside it)."""
         self._write_files(transaction)
         transaction["checkpoint"] = checkpoint_id
         self._buffers.pop(transaction["name"], None)
         self._buffered_bytes.pop(transaction["name"], None)
+        if transaction.get("dead_letters") is not None:
+            self._dead_letter_sink(transaction).pre_commit(
+                transaction["dead_letters"], checkpoint_id
+            )
 
     def commit(self, transaction: Handle) -> None:
         """Add the transaction's files to the table in one Delta commit.
@@ -248,19 +329,26 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
            checkpoint (committed before a failure); outside a restore that means another
            run used these checkpoint ids, which is an error rather than a silent skip.
         4. Commit the files with the application transaction (app id, checkpoint id).
+        5. The same for the dead letters, into the dead-letter table.
         """
         self._commit(transaction, recovering=False)
+        if transaction.get("dead_letters") is not None:
+            self._dead_letter_sink(transaction).commit(transaction["dead_letters"])
 
     def recover_and_commit(self, transaction: Handle) -> None:
         """Commit a transaction of the restored checkpoint unless the table already has it."""
         _check_handle(transaction, self._sink_name())
         self._commit(transaction, recovering=True)
+        if transaction.get("dead_letters") is not None:
+            self._dead_letter_sink(transaction).recover_and_commit(transaction["dead_letters"])
 
     def abort(self, transaction: Handle) -> None:
         """Drop the buffered rows and delete the transaction's files, unless the table holds
         them already (a pre-committed transaction whose checkpoint did commit)."""
         self._buffers.pop(transaction.get("name"), None)
         self._buffered_bytes.pop(transaction.get("name"), None)
+        if transaction.get("dead_letters") is not None:
+            self._dead_letter_sink(transaction).abort(transaction["dead_letters"])
         files = transaction.get("files") or []
         if not files:
             return
@@ -280,6 +368,8 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         self._buffers.clear()
         self._buffered_bytes.clear()
         self._filesystem = None
+        if self.dead_letters is not None:
+            self.dead_letters.close()
 
     # ---- naming ----------------------------------------------------------------------------
 
@@ -295,6 +385,40 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         if self._context is None:
             raise SinkError("DeltaSink: the writer was not opened")
         return self._context
+
+    def _dead_letter_sink(self, transaction: Handle) -> DeltaSink:
+        """The dead-letter table's sink, for a transaction that holds dead letters."""
+        if self.dead_letters is None:
+            raise SinkError(
+                f"{self._sink_name()}: the restored checkpoint holds rows for a dead-letter "
+                "table, but the sink has none now: configure it again with "
+                ".with_dead_letter_table(...) to commit them"
+            )
+        return self.dead_letters
+
+    def _dead_letter(self, row: Any, why: str) -> dict[str, Any]:
+        return {
+            "sink": self._require_context().operator_uid,
+            "row": json.dumps(row, default=repr),
+            "error": why,
+            "failed_at": datetime.datetime.now(datetime.UTC),
+        }
+
+    def _sort_out(self, records: list[Any]) -> tuple[Any, list[tuple[Any, str]]]:
+        """The rows that fit, as one Arrow table (None if none does), and (row, why) of each
+        row that does not."""
+        import pyarrow as pa
+
+        fitting, rejected = [], []
+        for row in records:
+            if self._table_schema is None:
+                rejected.append((row, "a row must be a dict"))
+                continue
+            try:
+                fitting.append(self._to_arrow([row]))
+            except _Misfit as misfit:
+                rejected.append((row, misfit.why))
+        return (pa.concat_tables(fitting) if fitting else None), rejected
 
     def _sink_name(self) -> str:
         uid = self._context.operator_uid if self._context is not None else "?"
@@ -385,19 +509,20 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         return _normalised(_deltalake(), pa.schema(fields))
 
     def _to_arrow(self, records: list[Any]) -> Any:
-        """`records` as an Arrow table of the table's schema, or SinkError naming the row."""
+        """`records` as an Arrow table of the table's schema; `_Misfit` names the first row
+        that does not fit and why."""
         import pyarrow as pa
 
         schema = self._table_schema
+        if schema is None:  # no row so far was a dict (only with a dead-letter table)
+            raise _Misfit(0, "a row must be a dict")
         names = set(schema.names)
         for index, row in enumerate(records):
             if not isinstance(row, Mapping):
-                raise SinkError(self._bad_row(row, index, "a row must be a dict"))
+                raise _Misfit(index, "a row must be a dict")
             if not names.issuperset(row):
                 extra = sorted(set(row) - names)
-                raise SinkError(
-                    self._bad_row(row, index, f"field '{extra[0]}' is not in the table")
-                )
+                raise _Misfit(index, f"field '{extra[0]}' is not in the table")
         try:
             table = pa.Table.from_pylist(records, schema=schema)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -405,13 +530,11 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         for field, column in zip(schema, table.columns, strict=True):
             if not field.nullable and column.null_count:
                 index = column.to_pylist().index(None)
-                raise SinkError(
-                    self._bad_row(records[index], index, f"field '{field.name}' may not be null")
-                )
+                raise _Misfit(index, f"field '{field.name}' may not be null")
         return table
 
-    def _culprit(self, records: list[Any]) -> SinkError:
-        """The error naming the first row and field that do not convert."""
+    def _culprit(self, records: list[Any]) -> Exception:
+        """The `_Misfit` naming the first row and field that do not convert."""
         import pyarrow as pa
 
         for index, row in enumerate(records):
@@ -419,13 +542,10 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
                 try:
                     pa.array([row.get(field.name)], type=field.type)
                 except (pa.ArrowException, TypeError, ValueError, OverflowError) as error:
-                    return SinkError(
-                        self._bad_row(
-                            row,
-                            index,
-                            f"field '{field.name}' of type {field.type} cannot hold "
-                            f"{row.get(field.name)!r:.80} ({error})",
-                        )
+                    return _Misfit(
+                        index,
+                        f"field '{field.name}' of type {field.type} cannot hold "
+                        f"{row.get(field.name)!r:.80} ({error})",
                     )
         return SinkError(f"{self._sink_name()}: the rows do not convert to the table's schema")
 
@@ -635,6 +755,21 @@ def _check_same_fields(expected: Any, actual: Any, sink_name: str) -> None:
     for name in actual.names:
         if name not in expected.names:
             raise SinkError(f"{sink_name}: the table's field '{name}' is not in the sink's schema")
+
+
+def _dead_letter_schema() -> Any:
+    """The dead-letter table's columns: the sink's uid, the rejected row as JSON text (values
+    JSON cannot hold as their repr), why it does not fit, and when it was rejected."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("sink", pa.string(), nullable=False),
+            pa.field("row", pa.string()),
+            pa.field("error", pa.string(), nullable=False),
+            pa.field("failed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    )
 
 
 def _schema_of(transaction: Handle) -> Any:

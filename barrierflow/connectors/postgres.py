@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from barrierflow.connectors.base import SinkContext
+from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import ConfigurationError, SinkError
 
@@ -40,6 +40,8 @@ DEFAULT_LOCK_TIMEOUT_MS = 30_000
 
 DEFAULT_CONNECT_TIMEOUT_S = 10
 GID_PREFIX = "bf"
+_MAX_IDENTIFIER_BYTES = 63
+"""PostgreSQL cuts longer names short (which could make two chaos runs share a table)."""
 ROW_SHOWN_CHARS = 200
 """A rejected row is shown in errors up to this many characters."""
 
@@ -247,9 +249,12 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS,
     ) -> None:
         self.dsn = dsn
-        self.table = table
+        self.table = Sink.output_table(table)
+        self.template_table = table if self.table != table else None
+        """Under `barrierflow chaos`: the table the job names, of which `prepare` makes this
+        run's own empty copy `self.table`; None otherwise."""
         self.key_columns = list(key_columns)
-        self.dead_letter_table = dead_letter_table
+        self.dead_letter_table = dead_letter_table and Sink.output_table(dead_letter_table)
         self.batch_size = batch_size
         self.lock_timeout_ms = lock_timeout_ms
         self._reset_live_state()
@@ -286,6 +291,7 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
             for name in (
                 "dsn",
                 "table",
+                "template_table",
                 "key_columns",
                 "dead_letter_table",
                 "batch_size",
@@ -303,15 +309,68 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         """On the driver: connect and check the server and the table (fail fast)."""
         connection = self._connect()
         try:
+            if self.template_table is not None:
+                self._create_run_tables(connection)
             self._check(connection)
             if self.dead_letter_table:
                 self._create_dead_letter_table(connection)
         finally:
             connection.close()
 
+    def committed_output(self) -> list[dict[str, Any]]:
+        """Every row of the table, as dicts of column -> value, read on the driver (for
+        `barrierflow chaos`): committed rows only, since prepared transactions are invisible.
+        Under chaos each run has its own table, so the rows are this run's."""
+        psycopg = _psycopg()
+        connection = self._connect()
+        try:
+            with connection.cursor(row_factory=psycopg.rows.dict_row) as cursor:
+                cursor.execute(psycopg.sql.SQL("SELECT * FROM {}").format(_identifier(self.table)))
+                return cursor.fetchall()
+        except psycopg.Error as error:
+            raise SinkError(f"{self._name()}: cannot read the table: {_message(error)}") from None
+        finally:
+            connection.close()
+
+    def _create_run_tables(self, connection: Any) -> None:
+        """Under `barrierflow chaos`: this run's own empty copy of the table (columns,
+        defaults, constraints and indexes, `LIKE ... INCLUDING ALL`), replacing one an earlier
+        check left, and no dead-letter table of an earlier check."""
+        psycopg = _psycopg()
+        sql = psycopg.sql
+        _, name = _split_table(self.table)
+        if len(name.encode()) > _MAX_IDENTIFIER_BYTES:
+            raise SinkError(
+                f"{self._name()}: the chaos run's table name {name!r} is longer than "
+                f"PostgreSQL's {_MAX_IDENTIFIER_BYTES} bytes: use a shorter table name"
+            )
+        try:
+            with connection.transaction():  # all or nothing; a lock waited for fails in 10 s
+                connection.execute("SET LOCAL lock_timeout = '10s'")
+                for table in (self.table, self.dead_letter_table):
+                    if table:
+                        connection.execute(
+                            sql.SQL("DROP TABLE IF EXISTS {}").format(_identifier(table))
+                        )
+                connection.execute(
+                    sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(
+                        _identifier(self.table), _identifier(self.template_table)
+                    )
+                )
+        except psycopg.Error as error:
+            raise SinkError(
+                f"{self._name()}: cannot make this chaos run's own copy of table "
+                f"{self.template_table}: {_message(error)}"
+            ) from None
+
     def open(self, context: SinkContext) -> None:
         """Connect, check the table and learn its columns; leftovers are decided at the
-        first `begin_transaction`, after the restored transactions were committed."""
+        first `begin_transaction`, after the restored transactions were committed.
+
+        Starts from a clean slate: a roll-back in place opens this object again, and its
+        leftovers (prepared for a checkpoint after the restored one) must be decided again."""
+        self._close_connections()
+        self._reset_live_state()
         self._context = context
         self._control = self._connect()
         self._shape = self._check(self._control)

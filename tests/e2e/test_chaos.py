@@ -23,7 +23,18 @@ FAILURE_LINE = re.compile(
 )
 
 
-def chaos(tmp_path: Path, job: str, failures: int, kinds: str, records: int, rate: int):
+def chaos(
+    tmp_path: Path,
+    job: str,
+    failures: int,
+    kinds: str,
+    records: int,
+    rate: int,
+    outputs: tuple[str, ...] | None = None,
+):
+    """`barrierflow chaos` on `job` with the arguments OUTPUTS... RECORDS RATE (OUTPUTS: the
+    folder `tmp_path/out` unless given)."""
+    outputs = outputs if outputs is not None else (str(tmp_path / "out"),)
     result = CliRunner().invoke(
         main,
         [
@@ -40,7 +51,7 @@ def chaos(tmp_path: Path, job: str, failures: int, kinds: str, records: int, rat
             "--workdir",
             str(tmp_path / "work"),
             "--",
-            str(tmp_path / "out"),
+            *outputs,
             str(records),
             str(rate),
         ],
@@ -82,3 +93,27 @@ def test_chaos_reports_the_duplicates_of_a_sink_that_writes_outside_checkpoints(
     assert re.search(
         r"exactly-once: FAILED \(0 records lost, [1-9]\d* duplicated\)$", result.output.rstrip()
     )
+
+
+def test_chaos_checks_a_job_writing_to_postgresql_in_a_table_per_run(
+    spark, tmp_path, postgres_server
+):
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(postgres_server, autocommit=True) as pg:
+        pg.execute("CREATE TABLE chaos_counts (word text NOT NULL, n bigint NOT NULL)")
+        result = chaos(
+            tmp_path,
+            "postgres_count.py",
+            4,
+            "exception,kill",
+            6_000,
+            1_000,
+            outputs=(postgres_server, "chaos_counts"),
+        )
+        assert result.exit_code == 0, result.output[-3000:]
+        assert "6000 records without failures, 6000 with; 0 lost, 0 duplicated" in result.output
+        assert result.output.rstrip().endswith("exactly-once: OK")
+        count = "SELECT count(*) FROM {}"
+        assert pg.execute(count.format("chaos_counts")).fetchone() == (0,)  # the job's own table
+        assert pg.execute(count.format("chaos_counts__chaos")).fetchone() == (6000,)
+        assert pg.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone() == (0,)

@@ -23,6 +23,27 @@ class LineFormat(ABC):
     def parse(self, lines: list[str]) -> list[Any]:
         """The records of `lines`, in order; raises `MalformedLine` at the first bad line."""
 
+    def parse_all(self, lines: list[str]) -> tuple[list[Any], list[tuple[int, str]]]:
+        """The records of the good lines, in order, and `(index, reason)` of every bad one
+        (for a source that sends bad lines to dead letters instead of failing).
+
+        >>> records, bad = JsonLineFormat().parse_all(["1", "{oops", "", "[2]"])
+        >>> records, [index for index, _ in bad]
+        ([1, [2]], [1])
+        """
+        try:
+            return self.parse(lines), []
+        except MalformedLine:
+            pass  # redo line by line: rare, only where a batch holds a bad line
+        records: list[Any] = []
+        bad: list[tuple[int, str]] = []
+        for index, line in enumerate(lines):
+            try:
+                records.extend(self.parse([line]))
+            except MalformedLine as error:
+                bad.append((index, error.reason))
+        return records, bad
+
 
 class TextLineFormat(LineFormat):
     """Every line is a record, as a `str`."""

@@ -38,6 +38,12 @@ class LineFileReader:
         self._partial: list[bytes] = []
         """Pieces read after the last `\\n` so far: the start of a line not yet complete."""
         self._at_eof = False
+        self._line: int | None = 1 if offset == 0 else None
+        """The 1-based line number of the line at `position`; None until it is needed after
+        a start in the middle of the file (then counted once, see `first_line_number`)."""
+        self._last_start = offset
+        self._last_count = 0
+        self._last_first_line: int | None = self._line
 
     def read_lines(self, max_lines: int) -> tuple[int, list[bytes]]:
         """Up to `max_lines` lines (without `\\n`) and the byte offset of the first one.
@@ -56,7 +62,19 @@ class LineFileReader:
                 position -= 1  # the file's last line has no newline
             out.extend(take)
         self.position = position
+        self._last_start, self._last_count, self._last_first_line = start, len(out), self._line
+        if self._line is not None:
+            self._line += len(out)
         return start, out
+
+    def first_line_number(self) -> int:
+        """The 1-based line number of the first line the last `read_lines` returned (for
+        messages about bad lines). Counted from the file's start once, after a start in
+        the middle of the file; followed cheaply from then on."""
+        if self._last_first_line is None:
+            self._last_first_line = line_number_at(self.file, self._last_start, self._chunk_size)
+            self._line = self._last_first_line + self._last_count
+        return self._last_first_line
 
     def close(self) -> None:
         if self._stream is not None:

@@ -11,24 +11,21 @@ import copy
 import os
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.connectors.base import (
     WHOLE_READER_SPLIT,
+    BadRecord,
     Source,
     SourceReader,
     SourceSplit,
     SplitBatch,
 )
-from barrierflow.connectors.files._formats import (
-    JsonLineFormat,
-    LineFormat,
-    MalformedLine,
-    TextLineFormat,
-)
-from barrierflow.connectors.files._lines import DEFAULT_CHUNK_SIZE, LineFileReader, line_number_at
+from barrierflow.connectors.files._formats import JsonLineFormat, LineFormat, TextLineFormat
+from barrierflow.connectors.files._lines import DEFAULT_CHUNK_SIZE, LineFileReader
 from barrierflow.core.time import Duration
 from barrierflow.errors import ConfigurationError, SourceError
 
@@ -51,6 +48,8 @@ class FileSource(Source):
     recursively: all regular files, in sorted order, skipping names that start with `.` or `_`
     (as Spark does). Each file is one split, named by its path relative to the folder.
     `monitor_continuously` makes it keep watching the folder for new files (unbounded).
+    A line that does not decode fails the job, naming the file, line and byte offset, or
+    with `with_dead_letters()` leaves on the `DEAD_LETTERS` side output.
 
     >>> import pathlib, tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -136,6 +135,24 @@ class FileSource(Source):
         monitored.bounded = False
         return monitored
 
+    def with_dead_letters(self, enabled: bool = True) -> FileSource:
+        """This source, sending lines that do not decode (not UTF-8, not JSON) to the
+        `DEAD_LETTERS` side output instead of failing the job.
+
+        Each leaves as a `DeadLetter` whose split is the file (its path relative to the
+        folder), whose offset is the line's byte offset, with the line's bytes and an
+        error naming the line number, the file and what is wrong. Reading goes on after
+        it, and the line counts as read (a restore does not read it again). Without this
+        (the default) the first such line fails the job, naming the same.
+
+        >>> source = FileSource.for_json_lines("events.jsonl").with_dead_letters()
+        >>> source.dead_letters
+        True
+        """
+        configured = copy.copy(self)
+        configured.dead_letters = enabled
+        return configured
+
     def storage_locations(self) -> list[str]:
         return [self.root.uri]
 
@@ -215,25 +232,12 @@ class FileSourceReader(SourceReader):
                 self._positions[split.split_id] = int(positions[split.split_id])
 
     def poll_batch(self, max_records: int) -> list[Any] | None:
-        while self._current < len(self._splits):
-            split = self._splits[self._current]
-            if self._lines is None:
-                self._lines = LineFileReader(
-                    _fs.Location(split.payload), self._positions[split.split_id], self._chunk_size
-                )
-            try:
-                start, raw = self._lines.read_lines(max_records)
-            except OSError as error:
-                raise SourceError(f"cannot read {split.payload}: {error}") from error
-            if not raw:
-                self._lines.close()
-                self._lines = None
-                self._current += 1
-                continue
-            records = self._parse(split, start, raw)
-            self._positions[split.split_id] = self._lines.position
-            if records:
-                return records
+        """The next records; a bad line raises `SourceError` naming file, line and offset
+        (the `SourceOperator` uses `poll_split_batch`, which reports bad lines instead)."""
+        while (batch := self.poll_split_batch(max_records)) is not None:
+            _raise_first_bad(batch)
+            if batch.records:
+                return batch.records
         return None
 
     def snapshot(self) -> dict[str, Any]:
@@ -243,7 +247,8 @@ class FileSourceReader(SourceReader):
         return [split.split_id for split in self._splits]
 
     def poll_split_batch(self, max_records: int) -> SplitBatch | None:
-        """The next lines of the file being read, or that file's end (`finished`)."""
+        """The next lines of the file being read (and its bad lines), or that file's end
+        (`finished`)."""
         while self._current < len(self._splits):
             split = self._splits[self._current]
             if self._lines is None:
@@ -259,21 +264,16 @@ class FileSourceReader(SourceReader):
                 self._lines = None
                 self._current += 1
                 return SplitBatch(split.split_id, [], finished=True)
-            records = self._parse(split, start, raw)
+            records, bad = _parse_lines(self._format, self._lines, split.split_id, start, raw)
             self._positions[split.split_id] = self._lines.position
-            if records:
-                return SplitBatch(split.split_id, records)
+            if records or bad:
+                return SplitBatch(split.split_id, records, bad=bad)
         return None
 
     def close(self) -> None:
         if self._lines is not None:
             self._lines.close()
             self._lines = None
-
-    # ---- internals -----------------------------------------------------------------------------
-
-    def _parse(self, split: SourceSplit, start: int, raw: list[bytes]) -> list[Any]:
-        return _parse_lines(self._format, _fs.Location(split.payload), start, raw)
 
 
 class ContinuousFileReader(SourceReader):
@@ -349,7 +349,9 @@ class ContinuousFileReader(SourceReader):
         return list(self._pending)
 
     def poll_batch(self, max_records: int) -> list[Any] | None:
-        return self.poll_split_batch(max_records).records
+        batch = self.poll_split_batch(max_records)
+        _raise_first_bad(batch)
+        return batch.records
 
     def poll_split_batch(self, max_records: int) -> SplitBatch:
         """The next lines of the file being read, the end of an earlier file, or nothing now
@@ -359,17 +361,17 @@ class ContinuousFileReader(SourceReader):
             return SplitBatch(self._reportable.pop(0), [], finished=True)
         while self._pending:
             name = self._pending[0]
-            records = self._read(name, max_records)
-            if records is None:
+            read = self._read(name, max_records)
+            if read is None:
                 self._pending.pop(0)
                 self._offsets.pop(name, None)
                 self._finished.add(name)
                 self._unreported.append(name)
-            elif records:
+            elif read[0] or read[1]:
                 # Files ended before this one can now report their end.
                 self._reportable.extend(self._unreported)
                 self._unreported.clear()
-                return SplitBatch(name, records)
+                return SplitBatch(name, read[0], bad=read[1])
         if self._unreported:
             self._reportable, self._unreported = self._unreported, []
             return SplitBatch(self._reportable.pop(0), [], finished=True)
@@ -419,8 +421,9 @@ class ContinuousFileReader(SourceReader):
             if name not in self._finished and name not in queued and self.owns(name)
         )
 
-    def _read(self, name: str, max_records: int) -> list[Any] | None:
-        """Up to `max_records` records of file `name` (maybe none); None at its end."""
+    def _read(self, name: str, max_records: int) -> tuple[list[Any], Sequence[BadLine]] | None:
+        """Up to `max_records` lines of file `name` as records and bad lines (maybe none of
+        either); None at its end."""
         file = self._root.child(name)
         if self._lines is None:
             self._lines = LineFileReader(file, self._offsets.get(name, 0), self._chunk_size)
@@ -432,9 +435,9 @@ class ContinuousFileReader(SourceReader):
             self._lines.close()
             self._lines = None
             return None
-        records = _parse_lines(self._format, file, start, raw)
+        read = _parse_lines(self._format, self._lines, name, start, raw)
         self._offsets[name] = self._lines.position
-        return records
+        return read
 
 
 def _bucket_of(relative: str) -> int:
@@ -442,38 +445,89 @@ def _bucket_of(relative: str) -> int:
     return zlib.crc32(relative.encode("utf-8")) % MONITOR_BUCKETS
 
 
+@dataclass(frozen=True)
+class BadLine(BadRecord):
+    """A line of a file that does not decode: a `BadRecord` whose offset is the line's byte
+    offset, which also knows the file and the line number (for messages)."""
+
+    file: str = ""
+    """The file's URI."""
+    line: int = 0
+    """1-based."""
+    reason: str = ""
+    """e.g. `is not valid JSON: Expecting value at column 1`."""
+
+    def message(self) -> str:
+        """How a reader used on its own (`poll_batch`) names the line in its `SourceError`."""
+        return f"{self.file}: line {self.line} (byte offset {self.offset}) {self.reason}"
+
+
 def _parse_lines(
-    line_format: LineFormat, file: _fs.Location, start: int, raw: list[bytes]
-) -> list[Any]:
-    """The records of `raw` lines of `file` (the first at byte `start`), or a `SourceError`
-    naming the file, line and byte offset of the first bad one."""
+    line_format: LineFormat, lines: LineFileReader, split_id: str, start: int, raw: list[bytes]
+) -> tuple[list[Any], Sequence[BadLine]]:
+    """The records of `raw`, lines of split `split_id` that `lines` just read (the first at
+    byte `start`), and a `BadLine` for each line that is not UTF-8 or not in the format."""
     try:
         text = b"\n".join(raw).decode("utf-8")
-    except UnicodeDecodeError as error:
-        index = _line_index_at(raw, error.start)
-        raise _malformed(file, start, raw, index, "is not valid UTF-8") from None
-    lines = text.split("\n")
+    except UnicodeDecodeError:
+        return _parse_line_by_line(line_format, lines, split_id, start, raw)
+    decoded = text.split("\n")
     if "\r" in text:
-        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    try:
-        return line_format.parse(lines)
-    except MalformedLine as bad:
-        raise _malformed(file, start, raw, bad.index, bad.reason) from None
+        decoded = [line[:-1] if line.endswith("\r") else line for line in decoded]
+    records, bad = line_format.parse_all(decoded)
+    if not bad:
+        return records, ()
+    return records, _bad_lines(lines, split_id, start, raw, bad)
 
 
-def _malformed(
-    file: _fs.Location, start: int, raw: list[bytes], index: int, reason: str
-) -> SourceError:
-    offset = start + sum(len(line) + 1 for line in raw[:index])
-    line = line_number_at(file, offset)
-    return SourceError(f"{file}: line {line} (byte offset {offset}) {reason}")
-
-
-def _line_index_at(raw: list[bytes], byte: int) -> int:
-    """Which of the `\\n`-joined `raw` lines holds byte `byte` of the joined bytes."""
-    end = 0
+def _parse_line_by_line(
+    line_format: LineFormat, lines: LineFileReader, split_id: str, start: int, raw: list[bytes]
+) -> tuple[list[Any], Sequence[BadLine]]:
+    """`_parse_lines` for a batch holding bytes that are not UTF-8: each line on its own."""
+    kept: list[int] = []
+    decoded: list[str] = []
+    bad: list[tuple[int, str]] = []
     for index, line in enumerate(raw):
-        end += len(line) + 1
-        if byte < end:
-            return index
-    return len(raw) - 1
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append((index, "is not valid UTF-8"))
+            continue
+        kept.append(index)
+        decoded.append(text[:-1] if text.endswith("\r") else text)
+    records, unparsed = line_format.parse_all(decoded)
+    bad.extend((kept[index], reason) for index, reason in unparsed)
+    return records, _bad_lines(lines, split_id, start, raw, sorted(bad))
+
+
+def _bad_lines(
+    lines: LineFileReader,
+    split_id: str,
+    start: int,
+    raw: list[bytes],
+    bad: list[tuple[int, str]],
+) -> list[BadLine]:
+    first_line = lines.first_line_number()
+    offsets = [start]
+    for line in raw:
+        offsets.append(offsets[-1] + len(line) + 1)
+    file = lines.file.uri
+    return [
+        BadLine(
+            split_id,
+            offsets[index],
+            raw[index],
+            f"line {first_line + index} of {file} {reason}",
+            "byte offset",
+            file=file,
+            line=first_line + index,
+            reason=reason,
+        )
+        for index, reason in bad
+    ]
+
+
+def _raise_first_bad(batch: SplitBatch) -> None:
+    if batch.bad:
+        bad = batch.bad[0]
+        raise SourceError(bad.message() if isinstance(bad, BadLine) else bad.error)
