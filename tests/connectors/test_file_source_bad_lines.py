@@ -7,17 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from operator_harness import started_source
 
-from barrierflow import WatermarkStrategy
 from barrierflow._clock import ManualClock
 from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter, Source, SourceSplit
 from barrierflow.connectors.files import FileSource
 from barrierflow.errors import SourceError
-from barrierflow.runtime.chain_outputs import CollectingOutput
-from barrierflow.runtime.mailbox_executor import NO_MAILBOX
-from barrierflow.runtime.operators.base import OperatorContext, RestoredState
+from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.source_sink import SourceOperator
-from barrierflow.state.key_groups import KeyGroupRange
 
 LINES = b'{"n": 1}\n{"n": 2\n\xff\xfe\n{"n": 4}\n'
 """Line 2 (byte 9) is not JSON, line 3 (byte 17) not UTF-8."""
@@ -38,25 +35,7 @@ class _Clocked(Source):
 
 
 def operator_over(source: FileSource, restored: RestoredState | None = None):
-    source = _Clocked(source, ManualClock())
-    operator = SourceOperator("src", "events", source, WatermarkStrategy.no_watermarks())
-    operator.assign_splits(source.create_splits())
-    context = OperatorContext(
-        subtask_index=0,
-        parallelism=1,
-        max_parallelism=128,
-        key_group_range=KeyGroupRange(0, 127),
-        attempt=0,
-        deployment_id="test",
-        processing_time=lambda: 0,
-        auto_watermark_interval_ms=0,
-        mailbox=NO_MAILBOX,
-    )
-    output = CollectingOutput()
-    operator.setup(context, output)
-    operator.initialize_state(restored)
-    operator.open()
-    return operator, output
+    return started_source(_Clocked(source, ManualClock()), restored=restored, name="events")
 
 
 def run(operator: SourceOperator, max_records: int = 100) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from operator_harness import started_source
 
 from barrierflow import Duration, WatermarkStrategy
 from barrierflow._clock import ManualClock
@@ -18,12 +19,9 @@ from barrierflow.connectors.base import WHOLE_READER_SPLIT, Source, SourceSplit,
 from barrierflow.connectors.files import FileSource
 from barrierflow.connectors.files._source import MONITOR_BUCKETS, ContinuousFileReader
 from barrierflow.errors import ConfigurationError, SourceError
-from barrierflow.runtime.chain_outputs import CollectingOutput
 from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus
-from barrierflow.runtime.mailbox_executor import NO_MAILBOX
-from barrierflow.runtime.operators.base import OperatorContext, RestoredState
+from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.source_sink import SourceOperator
-from barrierflow.state.key_groups import KeyGroupRange
 
 INTERVAL_MS = 1_000
 
@@ -311,24 +309,8 @@ def _operator(folder: Path, clock: _Clocks, restored: RestoredState | None = Non
         Duration.of_millis(0)
     ).with_timestamp_assigner(lambda line, _: int(line))
     source = _ClockedSource(monitored(folder), clock)
-    operator = SourceOperator("src", "src", source, strategy)
-    operator.assign_splits(source.create_splits())
-    output = CollectingOutput()
-    context = OperatorContext(
-        subtask_index=0,
-        parallelism=1,
-        max_parallelism=128,
-        key_group_range=KeyGroupRange(0, 127),
-        attempt=0,
-        deployment_id="test",
-        processing_time=clock,
-        auto_watermark_interval_ms=10_000,  # the test emits periodic watermarks by hand
-        mailbox=NO_MAILBOX,
-    )
-    operator.setup(context, output)
-    operator.initialize_state(restored)
-    operator.open()
-    return operator, output
+    # interval: the test emits periodic watermarks by hand
+    return started_source(source, clock, restored, strategy=strategy, interval_ms=10_000)
 
 
 def _until_nothing(operator: SourceOperator) -> None:

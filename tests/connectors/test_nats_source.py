@@ -9,16 +9,12 @@ import time
 
 import pytest
 from nats_server import start_nats_server
+from operator_harness import started_source
 
-from barrierflow import WatermarkStrategy
 from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter, SourceSplit
 from barrierflow.connectors.nats import NatsSource
 from barrierflow.errors import ConfigurationError, SourceError
-from barrierflow.runtime.chain_outputs import CollectingOutput
-from barrierflow.runtime.mailbox_executor import NO_MAILBOX
-from barrierflow.runtime.operators.base import OperatorContext
 from barrierflow.runtime.operators.source_sink import SourceOperator
-from barrierflow.state.key_groups import KeyGroupRange
 
 WAIT_S = 20.0
 """Bound on waiting for messages to arrive through a reader."""
@@ -223,24 +219,7 @@ def test_the_builder_rejects_an_incomplete_configuration():
 
 
 def operator_over(source, stream):
-    operator = SourceOperator("src", stream, source, WatermarkStrategy.no_watermarks())
-    operator.assign_splits(source.create_splits())
-    context = OperatorContext(
-        subtask_index=0,
-        parallelism=1,
-        max_parallelism=128,
-        key_group_range=KeyGroupRange(0, 127),
-        attempt=0,
-        deployment_id="test",
-        processing_time=lambda: 0,
-        auto_watermark_interval_ms=0,
-        mailbox=NO_MAILBOX,
-    )
-    output = CollectingOutput()
-    operator.setup(context, output)
-    operator.initialize_state(None)
-    operator.open()
-    return operator, output
+    return started_source(source, name=stream)
 
 
 def run_to_end(operator):

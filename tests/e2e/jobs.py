@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.api.datastream import DataStream
@@ -70,3 +72,14 @@ def paced_word_count(
         FileSink.for_rows(str(tmp_path / "out"))
     ).uid("sink")
     return env
+
+
+def delta_app_transactions(table: Path) -> Counter:
+    """How many commits of a Delta table's log carry each (app id, version)."""
+    found: Counter = Counter()
+    for entry in sorted((table / "_delta_log").glob("*.json")):
+        for line in entry.read_text().splitlines():
+            action = json.loads(line)
+            if "txn" in action:
+                found[(action["txn"]["appId"], action["txn"]["version"])] += 1
+    return found

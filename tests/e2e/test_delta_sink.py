@@ -9,7 +9,6 @@ delta-spark jars cannot be fetched here; with delta-spark on the classpath
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from barrierflow import StreamExecutionEnvironment
 from barrierflow.connectors.delta import DeltaSink
 
 from .jobs import (
+    delta_app_transactions,
     generated_words,
     recovering_environment,
     running_count_rows,
@@ -43,17 +43,6 @@ def counting_job(tmp_path: Path) -> tuple[StreamExecutionEnvironment, Path]:
     return env, table
 
 
-def app_transactions(table: Path) -> Counter:
-    """How many commits of the Delta log carry each (app id, version)."""
-    found: Counter = Counter()
-    for entry in sorted((table / "_delta_log").glob("*.json")):
-        for line in entry.read_text().splitlines():
-            action = json.loads(line)
-            if "txn" in action:
-                found[(action["txn"]["appId"], action["txn"]["version"])] += 1
-    return found
-
-
 def test_a_killed_task_leaves_every_row_in_the_delta_table_exactly_once(spark, tmp_path):
     env, table = counting_job(tmp_path)
     job = env.execute_async("delta-counts")
@@ -68,6 +57,6 @@ def test_a_killed_task_leaves_every_row_in_the_delta_table_exactly_once(spark, t
     read_by_spark = spark.read.parquet(*files).collect()
     assert Counter((row["word"], row["count"]) for row in read_by_spark) == expected
 
-    commits = app_transactions(table)
+    commits = delta_app_transactions(table)
     assert commits and max(commits.values()) == 1  # one commit per checkpoint and subtask
     assert {app_id.rsplit("/", 1)[1] for app_id, _ in commits} == {"0", "1"}

@@ -25,7 +25,13 @@ from barrierflow.chaos import FailureInjector, plan_failures
 from barrierflow.connectors.nats import NatsSource
 from barrierflow.connectors.postgres import PostgresSink, gid_prefix
 
-from .jobs import recovering_environment, running_count_rows, running_counts, word_of
+from .jobs import (
+    delta_app_transactions,
+    recovering_environment,
+    running_count_rows,
+    running_counts,
+    word_of,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -93,17 +99,6 @@ def pg_contents(dsn: str, psycopg) -> tuple[dict, list[str]]:
         table = dict(pg.execute("SELECT word, n FROM counts").fetchall())
         prepared = [gid for (gid,) in pg.execute("SELECT gid FROM pg_prepared_xacts")]
     return table, prepared
-
-
-def delta_app_transactions(table: Path) -> Counter:
-    """How many commits of the Delta log carry each (app id, version)."""
-    found: Counter = Counter()
-    for entry in sorted((table / "_delta_log").glob("*.json")):
-        for line in entry.read_text().splitlines():
-            action = json.loads(line)
-            if "txn" in action:
-                found[(action["txn"]["appId"], action["txn"]["version"])] += 1
-    return found
 
 
 def completed_checkpoints(checkpoints: Path, job_name: str) -> set[int]:

@@ -7,10 +7,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from barrierflow import WatermarkStrategy
 from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput
 from barrierflow.runtime.mailbox_executor import NO_MAILBOX, MailboxExecutor
 from barrierflow.runtime.operators.base import OperatorContext, RestoredState, StreamOperator
+from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.state.key_groups import KeyGroupRange
 
 
@@ -29,7 +31,7 @@ class ManualClock:
 
 
 def context(
-    clock: ManualClock,
+    clock: Callable[[], int],
     interval_ms: int = 100,
     key_group_range: KeyGroupRange | None = None,
     max_parallelism: int = 128,
@@ -89,7 +91,7 @@ class QueuedMailbox:
 
 def started(
     operator: StreamOperator,
-    clock: ManualClock,
+    clock: Callable[[], int],
     restored: RestoredState | None = None,
     **settings: Any,
 ) -> tuple[StreamOperator, CollectingOutput]:
@@ -99,6 +101,23 @@ def started(
     operator.initialize_state(restored)
     operator.open()
     return operator, output
+
+
+def started_source(
+    source: Source,
+    clock: Callable[[], int] | None = None,
+    restored: RestoredState | None = None,
+    *,
+    name: str = "src",
+    strategy: WatermarkStrategy | None = None,
+    interval_ms: int = 0,
+) -> tuple[SourceOperator, CollectingOutput]:
+    """A SourceOperator reading every split of `source`, set up, restored and open.
+
+    `interval_ms` 0: no periodic watermarks unless the test emits them."""
+    operator = SourceOperator("src", name, source, strategy or WatermarkStrategy.no_watermarks())
+    operator.assign_splits(source.create_splits())
+    return started(operator, clock or ManualClock(), restored, interval_ms=interval_ms)
 
 
 def fire_due(operator: StreamOperator, clock: ManualClock) -> None:
