@@ -62,8 +62,8 @@ class MailboxTime:
             self._idle_s += waited
 
     def totals_ms(self) -> tuple[float, float, float]:
-        """(busy, idle, backpressured) milliseconds since `start`, a wait in progress included;
-        zeros before `start`."""
+        """(busy, idle, backpressured) milliseconds since `start` (to the microsecond), a wait
+        in progress included; zeros before `start`."""
         if self._start is None:
             return (0.0, 0.0, 0.0)
         now = self._clock.monotonic()
@@ -74,4 +74,4 @@ class MailboxTime:
             else:
                 idle += now - self._waiting_since
         busy = max(0.0, now - self._start - idle - backpressured)
-        return (busy * 1000, idle * 1000, backpressured * 1000)
+        return (round(busy * 1000, 3), round(idle * 1000, 3), round(backpressured * 1000, 3))

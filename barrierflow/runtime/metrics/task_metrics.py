@@ -55,9 +55,9 @@ class TaskMetrics:
             "records_out": records_out,
             "bytes_in": self.bytes_in,
             "bytes_out": bytes_out,
-            "busy_ms": round(busy, 3),
-            "idle_ms": round(idle, 3),
-            "backpressured_ms": round(backpressured, 3),
+            "busy_ms": busy,
+            "idle_ms": idle,
+            "backpressured_ms": backpressured,
             "operators": [
                 {
                     "uid": op.uid,
