@@ -100,8 +100,9 @@ def test_user_metrics_keep_their_kind_and_a_meter_gets_a_rate():
     subtask = SubtaskId(SOURCE, 0)
 
     def user(count: int) -> list[list]:
+        latency = [2, 30.0, 10.0, 20.0, 10.0, 20.0, 20.0]
         return [["hits", "counter", count], ["events", "meter", count * 2],
-                ["size", "gauge", 3.5], ["lat", "distribution", [2, 30.0, 10.0, 20.0, 10.0, 20.0, 20.0]]]  # fmt: skip
+                ["size", "gauge", 3.5], ["lat", "distribution", latency]]  # fmt: skip
 
     metrics.report(subtask, report(1_000, operators=[operator("s", "S", user=user(10))]))
     metrics.report(subtask, report(3_000, operators=[operator("s", "S", user=user(30))]))
