@@ -101,7 +101,9 @@ def _checkpoint_families(view: Any) -> Iterator[Metric]:
         "barrierflow_checkpoints_completed", "Checkpoints completed", labels=["job"]
     )
     completed.add_metric(job, stats.counts.completed)
-    failed = CounterMetricFamily("barrierflow_checkpoints_failed", "Checkpoints failed", ["job"])
+    failed = CounterMetricFamily(
+        "barrierflow_checkpoints_failed", "Checkpoints failed", labels=["job"]
+    )
     failed.add_metric(job, stats.counts.failed)
     yield from (completed, failed)
     latest = stats.latest_completed
