@@ -101,6 +101,7 @@ class Attempt:
             msg.TaskFailed: self._on_failed,
             msg.TaskProcessDied: self._on_process_died,
             msg.SparkTaskProcess: self._on_spark_task_process,
+            msg.TaskMetricsReport: self._on_metrics,
         }
 
     # ---- mails (the JobMaster dispatches them here) -------------------------------------------
@@ -311,6 +312,9 @@ class Attempt:
         subtask = self.partitions[partition]
         self.master.spark_tasks = {**self.master.spark_tasks, subtask: (message.host, message.pid)}
 
+    def _on_metrics(self, partition: int, message: msg.TaskMetricsReport) -> None:
+        self.master.metrics.report(self.partitions[partition], message)
+
     # ---- checkpoints -------------------------------------------------------------------------
 
     def _start_checkpointing(self) -> None:
@@ -358,6 +362,7 @@ class Attempt:
             self.checkpoints.coordinator.on_tick(master.clock.epoch_millis())
         )
         master.publisher.publish_view_if_due()
+        master.metrics.publish_if_due()
 
     # ---- sending and failing -----------------------------------------------------------------
 

@@ -64,6 +64,7 @@ from barrierflow.cluster.mails import (
     TaskConnectionLost,
     TaskMessageReceived,
 )
+from barrierflow.cluster.metrics_store import MetricsStore
 from barrierflow.cluster.rest import resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
 from barrierflow.cluster.restore_point import GiveUp
@@ -131,6 +132,10 @@ class JobMaster:
         self.publisher = JobPublisher(
             self.job_id, graph, settings, self.storage.job_dir.uri, self.stats_tracker, clock
         )
+        self.metrics = MetricsStore(
+            ((v.vertex_id, v.name, v.parallelism) for v in graph.vertices), clock
+        )
+        """The tasks' metrics reports: rates, aggregates, history (published for REST)."""
         self.spark_tasks: dict[SubtaskId, tuple[str, int]] = {}
         """(host, pid) of each subtask's Spark task, which supervises its stream task's process."""
         self.attempt: Attempt | None = None
@@ -272,6 +277,7 @@ class JobMaster:
             lambda: publisher.view,
             actions=self,
             token=secrets.token_urlsafe(32),
+            get_metrics=lambda: self.metrics.snapshot,
         )
         if self._rest is not None:
             self.publisher.publish(rest_url=self._rest.url)
@@ -379,6 +385,7 @@ class JobMaster:
             self.partitions,
         )
         restored_from = latest.checkpoint_id if latest else None
+        self.metrics.attempt_started(number)
         if rollback is not None:  # the same processes register again
             self.publisher.publish(state="DEPLOYING", attempt=number, restored_from=restored_from)
             self.attempt = Attempt(self, number, self._splits, latest, rollback.connections)

@@ -35,6 +35,8 @@ class JobSettings:
     externalized_retention: str = "RETAIN_ON_CANCELLATION"
     """An ExternalizedCheckpointRetention name: DELETE_ON_CANCELLATION deletes the job's
     checkpoint folders when it ends CANCELED."""
+    metrics_interval_ms: int = 1000
+    """How often each task reports its metrics to the JobMaster (0: at start and end only)."""
 
     def task_settings(
         self,
@@ -62,4 +64,5 @@ class JobSettings:
             checkpointing_mode=self.checkpointing_mode,
             unaligned_checkpoints=self.unaligned_checkpoints,
             aligned_checkpoint_timeout_ms=self.aligned_checkpoint_timeout_ms,
+            metrics_interval_ms=self.metrics_interval_ms,
         )

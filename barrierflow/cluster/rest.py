@@ -7,6 +7,11 @@
     GET /jobs/<job_id>/checkpoints/config                the checkpointing settings
     GET /jobs/<job_id>/checkpoints/details/<id>          one checkpoint, every subtask
     GET /jobs/<job_id>/checkpoints/details/<id>/subtasks/<vertex_id>   one vertex's subtasks
+    GET /jobs/<job_id>/vertices/<vertex_id>/metrics[?get=a,b]           Flink's metric ids, or
+                                                         their values (metrics_json.py)
+    GET /jobs/<job_id>/metrics/history                   per vertex: aggregates, chart columns
+    GET /metrics                                         Prometheus' text format
+                                                         (metrics_prometheus.py)
 
     GET /jobs/<job_id>/savepoints/<trigger_id>           a triggered savepoint's state
     POST /jobs/<job_id>/savepoints, POST /jobs/<job_id>/stop, PATCH /jobs/<job_id>?mode=cancel
@@ -15,7 +20,8 @@
 
 Anything else is a 404 (405 for a method a path does not take) with Flink's error body,
 `{"errors": ["..."]}`. The server answers from HTTP threads, which only read the
-immutable `JobView` the JobMaster thread last published and act through `JobActions`
+immutable `JobView` and `MetricsSnapshot` the JobMaster thread last published and act
+through `JobActions`
 (whose calls post to the JobMaster): they never touch the JobMaster's own state.
 
 The port comes from `JobSettings.rest_port` or, when that is None, the environment
@@ -39,7 +45,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
-from barrierflow.cluster import rest_actions, rest_json
+from barrierflow.cluster import metrics_json, metrics_prometheus, rest_actions, rest_json
+from barrierflow.cluster.metrics_view import MetricsSnapshot
 from barrierflow.cluster.rest_actions import JobControl, RestError
 from barrierflow.errors import ConfigurationError
 
@@ -124,6 +131,8 @@ class RestRequest:
     body: bytes | None = None
     authorization: str | None = None
     """The Authorization header, if any."""
+    metrics: MetricsSnapshot | None = None
+    """The job's metrics as last published (None: the endpoint has none)."""
 
 
 def _job(view: JobView, job_id: str) -> JobView:
@@ -155,6 +164,25 @@ def _vertex(view: JobView, job_id: str, checkpoint_id: str, vertex_id: str) -> d
     return tasks[vertex_id]
 
 
+def _metrics(view: JobView, request: RestRequest, job_id: str) -> MetricsSnapshot:
+    _job(view, job_id)
+    if request.metrics is None:
+        raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no metrics on this endpoint")
+    return request.metrics
+
+
+def _vertex_metrics(
+    view: JobView, request: RestRequest, job_id: str, vertex_id: str
+) -> tuple[int, Any]:
+    snapshot = _metrics(view, request, job_id)
+    if not any(str(v.vertex_id) == vertex_id for v in view.vertices):
+        raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no vertex {vertex_id}")
+    get = parse_qs(urlsplit(request.path).query).get("get")
+    return HTTPStatus.OK, metrics_json.vertex_metrics_json(
+        snapshot, int(vertex_id), ",".join(get) if get else None
+    )
+
+
 _RouteHandler = Callable[..., Any]
 """A route's handler: (view, control, request, *path groups) -> (status, body)."""
 
@@ -184,6 +212,16 @@ _ROUTES: list[tuple[str, re.Pattern[str], _RouteHandler]] = [
     ),
     ("GET", re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)"), _read(_checkpoint)),
     ("GET", re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)/subtasks/(\d+)"), _read(_vertex)),
+    (
+        "GET",
+        re.compile(r"/jobs/([^/]+)/vertices/([^/]+)/metrics"),
+        lambda v, c, r, j, vertex: _vertex_metrics(v, r, j, vertex),
+    ),
+    (
+        "GET",
+        re.compile(r"/jobs/([^/]+)/metrics/history"),
+        lambda v, c, r, j: (HTTPStatus.OK, metrics_json.metrics_history_json(_metrics(v, r, j))),
+    ),
     (
         "GET",
         re.compile(r"/jobs/([^/]+)/savepoints/([^/]+)"),
@@ -224,10 +262,11 @@ def route(
     body: bytes | None = None,
     authorization: str | None = None,
     control: JobControl | None = None,
-) -> tuple[int, dict[str, Any]]:
+    metrics: MetricsSnapshot | None = None,
+) -> tuple[int, Any]:
     """The status and JSON body of a request (pure but for `control`, which acts on the job:
     tests call it without a socket). GETs are open; actions need `control`'s token."""
-    request = RestRequest(method, path, body, authorization)
+    request = RestRequest(method, path, body, authorization, metrics)
     clean = _clean(path)
     get = "GET" if method == "HEAD" else method
     if get != "GET" and control is None:
@@ -270,9 +309,16 @@ class RestServer:
         port: int,
         get_view: Callable[[], JobView | None],
         control: JobControl | None = None,
+        get_metrics: Callable[[], MetricsSnapshot | None] | None = None,
     ) -> None:
+        """`get_metrics`: the JobMaster's last published metrics (None: no metrics routes;
+        `/metrics` then serves the job and checkpoint figures only)."""
+        read_metrics = get_metrics or (lambda: None)
+
         class Handler(_Handler):
             view = staticmethod(get_view)
+            metrics = staticmethod(read_metrics)
+            registry = metrics_prometheus.metrics_registry(get_view, read_metrics)
             job_control = control
 
         self.control = control
@@ -310,6 +356,9 @@ MAX_BODY_BYTES = 64 * 1024
 class _Handler(BaseHTTPRequestHandler):
     server_version = "barrierflow"
     view: Callable[[], JobView | None]
+    metrics: Callable[[], MetricsSnapshot | None]
+    registry: Any
+    """The prometheus-client CollectorRegistry of this server (its own, never the global)."""
     job_control: JobControl | None
 
     def do_GET(self) -> None:
@@ -324,6 +373,9 @@ class _Handler(BaseHTTPRequestHandler):
     do_PATCH = do_PUT = do_DELETE = do_POST
 
     def _answer(self, *, send_body: bool) -> None:
+        if _clean(self.path) == "/metrics" and self.command in ("GET", "HEAD"):
+            self._answer_prometheus(send_body)
+            return
         headers: dict[str, str] = {}
         try:
             length = int(self.headers.get("Content-Length") or 0)
@@ -339,6 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
                     body=self.rfile.read(length) if length > 0 else None,
                     authorization=self.headers.get("Authorization"),
                     control=self.job_control,
+                    metrics=self.metrics(),
                 )
             if status == HTTPStatus.METHOD_NOT_ALLOWED:
                 allowed = allowed_methods(self.path) if self.job_control else []
@@ -348,10 +401,25 @@ class _Handler(BaseHTTPRequestHandler):
             status, body = HTTPStatus.INTERNAL_SERVER_ERROR, {"errors": [str(error)]}
         self._send(status, body, send_body, headers)
 
+    def _answer_prometheus(self, send_body: bool) -> None:
+        try:
+            data = metrics_prometheus.render(self.registry)
+        except Exception as error:  # a bug here must not kill the server thread silently
+            log.warning("REST request %s /metrics failed", self.command, exc_info=True)
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"errors": [str(error)]}, send_body)
+            return
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", metrics_prometheus.CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if send_body:
+            self.wfile.write(data)
+
     def _send(
         self,
         status: int,
-        body: dict[str, Any],
+        body: Any,
         send_body: bool,
         headers: dict[str, str] | None = None,
     ) -> None:

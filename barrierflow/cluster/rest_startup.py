@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from barrierflow._clock import SYSTEM_CLOCK
 from barrierflow.cluster.job_actions import JobActions
+from barrierflow.cluster.metrics_view import MetricsSnapshot
 from barrierflow.cluster.registry import JobEntry, JobRegistry
 from barrierflow.cluster.rest import JobControl, JobView, RestServer
 
@@ -58,16 +59,18 @@ def start_rest_endpoint(
     actions: JobActions | None = None,
     token: str | None = None,
     registry: JobRegistry | None = None,
+    get_metrics: Callable[[], MetricsSnapshot | None] | None = None,
 ) -> JobEndpoint | None:
     """The endpoint serving `get_view()` on host:port, taking `actions` with `token`, and
     registered in `registry` (default: the user's); None when off (port None) or the port
     cannot be bound (logged: the job itself does not depend on it). Without `actions` and
-    `token` the endpoint is read-only and not registered."""
+    `token` the endpoint is read-only and not registered. `get_metrics` feeds `/metrics` and
+    the metrics routes."""
     if port is None:
         return None
     control = JobControl(actions, token) if actions is not None and token else None
     try:
-        server = RestServer(host, port, get_view, control)
+        server = RestServer(host, port, get_view, control, get_metrics)
     except OSError as error:
         log.warning(
             "job '%s' runs without its REST endpoint: cannot listen on %s:%d: %s",

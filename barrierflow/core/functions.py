@@ -8,6 +8,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from barrierflow.core.metrics import MetricGroup
+
 
 class RuntimeContext(ABC):
     """What a function sees of the subtask it runs in."""
@@ -31,6 +33,13 @@ class RuntimeContext(ABC):
 
     def get_map_state(self, descriptor: Any) -> Any:
         """Keyed `MapState` for a `MapStateDescriptor` (keyed streams only)."""
+        raise NotImplementedError
+
+    def get_metrics_group(self) -> MetricGroup:
+        """Where this function registers its metrics (`counter`, `gauge`, `meter`,
+        `distribution`, as in PyFlink); they are reported with the task's own metrics and
+        served at the JobMaster's `/metrics`. Update them from the function's calls only
+        (the task's thread), not from threads of its own."""
         raise NotImplementedError
 
 

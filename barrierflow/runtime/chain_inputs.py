@@ -15,6 +15,7 @@ from collections.abc import Callable
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus, Watermark
+from barrierflow.runtime.metrics.operator_metrics import OperatorMetrics
 from barrierflow.runtime.operators.base import StreamOperator, TwoInputStreamOperator
 from barrierflow.runtime.watermarks import StatusWatermarkValve
 
@@ -36,12 +37,18 @@ class ChainInputs:
     [('watermark', 3), ('watermark', 5)]
     """
 
-    def __init__(self, operator: StreamOperator, channel_inputs: list[int]) -> None:
-        """`channel_inputs[c]` is the operator input (0 or 1) that channel `c` feeds."""
+    def __init__(
+        self,
+        operator: StreamOperator,
+        channel_inputs: list[int],
+        metrics: OperatorMetrics | None = None,
+    ) -> None:
+        """`channel_inputs[c]` is the operator input (0 or 1) that channel `c` feeds;
+        `metrics` (the operator's) notes each input's watermark as the valve forwards it."""
         valves: dict[int, StatusWatermarkValve] = {}
         for input_index in sorted(set(channel_inputs)):
             valves[input_index] = StatusWatermarkValve(
-                channel_inputs.count(input_index), _InputOf(operator, input_index)
+                channel_inputs.count(input_index), _InputOf(operator, input_index, metrics)
             )
         self._valves: list[tuple[StatusWatermarkValve, int]] = []
         self._processors: list[Callable[[RecordBatch], None]] = []
@@ -80,15 +87,26 @@ def _processor(operator: StreamOperator, input_index: int) -> Callable[[RecordBa
 class _InputOf:
     """Where the valve of one operator input sends what it decided: into that input."""
 
-    def __init__(self, operator: StreamOperator, input_index: int) -> None:
+    def __init__(
+        self, operator: StreamOperator, input_index: int, metrics: OperatorMetrics | None
+    ) -> None:
+        process_watermark: Callable[[Watermark], None]
         if isinstance(operator, TwoInputStreamOperator):
             first = input_index == 0
-            self.emit_watermark = (
+            process_watermark = (
                 operator.process_watermark1 if first else operator.process_watermark2
             )
             self.emit_stream_status = (
                 operator.process_stream_status1 if first else operator.process_stream_status2
             )
         else:
-            self.emit_watermark = operator.process_watermark
+            process_watermark = operator.process_watermark
             self.emit_stream_status = operator.process_stream_status
+        self.emit_watermark = process_watermark
+        if metrics is not None:
+
+            def emit_watermark(watermark: Watermark) -> None:
+                metrics.note_input_watermark(input_index, watermark.timestamp)
+                process_watermark(watermark)
+
+            self.emit_watermark = emit_watermark

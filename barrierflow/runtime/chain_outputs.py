@@ -39,14 +39,18 @@ class RecordWriterOutput:
 
     Guarantees that while this output's status is IDLE no watermark leaves it (Flink's
     RecordWriterOutput), and that a status goes out only when it changes. The output
-    starts ACTIVE, as every downstream channel assumes.
+    starts ACTIVE, as every downstream channel assumes. `records` counts the records that
+    left the task through it (once each, however many edges take them).
     """
 
     def __init__(self, edges: list[EdgeWriter]) -> None:
         self.edges = edges
         self.status = StreamStatus.ACTIVE
+        self.records = 0
 
     def collect(self, batch: RecordBatch) -> None:
+        if self.edges:
+            self.records += len(batch)
         for edge in self.edges:
             edge.emit(batch)
 

@@ -125,6 +125,8 @@ class TaskSettings:
     unaligned_checkpoints: bool = False
     aligned_checkpoint_timeout_ms: int = 0
     """With unaligned checkpoints: align this long first (0: unaligned from the first barrier)."""
+    metrics_interval_ms: int = 1000
+    """How often the task sends its TaskMetricsReport (0: only when it runs and finishes)."""
 
     def barrier_handler(self, channel_count: int) -> BarrierHandler:
         """The barrier handler of a task with `channel_count` input channels."""

@@ -19,6 +19,7 @@ from barrierflow.runtime.chain_inputs import ChainInputs
 from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
 from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings
 from barrierflow.runtime.mailbox_executor import MailboxExecutor
+from barrierflow.runtime.metrics.operator_metrics import MeteredOutput, OperatorMetrics
 from barrierflow.runtime.network.record_writer import RecordWriter
 from barrierflow.runtime.operators.base import (
     OperatorContext,
@@ -44,6 +45,16 @@ class OperatorChain:
         self.source: SourceOperator | None = head if isinstance(head, SourceOperator) else None
         self.inputs: ChainInputs | None = None
         """Routes the input channels into the head (None for a source)."""
+        channel_inputs = [channel.operator_input for channel in descriptor.inputs]
+        self.metrics = [
+            OperatorMetrics(
+                op.uid, op.name, len(set(channel_inputs)) if index == 0 and channel_inputs else 1
+            )
+            for index, op in enumerate(self.operators)
+        ]
+        """What each operator took in and emitted (runtime/metrics), head first."""
+        self.network_outputs: list[RecordWriterOutput] = []
+        """The outputs whose records leave the task (each counts them)."""
         self._state = "created"
 
     @property
@@ -66,23 +77,36 @@ class OperatorChain:
         self._state = "open"
         channel_inputs = [channel.operator_input for channel in self.descriptor.inputs]
         if channel_inputs:
-            self.inputs = ChainInputs(self.operators[0], channel_inputs)
+            self.inputs = ChainInputs(self.operators[0], channel_inputs, self.metrics[0])
+
+    def records_out(self) -> int:
+        """Records that left the task over its edges so far."""
+        return sum(output.records for output in self.network_outputs)
 
     def _outputs(self, writer: RecordWriter) -> list[Output]:
-        """One output per operator: the next operator or the main edges, plus side edges."""
-        chain = self.operators
+        """One output per operator: the next operator or the main edges, plus side edges,
+        each metered (MeteredOutput)."""
+        chain, metrics = self.operators, self.metrics
         outputs: list[Output] = []
+        self.network_outputs = []
         for index in range(len(chain)):
             main: Output
-            if index + 1 < len(chain):
+            last = index + 1 == len(chain)
+            if not last:
                 main = ChainingOutput(chain[index + 1])
             else:
                 main = RecordWriterOutput(writer.edges_of(index, None))
-            sides: dict[str, Output] = {
+                self.network_outputs.append(main)
+            sides: dict[str, RecordWriterOutput] = {
                 tag: RecordWriterOutput(writer.edges_of(index, tag))
                 for tag in sorted(writer.side_outputs_of(index))
             }
-            outputs.append(OperatorOutput(main, sides))
+            self.network_outputs.extend(sides.values())
+            downstream = None if last else metrics[index + 1]
+            metered = MeteredOutput(OperatorOutput(main, dict(sides)), metrics[index], downstream)
+            if index == 0 and self.source is not None:
+                metered.counts_as_source()
+            outputs.append(metered)
         return outputs
 
     # ---- while running -----------------------------------------------------------------------

@@ -45,6 +45,7 @@ from barrierflow.runtime.elements import (
     StreamStatus,
     Watermark,
 )
+from barrierflow.runtime.metrics.task_metrics import TaskMetrics
 from barrierflow.runtime.network import task_channels
 from barrierflow.runtime.network.channels import DataServer
 from barrierflow.runtime.network.checkpointed_input_gate import CheckpointedInputGate
@@ -111,6 +112,7 @@ class StreamTask:
             else None
         )
         self.writer = RecordWriter([])
+        self.metrics = TaskMetrics(self._clock)
         self.checkpoints = self._checkpoint_coordinator()
         self._server: DataServer | None = None
         self._deploy: msg.DeployTask | None = None
@@ -172,6 +174,7 @@ class StreamTask:
             self.deploy_and_restore(self._deploy)
             self._wait_until(lambda: self.gate is None or self.gate.all_connected, "inputs")
             self._send(msg.TaskRunning(settings.attempt, self.partition))
+            self._report_metrics()
             self._loop()
             self._finish()
             return AttemptEnd.FINISHED
@@ -253,18 +256,20 @@ class StreamTask:
         self.writer.flush()
         self.writer.broadcast_event(END_OF_PARTITION)
         self.uploader.close()
+        self._send(self.metrics_report())
         self._send(msg.TaskFinished(self.settings.attempt, self.partition))
 
     # ---- the mailbox loop ------------------------------------------------------------------
 
     def _loop(self) -> None:
         timeout_s = self.settings.buffer_timeout_ms / 1000
+        self.metrics.time.start()
         while not (self._finished and self.chain.accepts_input() and self._inputs_released()):
             try:
                 if self._can_work():
                     mail = self.mailbox.get_nowait()
                 else:
-                    mail = self.mailbox.get(timeout=self._wait_s(timeout_s))
+                    mail = self._wait_for_mail(timeout_s)
                 self.handle(mail)
                 for _ in range(256):
                     self.handle(self.mailbox.get_nowait())
@@ -288,6 +293,16 @@ class StreamTask:
             if now - self._last_flush >= timeout_s:
                 self.writer.flush()
                 self._last_flush = now
+
+    def _wait_for_mail(self, longest_s: float) -> Any:
+        """Block on the mailbox (queue.Empty when nothing came), counted as backpressured
+        time while an output waits for credit, else as idle time."""
+        time = self.metrics.time
+        time.wait(backpressured=self.writer.is_backpressured())
+        try:
+            return self.mailbox.get(timeout=self._wait_s(longest_s))
+        finally:
+            time.resume()
 
     def _inputs_released(self) -> bool:
         """Every upstream ended its partitions (or is gone), so closing the input channels
@@ -364,6 +379,7 @@ class StreamTask:
         channel, element = polled.channel, polled.element
         kind = type(element)
         if kind is RecordBatch:
+            self.chain.metrics[0].records_in += len(element)
             inputs.records(channel, element)
         elif kind is Watermark:
             inputs.watermark(channel, element)
@@ -391,6 +407,8 @@ class StreamTask:
         gate = self.gate
         if gate is None:
             raise StreamCorruptionError(f"input on channel {mail.channel} of a source task")
+        if mail.frame is not None:
+            self.metrics.bytes_in += len(mail.frame)
         arrival = gate.received(mail.channel, mail.element, mail.frame, self._clock.epoch_millis())
         if type(mail.element) is CheckpointBarrier and gate.announces_barriers:
             self.checkpoints.note_barrier(mail.element)
@@ -485,6 +503,28 @@ class StreamTask:
             raise StreamCorruptionError(f"attempt {message.attempt} reached a running attempt")
 
     # ---- talking to the JobMaster ------------------------------------------------------------
+
+    def metrics_report(self) -> msg.TaskMetricsReport:
+        """This attempt's metrics now (runtime/metrics)."""
+        chain = self.chain
+        return msg.TaskMetricsReport(
+            self.attempt,
+            self.partition,
+            self._clock.epoch_millis(),
+            self.metrics.report_values(
+                chain.metrics,
+                [operator.metric_group for operator in chain.operators],
+                records_out=chain.records_out(),
+                bytes_out=self.writer.bytes_sent(),
+            ),
+        )
+
+    def _report_metrics(self) -> None:
+        """Send the metrics heartbeat, and schedule the next one."""
+        self._send(self.metrics_report())
+        interval = self.settings.metrics_interval_ms
+        if interval > 0:
+            self.scheduler.schedule(interval, self._report_metrics, "metrics report")
 
     def _report_failure(self, error: Exception) -> bool:
         """Tell the JobMaster why this task failed; True if it heard it (then the Spark task

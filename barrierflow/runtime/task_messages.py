@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from barrierflow.checkpoint.handles import OperatorRestore, SubtaskStateHandle
 from barrierflow.connectors.base import SourceSplit
@@ -168,6 +168,20 @@ class SparkTaskProcess:
     pid: int
 
 
+@dataclass(frozen=True)
+class TaskMetricsReport:
+    """The task's metrics heartbeat: sent when it runs, then every `TaskSettings
+    .metrics_interval_ms`, and once more as it finishes. `values` are cumulative totals in
+    plain types (runtime/metrics/task_metrics.py lists them); the JobMaster's MetricsStore
+    turns successive reports into rates."""
+
+    attempt: int
+    partition: int
+    time_ms: int
+    """The task's wall clock when it read the values (watermark lag is measured from it)."""
+    values: dict[str, Any]
+
+
 # ---- JobMaster -> task -----------------------------------------------------------------------
 
 
@@ -270,6 +284,7 @@ TASK_TO_JOBMASTER = (
     TaskFailed,
     TaskProcessDied,
     SparkTaskProcess,
+    TaskMetricsReport,
 )
 """Every message a task sends; the JobMaster refuses any other type."""
 

@@ -23,7 +23,7 @@ from barrierflow.runtime.network import codec, task_channels
 from barrierflow.runtime.operators.base import StreamOperator
 from barrierflow.runtime.partitioners import ForwardPartitioner
 from barrierflow.runtime.task import StreamTask
-from barrierflow.runtime.task_messages import DeployTask, TaskFinished
+from barrierflow.runtime.task_messages import DeployTask, TaskFinished, TaskMetricsReport
 
 
 class _Wire:
@@ -103,6 +103,9 @@ def test_output_emitted_in_close_goes_out_before_the_end_of_partition(monkeypatc
         RecordBatch(["last words"]),
         EndOfPartition(),
     ]
+    final_report = sent.get_nowait()  # the last metrics heartbeat counts the close's output
+    assert isinstance(final_report, TaskMetricsReport)
+    assert final_report.values["records_out"] == 1
     assert isinstance(sent.get_nowait(), TaskFinished)
 
 

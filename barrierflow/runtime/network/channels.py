@@ -186,11 +186,13 @@ class OutputChannel:
 
     Mailbox thread only. Events need no credit but never overtake queued buffers, except a
     priority event (the barrier of an unaligned checkpoint), which overtakes them all.
+    `bytes_sent` counts every frame handed to the channel (sent or queued), for the metrics.
     """
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self.credit = 0
+        self.bytes_sent = 0
         self._queue: deque[tuple[bool, bytes]] = deque()
 
     @property
@@ -198,6 +200,7 @@ class OutputChannel:
         return len(self._queue)
 
     def send_buffer(self, frame: bytes) -> None:
+        self.bytes_sent += len(frame)
         if self.credit > 0 and not self._queue:
             self.credit -= 1
             self._conn.send_bytes(frame)
@@ -205,6 +208,7 @@ class OutputChannel:
             self._queue.append((True, frame))
 
     def send_event(self, frame: bytes) -> None:
+        self.bytes_sent += len(frame)
         if self._queue:
             self._queue.append((False, frame))
         else:
@@ -235,6 +239,7 @@ class OutputChannel:
         the partly filled record buffers first, so that they are either sent or overtaken.
         """
         overtaken = [queued for _, queued in self._queue if is_channel_state_frame(queued)]
+        self.bytes_sent += len(frame)
         self._conn.send_bytes(frame)
         return overtaken
 

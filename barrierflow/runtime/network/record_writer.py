@@ -139,7 +139,13 @@ class RecordWriter:
             self.channels[index].send_recovered(frames)
 
     def is_backpressured(self) -> bool:
+        """Some channel queued more than MAX_BACKLOG buffers beyond its credit: the task stops
+        producing and waits for credit (its metrics count that wait as backpressured)."""
         return any(channel.backlog > MAX_BACKLOG for channel in self.channels)
+
+    def bytes_sent(self) -> int:
+        """Every byte handed to the output channels so far (records and events)."""
+        return sum(channel.bytes_sent for channel in self.channels)
 
     def close(self) -> None:
         for channel in self.channels:

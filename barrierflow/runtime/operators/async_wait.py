@@ -82,7 +82,7 @@ class AsyncWaitOperator(StreamOperator):
         self.runner = AsyncFunctionRunner.for_spec(
             self.spec, self.context.mailbox, name=f"async-io {self.name}"
         )
-        self.runner.start(TaskRuntimeContext(self.context, None))
+        self.runner.start(TaskRuntimeContext(self.context, None, self.metric_group))
         self.logic = AsyncWaitLogic(self.spec.create_queue(), self._invoke, self)
         restored, self._restored = self._restored, []
         self.logic.restore_state(restored)  # held input: called as the queue has room

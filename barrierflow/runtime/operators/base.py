@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from barrierflow.core.metrics import MetricGroup
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.combined_watermark import IndexedCombinedWatermarkStatus
@@ -120,6 +121,15 @@ class StreamOperator:
     def setup(self, context: OperatorContext, output: Output) -> None:
         self.context = context
         self.output = output
+
+    @property
+    def metric_group(self) -> MetricGroup:
+        """The user metrics of this operator's functions (`get_metrics_group()`), which the
+        task reports; made on first use."""
+        group = self.__dict__.get("_metric_group")
+        if group is None:
+            group = self.__dict__["_metric_group"] = MetricGroup()
+        return group
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         """Restore from a checkpoint (None: fresh start). Called once, before `open`."""

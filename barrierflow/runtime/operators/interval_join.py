@@ -65,7 +65,7 @@ class IntervalJoinOperator(TwoInputStreamOperator):
     def open(self) -> None:
         function = self.spec.process_join_function
         if isinstance(function, Function):
-            function.open(TaskRuntimeContext(self.context, None))
+            function.open(TaskRuntimeContext(self.context, None, self.metric_group))
         self._late_tags = {
             JoinSide.LEFT: self.spec.left_late_data_output_tag,
             JoinSide.RIGHT: self.spec.right_late_data_output_tag,

@@ -60,7 +60,7 @@ class KeyedOperator(StreamOperator):
         return None
 
     def runtime_context(self) -> TaskRuntimeContext:
-        return TaskRuntimeContext(self.context, self.backend)
+        return TaskRuntimeContext(self.context, self.backend, self.metric_group)
 
     def process_watermark(self, watermark: Watermark) -> None:
         assert self.timer_service is not None

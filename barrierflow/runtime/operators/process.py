@@ -75,7 +75,7 @@ class FunctionOperator(StreamOperator):
     def open(self) -> None:
         self._ctx = _Context(self)
         self.emitter = Emitter(self.output)
-        self.function.open(TaskRuntimeContext(self.context, None))
+        self.function.open(TaskRuntimeContext(self.context, None, self.metric_group))
 
     def _process_with(self, batch: RecordBatch, process: Any) -> None:
         ctx, emitter = self._ctx, self.emitter

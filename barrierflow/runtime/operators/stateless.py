@@ -35,7 +35,7 @@ class _UserFunctionOperator(StreamOperator):
 
     def open(self) -> None:
         if isinstance(self.function, Function):
-            self.function.open(TaskRuntimeContext(self.context, None))
+            self.function.open(TaskRuntimeContext(self.context, None, self.metric_group))
 
     def close(self) -> None:
         if isinstance(self.function, Function):
