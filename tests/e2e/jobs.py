@@ -1,13 +1,15 @@
-"""Deterministic inputs and independent expectations shared by the end-to-end tests."""
+"""Deterministic inputs, independent expectations and bounded waits for the end-to-end tests."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.api.datastream import DataStream
+from barrierflow.api.environment import ENDED_STATES, JobClient
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 
@@ -83,3 +85,12 @@ def delta_app_transactions(table: Path) -> Counter:
             if "txn" in action:
                 found[(action["txn"]["appId"], action["txn"]["version"])] += 1
     return found
+
+
+def wait_for_attempt(job: JobClient, attempt: int, timeout: float) -> None:
+    """Bounded wait until the job is in `attempt` or later (it failed over to it)."""
+    deadline = time.monotonic() + timeout
+    while job.attempt < attempt:
+        assert job.get_job_status() not in ENDED_STATES, f"the job ended {job.get_job_status()}"
+        assert time.monotonic() < deadline, f"no attempt {attempt} within {timeout} s"
+        job.wait_until_running(attempt, timeout=0.2)  # returns early once it runs again

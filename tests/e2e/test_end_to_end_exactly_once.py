@@ -20,7 +20,6 @@ import pytest
 from pg_server import postgres_server_process
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.api.environment import ENDED_STATES, JobClient
 from barrierflow.chaos import FailureInjector, plan_failures
 from barrierflow.connectors.nats import NatsSource
 from barrierflow.connectors.postgres import PostgresSink, gid_prefix
@@ -30,6 +29,7 @@ from .jobs import (
     recovering_environment,
     running_count_rows,
     running_counts,
+    wait_for_attempt,
     word_of,
 )
 
@@ -148,15 +148,6 @@ def test_nats_to_postgres_and_delta_is_exactly_once_with_tasks_killed_at_random(
     assert {app_id for app_id, _ in commits} <= {f"{job_name}/counts-delta/{i}" for i in (0, 1)}
     completed = completed_checkpoints(tmp_path / "checkpoints", job_name)
     assert {version for _, version in commits} <= completed
-
-
-def wait_for_attempt(job: JobClient, attempt: int, timeout: float) -> None:
-    """Bounded wait until the job is in `attempt` or later (it failed over to it)."""
-    deadline = time.monotonic() + timeout
-    while job.attempt < attempt:
-        assert job.get_job_status() not in ENDED_STATES, f"the job ended {job.get_job_status()}"
-        assert time.monotonic() < deadline, f"no attempt {attempt} within {timeout} s"
-        job.wait_until_running(attempt, timeout=0.2)  # returns early once it runs again
 
 
 def test_a_database_that_goes_away_mid_run_fails_attempts_until_it_is_back(
