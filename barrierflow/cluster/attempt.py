@@ -304,7 +304,8 @@ class Attempt:
         self._fail(
             AttemptFailure(
                 f"task {self.task_name(partition)} (pid {message.pid} on {host}) died: its "
-                f"process {message.how} (its Spark task lives)"
+                f"process {message.how} (its Spark task lives)",
+                task=self.task_name(partition),
             )
         )
 

@@ -28,6 +28,10 @@ class AttemptFailure:
     fatal: bool = False
     """No restart can help (the tasks cannot reach the JobMaster): the job fails at once with
     `cause`, whatever the restart strategy."""
+    task: str | None = None
+    """The task it came from (e.g. "'count' (1/2)"), for the exception history."""
+    traceback: str | None = None
+    """The task's remote traceback, if it sent one."""
 
 
 class AttemptFailed(Exception):
@@ -45,6 +49,8 @@ def task_failure(failure: TaskFailure, task: str) -> AttemptFailure:
         summary=f"{headline} (task {task})",
         cause=rebuild_exception(failure, task),
         secondary=failure.lost_peer,
+        task=task,
+        traceback=failure.traceback or None,
     )
 
 

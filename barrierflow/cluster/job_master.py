@@ -65,7 +65,7 @@ from barrierflow.cluster.mails import (
     TaskMessageReceived,
 )
 from barrierflow.cluster.metrics_store import MetricsStore
-from barrierflow.cluster.rest import resolve_rest_port
+from barrierflow.cluster.rest import FailureEntry, resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
 from barrierflow.cluster.restore_point import GiveUp
 from barrierflow.cluster.rollback import InPlaceRollback, roll_back
@@ -264,6 +264,7 @@ class JobMaster:
         )
         check_job_storage(self.graph, self.settings, self._runner.executor_hosts)
         addresses = self._runner.addresses
+        self.publisher.spark_ui = getattr(self._runner, "spark_ui_url", None)
         self._rpc = self._start_rpc(
             addresses.rpc_bind, self.secret, self.mailbox.put, job_id=self.job_id
         )
@@ -433,6 +434,7 @@ class JobMaster:
         number, cancel, group = self.attempt.number, self._runner.cancel, self._group(self._stage)
         decision = None
         if self._cancel_requested is None and failure.fatal and failure.cause is not None:
+            self._record_failure(failure, number, "none", None, "no restart can help")
             self._stop_attempt()
             self._fail_job(failure.cause)
             return
@@ -440,6 +442,7 @@ class JobMaster:
             ran = self.attempt.checkpoints is not None
             decision = self.restoring.failure_decision(ran, failure)
             if isinstance(decision, GiveUp):
+                self._record_failure(failure, number, "none", None, str(decision.error))
                 self._stop_attempt()
                 log.warning("job '%s' attempt %d failed: %s", self.graph.job_name, number,
                             failure.summary)  # fmt: skip
@@ -459,7 +462,9 @@ class JobMaster:
             self._end_cancelled()
             return
         name = self.graph.job_name
+        recovery = "in-place" if self._rollback is not None else "new-stage"
         if not decision.restart:
+            self._record_failure(failure, number, "none", None, decision.explanation)
             log.warning("job '%s' attempt %d failed: %s", name, number, failure.summary)
             self.publisher.publish(state="FAILED")
             self._end(_job_error(f"{failure.summary}; job '{name}' failed and will not restart "
@@ -471,15 +476,27 @@ class JobMaster:
             number,
             failure.summary,
             decision.explanation,
-            "restarting in place" if self._rollback is not None else "restarting in a new stage",
+            "restarting in place" if recovery == "in-place" else "restarting in a new stage",
             decision.delay_ms,
         )
+        self._record_failure(failure, number, recovery, decision.delay_ms, decision.explanation)
         self.publisher.publish(state="RESTARTING")
         self._restart = self.scheduler.schedule(
             decision.delay_ms,
             lambda: self._start_attempt(number + 1),
             f"restart as attempt {number + 1}",
         )
+
+    def _record_failure(
+        self, failure: AttemptFailure, attempt: int, recovery: str, delay_ms: int | None,
+        explanation: str,
+    ) -> None:  # fmt: skip
+        """Add the failure to the exception history the REST endpoint shows."""
+        exception = None if failure.cause is None else type(failure.cause).__name__
+        self.publisher.record_failure(FailureEntry(
+            self.clock.epoch_millis(), attempt, failure.summary, exception, failure.task,
+            failure.traceback, recovery, delay_ms, explanation,
+        ))  # fmt: skip
 
     def _fail_job(self, error: BaseException) -> None:
         """End the job FAILED with `error` (the current attempt, if any, already stopped)."""

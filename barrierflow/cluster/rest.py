@@ -1,8 +1,18 @@
 """The JobMaster's REST endpoint: JSON about one running job, and its actions, in Flink's shapes.
 
+Described by an OpenAPI 3.0 spec at `/openapi.json` (openapi.py), which lists every route:
+
+    GET /openapi.json                                    this API's description
+    GET /overview                                        jobs by state, slots, Spark UI
     GET /jobs                                            the job's id and state
     GET /jobs/overview                                   name, state, start time, attempt
-    GET /jobs/<job_id>                                   state, attempt, vertices, parallelism
+    GET /jobs/<job_id>                                   state, attempt, vertices, edges, plan,
+                                                         max parallelism, Spark UI address
+    GET /jobs/<job_id>/plan                              Flink's plan: nodes and their inputs
+    GET /jobs/<job_id>/config                            parallelism, checkpointing, restart
+                                                         strategy, storage, Spark master
+    GET /jobs/<job_id>/exceptions                        failure history, restart strategy state
+    GET /jobs/<job_id>/vertices/<vertex_id>              per subtask: host, pid, status, metrics
     GET /jobs/<job_id>/checkpoints                       counts, summary, latest, history
     GET /jobs/<job_id>/checkpoints/config                the checkpointing settings
     GET /jobs/<job_id>/checkpoints/details/<id>          one checkpoint, every subtask
@@ -10,6 +20,8 @@
     GET /jobs/<job_id>/vertices/<vertex_id>/metrics[?get=a,b]           Flink's metric ids, or
                                                          their values (metrics_json.py)
     GET /jobs/<job_id>/metrics/history                   per vertex: aggregates, chart columns
+    GET /jobs/<job_id>/logs                              the job's log files (rest_logs.py)
+    GET /jobs/<job_id>/logs/<name>[?tail=N]              one file's text (text/plain)
     GET /metrics                                         Prometheus' text format
                                                          (metrics_prometheus.py)
 
@@ -45,21 +57,33 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
-from barrierflow.cluster import metrics_json, metrics_prometheus, rest_actions, rest_json
+from barrierflow.cluster import (
+    metrics_json,
+    metrics_prometheus,
+    openapi,
+    rest_actions,
+    rest_json,
+    rest_logs,
+)
 from barrierflow.cluster.metrics_view import MetricsSnapshot
 from barrierflow.cluster.rest_actions import JobControl, RestError
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
     "REST_PORT_VARIABLE",
+    "EdgeView",
+    "FailureEntry",
     "JobControl",
     "JobView",
+    "RawBody",
     "RestRequest",
     "RestServer",
+    "Route",
     "VertexView",
     "allowed_methods",
     "resolve_rest_port",
     "route",
+    "routes",
 ]
 
 log = logging.getLogger(__name__)
@@ -105,6 +129,42 @@ class VertexView:
 
 
 @dataclass(frozen=True)
+class EdgeView:
+    """An edge of the job graph: records from `source` to `target`, partitioned so."""
+
+    source: int
+    target: int
+    partitioning: str
+    """"FORWARD", "HASH", "REBALANCE", "BROADCAST" (the partitioner's name, as Flink's
+    ship strategy)."""
+    side_output: str | None = None
+    target_input: int = 0
+
+
+@dataclass(frozen=True)
+class FailureEntry:
+    """One failure of an attempt, as the exception history shows it."""
+
+    timestamp_ms: int
+    attempt: int
+    root_cause: str
+    """The one readable line (AttemptFailure.summary)."""
+    exception: str | None = None
+    """The exception's class name, if there is one."""
+    task: str | None = None
+    """The task it came from, e.g. "'Reduce -> Sink' (2/2)"; None if no task reported it."""
+    traceback: str | None = None
+    """The task's remote traceback, if it sent one."""
+    recovery: str = "none"
+    """"in-place" (rolled back in the same Spark job), "new-stage" (a new barrier stage) or
+    "none" (the job failed)."""
+    delay_ms: int | None = None
+    """The restart delay (None when it did not restart)."""
+    explanation: str = ""
+    """The restart strategy's (or the restore's) word on it."""
+
+
+@dataclass(frozen=True)
 class JobView:
     """What the endpoint shows of one job at one moment. Built by the JobMaster thread;
     immutable, so HTTP threads read it without locks."""
@@ -119,6 +179,22 @@ class JobView:
     checkpoints: CheckpointStatsSnapshot
     checkpoint_config: dict[str, Any] = field(default_factory=dict)
     restored_from: int | None = None
+    max_parallelism: int | None = None
+    edges: tuple[EdgeView, ...] = ()
+    processes: Mapping[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
+    """(host, pid) of each registered stream task by (vertex id, subtask index)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """The job's configuration (no secrets): `/jobs/<id>/config`."""
+    spark_ui: str | None = None
+    """The Spark UI of the application (None when `spark.ui.enabled` is off)."""
+    exceptions: tuple[FailureEntry, ...] = ()
+    """The latest failures, oldest first (at most job_view.MAX_FAILURE_HISTORY)."""
+    exceptions_truncated: bool = False
+    """Older failures were dropped from `exceptions`."""
+    restart_strategy: dict[str, Any] = field(default_factory=dict)
+    """The restart strategy's settings (job_view.restart_strategy_json)."""
+    log_dir: str | None = None
+    """The job's log folder on the driver (cluster/log_dir.py); None: no log routes."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +260,41 @@ def _vertex_metrics(
 
 
 _RouteHandler = Callable[..., Any]
-"""A route's handler: (view, control, request, *path groups) -> (status, body)."""
+"""A route's handler: (view, control, request, *path parameters) -> (status, body)."""
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A body that is not JSON (a log file's text, a dashboard file): sent as it is."""
+
+    data: bytes
+    content_type: str
+
+
+_PARAMETER_PATTERNS = {"checkpoint_id": r"\d{1,18}", "vertex_id": r"\d{1,9}"}
+"""What a path parameter matches (others: one path segment). A longer number is a 404."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route: a method, an OpenAPI path template ("/jobs/{job_id}") and its handler."""
+
+    method: str
+    template: str
+    handler: _RouteHandler
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return _compile(self.template)
+
+
+def _compile(template: str) -> re.Pattern[str]:
+    parts = re.split(r"\{(\w+)\}", template)
+    regex = "".join(
+        re.escape(part) if i % 2 == 0 else f"({_PARAMETER_PATTERNS.get(part, '[^/]+')})"
+        for i, part in enumerate(parts)
+    )
+    return re.compile(regex)
 
 
 def _read(reader: Callable[..., Any]) -> _RouteHandler:
@@ -192,65 +302,110 @@ def _read(reader: Callable[..., Any]) -> _RouteHandler:
     return lambda view, control, request, *groups: (HTTPStatus.OK, reader(view, *groups))
 
 
-_ROUTES: list[tuple[str, re.Pattern[str], _RouteHandler]] = [
-    ("GET", re.compile(r"/jobs"), _read(lambda v: {"jobs": [{"id": v.job_id, "status": v.state}]})),
-    (
+def _query(request: RestRequest) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(request.path).query)
+
+
+def _vertex_view(view: JobView, job_id: str, vertex_id: str) -> VertexView:
+    for vertex in _job(view, job_id).vertices:
+        if str(vertex.vertex_id) == vertex_id:
+            return vertex
+    raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no vertex {vertex_id}")
+
+
+def _log_file(view: JobView, request: RestRequest, job_id: str, name: str) -> tuple[int, Any]:
+    tail = _query(request).get("tail")
+    text = rest_logs.read_log(_job(view, job_id).log_dir, name, tail[-1] if tail else None)
+    return HTTPStatus.OK, RawBody(text, "text/plain; charset=utf-8")
+
+
+_ROUTES: list[Route] = [
+    Route("GET", "/openapi.json", _read(lambda v: openapi.openapi_spec(v.job_id))),
+    Route("GET", "/overview", _read(lambda v: rest_json.cluster_overview_json(v))),
+    Route("GET", "/jobs", _read(lambda v: {"jobs": [{"id": v.job_id, "status": v.state}]})),
+    Route("GET", "/jobs/overview", _read(lambda v: {"jobs": [rest_json.job_overview_json(v)]})),
+    Route("GET", "/jobs/{job_id}", _read(lambda v, j: rest_json.job_json(_job(v, j)))),
+    Route(
+        "GET", "/jobs/{job_id}/plan", _read(lambda v, j: {"plan": rest_json.plan_json(_job(v, j))})
+    ),
+    Route("GET", "/jobs/{job_id}/config", _read(lambda v, j: rest_json.config_json(_job(v, j)))),
+    Route(
         "GET",
-        re.compile(r"/jobs/overview"),
-        _read(lambda v: {"jobs": [rest_json.job_overview_json(v)]}),
+        "/jobs/{job_id}/exceptions",
+        _read(lambda v, j: rest_json.exceptions_json(_job(v, j))),
     ),
-    ("GET", re.compile(r"/jobs/([^/]+)"), _read(lambda v, j: rest_json.job_json(_job(v, j)))),
-    (
+    Route(
         "GET",
-        re.compile(r"/jobs/([^/]+)/checkpoints"),
-        _read(lambda v, j: rest_json.checkpoints_json(_job(v, j).checkpoints)),
-    ),
-    (
-        "GET",
-        re.compile(r"/jobs/([^/]+)/checkpoints/config"),
-        _read(lambda v, j: _job(v, j).checkpoint_config),
-    ),
-    ("GET", re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)"), _read(_checkpoint)),
-    ("GET", re.compile(r"/jobs/([^/]+)/checkpoints/details/(\d+)/subtasks/(\d+)"), _read(_vertex)),
-    (
-        "GET",
-        re.compile(r"/jobs/([^/]+)/vertices/([^/]+)/metrics"),
-        lambda v, c, r, j, vertex: _vertex_metrics(v, r, j, vertex),
-    ),
-    (
-        "GET",
-        re.compile(r"/jobs/([^/]+)/metrics/history"),
-        lambda v, c, r, j: (HTTPStatus.OK, metrics_json.metrics_history_json(_metrics(v, r, j))),
-    ),
-    (
-        "GET",
-        re.compile(r"/jobs/([^/]+)/savepoints/([^/]+)"),
-        lambda v, c, r, j, t: (HTTPStatus.OK, rest_actions.savepoint_status(v, c, j, t)),
-    ),
-    (
-        "POST",
-        re.compile(r"/jobs/([^/]+)/savepoints"),
-        lambda v, c, r, j: rest_actions.trigger_savepoint(v, c, j, r.body, r.authorization),
-    ),
-    (
-        "POST",
-        re.compile(r"/jobs/([^/]+)/stop"),
-        lambda v, c, r, j: rest_actions.stop(v, c, j, r.body, r.authorization),
-    ),
-    (
-        "PATCH",
-        re.compile(r"/jobs/([^/]+)"),
-        lambda v, c, r, j: rest_actions.cancel(
-            v, c, j, parse_qs(urlsplit(r.path).query), r.authorization
+        "/jobs/{job_id}/vertices/{vertex_id}",
+        lambda v, c, r, j, vertex: (
+            HTTPStatus.OK,
+            rest_json.vertex_json(v, _vertex_view(v, j, vertex), r.metrics),
         ),
     ),
+    Route(
+        "GET",
+        "/jobs/{job_id}/checkpoints",
+        _read(lambda v, j: rest_json.checkpoints_json(_job(v, j).checkpoints)),
+    ),
+    Route(
+        "GET", "/jobs/{job_id}/checkpoints/config", _read(lambda v, j: _job(v, j).checkpoint_config)
+    ),
+    Route("GET", "/jobs/{job_id}/checkpoints/details/{checkpoint_id}", _read(_checkpoint)),
+    Route(
+        "GET",
+        "/jobs/{job_id}/checkpoints/details/{checkpoint_id}/subtasks/{vertex_id}",
+        _read(_vertex),
+    ),
+    Route(
+        "GET",
+        "/jobs/{job_id}/vertices/{vertex_id}/metrics",
+        lambda v, c, r, j, vertex: _vertex_metrics(v, r, j, vertex),
+    ),
+    Route(
+        "GET",
+        "/jobs/{job_id}/metrics/history",
+        lambda v, c, r, j: (HTTPStatus.OK, metrics_json.metrics_history_json(_metrics(v, r, j))),
+    ),
+    Route(
+        "GET",
+        "/jobs/{job_id}/logs",
+        _read(lambda v, j: rest_logs.list_logs(_job(v, j).log_dir)),
+    ),
+    Route("GET", "/jobs/{job_id}/logs/{log_name}", _log_file),
+    Route(
+        "GET",
+        "/jobs/{job_id}/savepoints/{trigger_id}",
+        lambda v, c, r, j, t: (HTTPStatus.OK, rest_actions.savepoint_status(v, c, j, t)),
+    ),
+    Route(
+        "POST",
+        "/jobs/{job_id}/savepoints",
+        lambda v, c, r, j: rest_actions.trigger_savepoint(v, c, j, r.body, r.authorization),
+    ),
+    Route(
+        "POST",
+        "/jobs/{job_id}/stop",
+        lambda v, c, r, j: rest_actions.stop(v, c, j, r.body, r.authorization),
+    ),
+    Route(
+        "PATCH",
+        "/jobs/{job_id}",
+        lambda v, c, r, j: rest_actions.cancel(v, c, j, _query(r), r.authorization),
+    ),
 ]
+"""Every route but `/metrics` (Prometheus' text, answered by the server itself); the
+OpenAPI spec (openapi.py) lists exactly these and `/metrics` (a test keeps them in step)."""
+
+
+def routes() -> list[tuple[str, str]]:
+    """(method, path template) of every JSON route, for the spec and its sync test."""
+    return [(r.method, r.template) for r in _ROUTES]
 
 
 def allowed_methods(path: str) -> list[str]:
     """The methods `path` answers to (GET implies HEAD); empty when it names nothing."""
     path = _clean(path)
-    methods = [m for m, pattern, _ in _ROUTES if pattern.fullmatch(path)]
+    methods = [r.method for r in _ROUTES if r.pattern.fullmatch(path)]
     return sorted(set(methods + (["HEAD"] if "GET" in methods else [])))
 
 
@@ -264,25 +419,28 @@ def route(
     control: JobControl | None = None,
     metrics: MetricsSnapshot | None = None,
 ) -> tuple[int, Any]:
-    """The status and JSON body of a request (pure but for `control`, which acts on the job:
-    tests call it without a socket). GETs are open; actions need `control`'s token."""
+    """The status and body (JSON, or a RawBody) of a request (pure but for `control`, which
+    acts on the job, and the log routes, which read the job's log folder: tests call it
+    without a socket). GETs are open; actions need `control`'s token."""
     request = RestRequest(method, path, body, authorization, metrics)
     clean = _clean(path)
     get = "GET" if method == "HEAD" else method
     if get != "GET" and control is None:
         return HTTPStatus.METHOD_NOT_ALLOWED, {"errors": ["read-only: use GET"]}
+    if clean == "/openapi.json" and get == "GET":
+        return HTTPStatus.OK, openapi.openapi_spec(view.job_id if view is not None else None)
     if view is None:
         return HTTPStatus.SERVICE_UNAVAILABLE, {"errors": ["the job is starting"]}
     matched = False
-    for route_method, pattern, handler in _ROUTES:
-        match = pattern.fullmatch(clean)
+    for candidate in _ROUTES:
+        match = candidate.pattern.fullmatch(clean)
         if match is None:
             continue
         matched = True
-        if route_method != get:
+        if candidate.method != get:
             continue
         try:
-            return handler(view, control, request, *match.groups())
+            return candidate.handler(view, control, request, *match.groups())
         except RestError as refused:
             return refused.status, {"errors": [str(refused)]}
     if matched:
@@ -416,6 +574,19 @@ class _Handler(BaseHTTPRequestHandler):
         if send_body:
             self.wfile.write(data)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What http.server refuses itself (a bad request line, an unknown method, a header
+        too long) gets Flink's JSON error body too, never an HTML page."""
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "error"
+        if code == HTTPStatus.NOT_IMPLEMENTED:  # a method no route takes
+            code, message = HTTPStatus.METHOD_NOT_ALLOWED, f"{self.command}: use GET"
+        self.close_connection = True
+        send_body = self.command != "HEAD" and code >= 200 and code not in (204, 304)
+        self._send(code, {"errors": [message or phrase]}, send_body)
+
     def _send(
         self,
         status: int,
@@ -423,9 +594,12 @@ class _Handler(BaseHTTPRequestHandler):
         send_body: bool,
         headers: dict[str, str] | None = None,
     ) -> None:
-        data = json.dumps(body).encode()
+        if isinstance(body, RawBody):
+            data, content_type = body.data, body.content_type
+        else:
+            data, content_type = json.dumps(body).encode(), "application/json; charset=utf-8"
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-store")
         for name, value in (headers or {}).items():

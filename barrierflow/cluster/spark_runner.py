@@ -124,6 +124,8 @@ class SparkAttemptRunner:
         self._job_name = job_name
         self._post = post
         self.addresses = resolve_addresses(spark.sparkContext.master, spark.conf.get)
+        self.spark_ui_url: str | None = spark.sparkContext.uiWebUrl
+        """The application's Spark UI (None when `spark.ui.enabled` is false)."""
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
 
