@@ -313,7 +313,9 @@ def _vertex_view(view: JobView, job_id: str, vertex_id: str) -> VertexView:
     raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no vertex {vertex_id}")
 
 
-def _log_file(view: JobView, request: RestRequest, job_id: str, name: str) -> tuple[int, Any]:
+def _log_file(
+    view: JobView, control: Any, request: RestRequest, job_id: str, name: str
+) -> tuple[int, Any]:
     tail = _query(request).get("tail")
     text = rest_logs.read_log(_job(view, job_id).log_dir, name, tail[-1] if tail else None)
     return HTTPStatus.OK, RawBody(text, "text/plain; charset=utf-8")

@@ -1,0 +1,60 @@
+"""The OpenAPI description and the server stay in step: every route of `_ROUTES` (and
+`/metrics`) is in the spec and nothing else, each with its path parameters, every schema
+reference resolves, and the actions carry the bearer token."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from barrierflow.cluster import openapi
+from barrierflow.cluster.rest import _ROUTES, routes
+
+
+def spec_operations(spec) -> set[tuple[str, str]]:
+    return {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}
+
+
+def test_every_route_is_in_the_spec_and_every_path_of_the_spec_is_a_route():
+    spec = openapi.openapi_spec("job-1")
+
+    assert spec_operations(spec) == set(routes()) | openapi.EXTRA_PATHS
+    assert len(routes()) == len(set(routes()))
+
+
+def test_each_operation_declares_exactly_its_path_parameters():
+    for path, operations in openapi.openapi_spec()["paths"].items():
+        expected = set(re.findall(r"\{(\w+)\}", path))
+        for method, operation in operations.items():
+            declared = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
+            assert declared == expected, (method, path)
+
+
+def test_every_schema_reference_resolves():
+    spec = openapi.openapi_spec()
+    text = json.dumps(spec)
+    names = set(re.findall(r'"#/components/schemas/(\w+)"', text))
+    assert names and names <= set(spec["components"]["schemas"])
+
+
+def test_the_actions_need_the_bearer_token_and_reads_do_not():
+    spec = openapi.openapi_spec()
+    assert spec["components"]["securitySchemes"]["jobToken"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "the job's token from the local job registry",
+    }
+    for route in _ROUTES:
+        operation = spec["paths"][route.template][route.method.lower()]
+        if route.method == "GET":
+            assert "security" not in operation
+        else:
+            assert operation["security"] == [{"jobToken": []}]
+            assert {"401", "403"} <= set(operation["responses"])
+
+
+def test_the_spec_is_a_valid_openapi_document():
+    import schemathesis
+
+    schema = schemathesis.openapi.from_dict(openapi.openapi_spec("job-1"))
+    assert len(list(schema.get_all_operations())) == len(spec_operations(schema.raw_schema))
