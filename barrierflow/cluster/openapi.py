@@ -473,7 +473,15 @@ def openapi_spec(job_id: str | None = None) -> dict[str, Any]:
             "summary": summary,
             "operationId": _operation_id(path),
             "parameters": parameters + _QUERY.get(path, []),
-            "responses": {"200": ok, **({} if path == "/openapi.json" else _READ_ERRORS)},
+            "responses": {
+                "200": ok,
+                **({} if path == "/openapi.json" else _READ_ERRORS),
+                **(
+                    {"400": _error("not a plain file name, or a bad tail")}
+                    if "{log_name}" in path
+                    else {}
+                ),
+            },
         }
     for path, operations in _actions().items():
         parameters = [_path_parameter("job_id", _PARAMETER_TEXT["job_id"], job_id)]
