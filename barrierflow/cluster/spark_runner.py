@@ -124,7 +124,7 @@ class SparkAttemptRunner:
         self._job_name = job_name
         self._post = post
         self.addresses = resolve_addresses(spark.sparkContext.master, spark.conf.get)
-        self.spark_ui_url: str | None = spark.sparkContext.uiWebUrl
+        self.spark_ui_url: str | None = getattr(spark.sparkContext, "uiWebUrl", None)
         """The application's Spark UI (None when `spark.ui.enabled` is false)."""
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
