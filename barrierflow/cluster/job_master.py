@@ -30,8 +30,8 @@ import os
 import queue
 import secrets
 import uuid
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pyspark import cloudpickle
@@ -53,9 +53,9 @@ from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
 from barrierflow.cluster.job_actions import SavepointOperation
 from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
 from barrierflow.cluster.job_restore import JobRestore
-from barrierflow.cluster.log_dir import job_log_dir
 from barrierflow.cluster.job_settings import JobSettings
 from barrierflow.cluster.job_view import JobPublisher, JobStatus
+from barrierflow.cluster.log_dir import job_log_dir
 from barrierflow.cluster.mails import (
     CancelRequested,
     FailureInjectionRequested,
