@@ -173,6 +173,8 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 rootLogger.level = error
 rootLogger.appenderRef.console.ref = console
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 

@@ -116,6 +116,11 @@ def forwarding_task_logs(
     and above to the JobMaster through `send`, every FLUSH_S and once more at the end."""
     forwarder = TaskLogForwarder(partition, attempt, level)
     root = logging.getLogger()
+    # the records go to the subtask's file on the driver, not also to the worker's stderr
+    # (which a local master prints on the user's console)
+    quieted = [h for h in root.handlers if type(h) is logging.StreamHandler]
+    for handler in quieted:
+        root.removeHandler(handler)
     root.addHandler(forwarder)
     if root.level > level or root.level == logging.NOTSET:
         root.setLevel(level)
@@ -136,6 +141,8 @@ def forwarding_task_logs(
         stop.set()
         thread.join(FLUSH_S * 2)
         root.removeHandler(forwarder)
+        for handler in quieted:
+            root.addHandler(handler)
         with contextlib.suppress(OSError, ValueError):
             forwarder.flush_to(send)
 
@@ -152,24 +159,36 @@ class JobLogs:
         self.folder = folder
         self._subtasks = subtasks
         folder.mkdir(parents=True, exist_ok=True)
-        self._handlers: list[tuple[logging.Logger, logging.Handler, bool]] = []
+        self._handlers: list[tuple[logging.Logger, logging.Handler, bool, int]] = []
         driver = logging.FileHandler(folder / "jobmaster.log", encoding="utf-8")
         driver.setLevel(logging.INFO)
         driver.setFormatter(
             logging.Formatter("%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
         )
-        self._attach(logging.getLogger(JOBMASTER_LOGGER), driver, propagate=True)
+        ours = logging.getLogger(JOBMASTER_LOGGER)
+        unconfigured = not logging.getLogger().hasHandlers()
+        if unconfigured:
+            # Python's last-resort output (warnings, bare) stops once any handler exists:
+            # keep the console as it was. Then INFO may reach our file; with the user's own
+            # handlers the user's levels decide.
+            console = logging.StreamHandler()
+            console.setLevel(logging.WARNING)
+            self._attach(ours, console, propagate=True, level=logging.INFO)
+        self._attach(ours, driver, propagate=True, level=logging.INFO if unconfigured else None)
         spark = logging.FileHandler(folder / "spark.log", encoding="utf-8")
         spark.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         for name in SPARK_PYTHON_LOGGERS:  # off the console, into the file
-            self._attach(logging.getLogger(name), spark, propagate=False)
+            self._attach(logging.getLogger(name), spark, propagate=False, level=logging.INFO)
 
-    def _attach(self, logger: logging.Logger, handler: logging.Handler, propagate: bool) -> None:
-        self._handlers.append((logger, handler, logger.propagate))
+    def _attach(
+        self, logger: logging.Logger, handler: logging.Handler, propagate: bool, level: int | None
+    ) -> None:
+        """Add `handler` to `logger` (and lower its level to `level`) until `close`."""
+        self._handlers.append((logger, handler, logger.propagate, logger.level))
         logger.addHandler(handler)
         logger.propagate = propagate
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
+        if level is not None and logger.getEffectiveLevel() > level:
+            logger.setLevel(level)
 
     def write(self, message: TaskLogRecords) -> None:
         """Append a task's batch to its subtask's file (a partition this job lacks is ignored)."""
@@ -188,8 +207,9 @@ class JobLogs:
 
     def close(self) -> None:
         """Detach the handlers (the files stay)."""
-        for logger, handler, propagate in reversed(self._handlers):
+        for logger, handler, propagate, level in reversed(self._handlers):
             logger.removeHandler(handler)
             logger.propagate = propagate
+            logger.setLevel(level)
             handler.close()
         self._handlers = []
