@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from barrierflow.cluster.metrics_view import MetricsSnapshot
     from barrierflow.cluster.rest import JobView
 
+TASK_LOG_LEVEL_ENV = "BARRIERFLOW_TASK_LOG_LEVEL"
+"""The lowest level of the tasks' Python log records kept in their log files (default WARNING)."""
+
 NO_CHECKPOINTS_INTERVAL_MS = 2**40
 """With checkpointing off, only the final checkpoint (at the end of bounded input) runs."""
 
@@ -317,6 +320,7 @@ integer >= 1, got 0
             savepoint_restore=command_line_defaults.savepoint_restore or self._savepoint_restore,
             savepoint_dir=savepoint_dir,
             externalized_retention=config.externalized_retention.name,
+            task_log_level=os.environ.get(TASK_LOG_LEVEL_ENV) or "WARNING",
         )
         options = (command_line_defaults.spark_options or SparkOptions()).merged(
             SparkOptions(py_files=tuple(self._python_files))
