@@ -26,6 +26,7 @@ from barrierflow.checkpoint.stats import (
     SubtaskDecline,
 )
 from barrierflow.cli_jobs import add_job_commands
+from barrierflow.cli_progress import ProgressWatcher
 from barrierflow.cli_state import state
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.errors import BarrierflowError, ConfigurationError
@@ -135,6 +136,15 @@ def _spark_options(context: dict) -> SparkOptions:
     help="claim: the job owns the restored folder and deletes it once newer checkpoints "
     "subsume it; no-claim: never touches it.",
 )
+@click.option(
+    "--progress",
+    type=click.Choice(["auto", "live", "plain", "off"]),
+    default="auto",
+    show_default=True,
+    help="How the job's progress shows: live (a panel refreshed twice a second), plain (a "
+    "line every $BARRIERFLOW_PROGRESS_INTERVAL s, default 10), off; auto: live on a terminal, "
+    "plain otherwise. Either way the REST/dashboard address comes first and a summary last.",
+)
 @spark_settings
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
 def run(
@@ -145,10 +155,17 @@ def run(
     savepoint: str | None,
     allow_non_restored_state: bool,
     restore_mode: str,
+    progress: str,
     job_args: tuple[str, ...],
     **spark: object,
 ) -> None:
-    """Run JOB_FILE, a Python file that builds a job and calls env.execute()."""
+    """Run JOB_FILE, a Python file that builds a job and calls env.execute().
+
+    Prints where to look as the job starts (its REST endpoint and dashboard, with the job's
+    action token: keep it to yourself), its progress while it runs, and a summary at the
+    end. Spark's own log, the JobMaster's and each task's are files in the job's log folder
+    (printed; under $BARRIERFLOW_LOG_DIR, default ./.barrierflow/logs).
+    """
     _check_job_file(job_file)
     options = _spark_options(spark)
     if savepoint is None and (allow_non_restored_state or restore_mode != "no-claim"):
@@ -160,12 +177,17 @@ def run(
         restore = SavepointRestoreSettings.for_path(
             savepoint, allow_non_restored_state, restore_mode
         )
+    watch = None
+    if progress != "off":
+        terminal = {"live": True, "plain": False}.get(progress)
+        watch = ProgressWatcher(sys.stdout, terminal=terminal)
     settings = command_line_settings(
         parallelism=parallelism,
         master=master,
         checkpoint_dir=checkpoint_dir,
         savepoint_restore=restore,
         spark_options=options,
+        watch=watch,
     )
     try:
         with settings:

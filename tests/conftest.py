@@ -15,6 +15,9 @@ settings.load_profile("barrierflow")
 # Jobs started by tests register in a folder of their own, never in the user's registry of
 # running jobs (tests that look at a registry point BARRIERFLOW_REGISTRY_DIR elsewhere).
 os.environ["BARRIERFLOW_REGISTRY_DIR"] = tempfile.mkdtemp(prefix="barrierflow-test-registry-")
+# Likewise every job's log folder (spark.log, jobmaster.log, task logs) goes to a temporary
+# folder, not ./.barrierflow/logs of the checkout.
+os.environ.setdefault("BARRIERFLOW_LOG_DIR", tempfile.mkdtemp(prefix="barrierflow-test-logs-"))
 
 # Session fixtures of the real servers, started only when a test asks for them.
 from nats_server import nats_server  # noqa: E402, F401

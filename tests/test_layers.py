@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "job_file",
         "state_processor",
         "cli_jobs",
+        "cli_progress",
         "job_remote",
     ),
     ("api",),

@@ -9,7 +9,8 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from barrierflow import _check_run
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
@@ -30,6 +31,13 @@ from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.graph.transformation import Transformation
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM
+
+if TYPE_CHECKING:
+    from barrierflow.cluster.metrics_view import MetricsSnapshot
+    from barrierflow.cluster.rest import JobView
+
+TASK_LOG_LEVEL_ENV = "BARRIERFLOW_TASK_LOG_LEVEL"
+"""The lowest level of the tasks' Python log records kept in their log files (default WARNING)."""
 
 NO_CHECKPOINTS_INTERVAL_MS = 2**40
 """With checkpointing off, only the final checkpoint (at the end of bounded input) runs."""
@@ -52,6 +60,10 @@ class _CommandLineDefaults:
     """Set by `barrierflow run --from-savepoint`: wins over the job's own setting."""
     spark_options: SparkOptions | None = None
     """Set by `barrierflow run --conf/--py-files/...`: the Spark settings of the job's session."""
+    watch: Callable[[JobClient], None] | None = None
+    """Set by `barrierflow run`: `execute` hands it the started job and it shows the job's
+    progress on the calling thread until the job ends (`execute` then returns or raises as
+    usual); `execute_async` does not call it."""
 
 
 command_line_defaults = _CommandLineDefaults()
@@ -266,7 +278,10 @@ integer >= 1, got 0
 
     def execute(self, job_name: str = "barrierflow job") -> JobExecutionResult:
         """Run the job until its input ends (bounded) or it is cancelled; raise if it fails."""
-        return self.execute_async(job_name).wait()
+        client = self.execute_async(job_name)
+        if command_line_defaults.watch is not None:
+            command_line_defaults.watch(client)
+        return client.wait()
 
     def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
         from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
@@ -305,6 +320,7 @@ integer >= 1, got 0
             savepoint_restore=command_line_defaults.savepoint_restore or self._savepoint_restore,
             savepoint_dir=savepoint_dir,
             externalized_retention=config.externalized_retention.name,
+            task_log_level=os.environ.get(TASK_LOG_LEVEL_ENV) or "WARNING",
         )
         options = (command_line_defaults.spark_options or SparkOptions()).merged(
             SparkOptions(py_files=tuple(self._python_files))
@@ -368,6 +384,33 @@ class JobClient:
             raise self._error
         assert self._result is not None
         return self._result
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` s for the job to end; True once it has (then `wait` returns or
+        raises at once)."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def metrics(self) -> MetricsSnapshot | None:
+        """The tasks' metrics as the JobMaster last published them (None before any)."""
+        return self._master.metrics.snapshot
+
+    @property
+    def view(self) -> JobView | None:
+        """The job's published view (state, checkpoint statistics), as REST serves it."""
+        return self._master.publisher.view
+
+    @property
+    def action_token(self) -> str:
+        """The token the REST endpoint's actions (and the dashboard) need: for the user who
+        started the job only."""
+        return self._master.action_token
+
+    @property
+    def log_dir(self) -> Path:
+        """The job's log folder on the driver (spark.log, jobmaster.log, task logs)."""
+        return self._master.log_dir
 
     @property
     def rest_url(self) -> str | None:

@@ -31,6 +31,7 @@ import queue
 import secrets
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pyspark import cloudpickle
@@ -54,6 +55,7 @@ from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, sh
 from barrierflow.cluster.job_restore import JobRestore
 from barrierflow.cluster.job_settings import JobSettings
 from barrierflow.cluster.job_view import JobPublisher, JobStatus
+from barrierflow.cluster.log_dir import job_log_dir
 from barrierflow.cluster.mails import (
     CancelRequested,
     FailureInjectionRequested,
@@ -73,6 +75,7 @@ from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.shared_storage import check_job_storage
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
+from barrierflow.cluster.task_logs import JobLogs
 from barrierflow.errors import (
     CheckpointStorageError,
     JobExecutionError,
@@ -119,6 +122,14 @@ class JobMaster:
         self.job_id = uuid.uuid4().hex
         self.run_id = uuid.uuid4().hex[:8]
         self.secret = secrets.token_bytes(32)
+        self.action_token = secrets.token_urlsafe(32)
+        """What the REST endpoint's actions (and the dashboard's) need: shown only to the user
+        who started the job (its console, the per-user job registry)."""
+        self.log_dir = (
+            Path(settings.log_dir) if settings.log_dir else job_log_dir(graph.job_name, self.job_id)
+        )
+        """The job's log folder on the driver (cluster/log_dir.py)."""
+        self.logs: JobLogs | None = None
         self.storage = FileSystemCheckpointStorage(settings.checkpoint_storage, graph.job_name)
         self.partitions = tuple(graph.all_subtasks())
         self.sources = list(graph.source_subtasks())
@@ -241,16 +252,24 @@ class JobMaster:
         return self._outcome
 
     def close(self) -> None:
-        """Close the RPC endpoint (every task connection) and the REST endpoint."""
+        """Close the RPC endpoint (every task connection), the REST endpoint and the log
+        files."""
         if self._rpc is not None:
             self._rpc.close()
         if self._rest is not None:
             self._rest.close()
             self._rest = None
             self.publisher.publish(rest_url=None)
+        if self.logs is not None:
+            self.logs.close()
+            self.logs = None
 
     def _prepare(self) -> None:
         rest_port = resolve_rest_port(self.settings.rest_port, os.environ)
+        try:
+            self.logs = JobLogs(self.log_dir, self.partitions)
+        except OSError as error:
+            log.warning("job '%s' keeps no log files: %s", self.graph.job_name, error)
         self._splits = create_splits(self.graph)
         prepare_sinks(self.graph)
         self.storage.prepare()
@@ -262,6 +281,8 @@ class JobMaster:
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
         )
+        if self.logs is not None:
+            self._runner.log_to(self.log_dir)
         check_job_storage(self.graph, self.settings, self._runner.executor_hosts)
         addresses = self._runner.addresses
         self.publisher.spark_ui = getattr(self._runner, "spark_ui_url", None)
@@ -277,7 +298,7 @@ class JobMaster:
             rest_port,
             lambda: publisher.view,
             actions=self,
-            token=secrets.token_urlsafe(32),
+            token=self.action_token,
             get_metrics=lambda: self.metrics.snapshot,
         )
         if self._rest is not None:
@@ -336,6 +357,10 @@ class JobMaster:
     def _on_task_message(self, conn: TaskConnection, message: Any) -> None:
         if type(message) not in msg.TASK_TO_JOBMASTER:
             raise TypeError(f"a task sent a message of unknown type: {message!r}")
+        if isinstance(message, msg.TaskLogRecords):  # whatever the attempt: see the message
+            if self.logs is not None:
+                self.logs.write(message)
+            return
         if self.attempt is None or message.attempt != self.attempt.number:
             log.debug("refused %s: the current attempt is not %d", message, message.attempt)
             if isinstance(message, msg.RegisterTask):

@@ -37,6 +37,10 @@ class JobSettings:
     checkpoint folders when it ends CANCELED."""
     metrics_interval_ms: int = 1000
     """How often each task reports its metrics to the JobMaster (0: at start and end only)."""
+    log_dir: str | None = None
+    """The job's log folder on the driver; None: cluster/log_dir.job_log_dir(name, id)."""
+    task_log_level: str = "WARNING"
+    """The lowest level of the tasks' Python log records sent to the task log files."""
 
     def task_settings(
         self,
@@ -65,4 +69,5 @@ class JobSettings:
             unaligned_checkpoints=self.unaligned_checkpoints,
             aligned_checkpoint_timeout_ms=self.aligned_checkpoint_timeout_ms,
             metrics_interval_ms=self.metrics_interval_ms,
+            task_log_level=self.task_log_level,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from barrierflow.cluster.addresses import JobAddresses, resolve_addresses
@@ -20,6 +21,7 @@ from barrierflow.cluster.spark_session import (
     check_slots,
     executor_hosts,
     obtain_spark,
+    redirect_spark_log,
 )
 from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError, RemoteTaskError
 
@@ -110,6 +112,10 @@ class AttemptRunner(Protocol):
         """Kill the tasks of the attempt submitted as `group` (its SparkJobEnded follows)."""
         ...
 
+    def log_to(self, folder: Path) -> None:
+        """Write the driver's Spark log into `folder` (the job's log folder) from now on."""
+        ...
+
 
 RunnerFactory = Callable[[str | None, int, str, Callable[[Mail], None]], AttemptRunner]
 """(Spark master, subtask count, job name, post) -> the runner of the job's attempts."""
@@ -154,6 +160,9 @@ class SparkAttemptRunner:
             daemon=True,
             name=f"spark-attempt-{attempt}",
         ).start()
+
+    def log_to(self, folder: Path) -> None:
+        redirect_spark_log(self._spark, folder)
 
     def cancel(self, group: str) -> None:
         with self._lock:

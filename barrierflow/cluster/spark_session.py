@@ -86,6 +86,7 @@ def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | 
     session's settings; its Python files are added to whichever session is returned."""
     options = options or SparkOptions()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -111,8 +112,14 @@ def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | 
             builder = builder.config(key, value)
     for key, value in options.conf.items():
         builder = builder.config(key, value)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._active_spark_context is None:
+        # barrierflow starts the JVM: Spark's own start-up lines stay off the console too
+        java_options = options.conf.get(DRIVER_JAVA_OPTIONS_KEY, "")
+        if "log4j2.configurationFile" not in java_options:
+            startup = f"-Dlog4j2.configurationFile={startup_log_config().as_uri()}"
+            builder = builder.config(DRIVER_JAVA_OPTIONS_KEY, f"{java_options} {startup}".strip())
     spark = builder.getOrCreate()
-    level = os.environ.get("BARRIERFLOW_SPARK_LOG_LEVEL")
+    level = os.environ.get(SPARK_LOG_LEVEL_ENV)
     spark.sparkContext.setLogLevel(level or "ERROR")
     if level is None and is_local_master(spark.sparkContext.master):
         _quiet_task_failures(spark)
@@ -149,6 +156,78 @@ def _quiet_task_failures(spark: Any) -> None:
         )
     except Exception as error:  # another logging backend: keep Spark's output as it is
         log.debug("cannot quiet Spark's executor log: %s", error)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark's own log
+
+DRIVER_JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+SPARK_LOG_LEVEL_ENV = "BARRIERFLOW_SPARK_LOG_LEVEL"
+"""The lowest level of Spark's lines in the job's spark.log (default WARN)."""
+SPARK_LOG_FILE = "spark.log"
+_STARTUP_CONFIG = """status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+
+
+def startup_log_config() -> Path:
+    """A log4j2 configuration for the JVM barrierflow starts, until a job sends Spark's log to
+    its own folder: errors only, on stderr (Spark's start-up notices stay off the console)."""
+    path = Path(tempfile.gettempdir()) / f"barrierflow-log4j2-startup-{os.getuid()}.properties"
+    if not path.is_file() or path.read_text(encoding="utf-8") != _STARTUP_CONFIG:
+        scratch = path.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_text(_STARTUP_CONFIG, encoding="utf-8")
+        scratch.replace(path)
+    return path
+
+
+def spark_log_config(log_file: Path, level: str) -> str:
+    """A log4j2 configuration that appends every Spark line at `level` or above to
+    `log_file`, and nothing to the console.
+
+    >>> print(spark_log_config(Path("/logs/job-1/spark.log"), "WARN").splitlines()[4])
+    appender.file.fileName = /logs/job-1/spark.log
+    """
+    return f"""status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.append = true
+appender.file.fileName = {log_file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = file
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+"""
+
+
+def redirect_spark_log(spark: Any, folder: Path) -> Path | None:
+    """From now on the driver JVM's Spark log goes to `folder`/spark.log only (log4j2
+    reconfigured at run time through its Configurator: the JVM started before the job's
+    folder was known). Returns the file; None when the JVM's logging cannot be reconfigured
+    (another backend), which leaves Spark's output as it was. Executors on a cluster keep
+    their own logs (the cluster manager's)."""
+    level = os.environ.get(SPARK_LOG_LEVEL_ENV) or "WARN"
+    log_file = folder / SPARK_LOG_FILE
+    config = folder / "log4j2.properties"
+    try:
+        config.write_text(spark_log_config(log_file, level), encoding="utf-8")
+        jvm = spark.sparkContext._jvm
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        configurator.reconfigure(jvm.java.net.URI(config.as_uri()))
+    except Exception as error:  # another logging backend, an unwritable folder
+        log.warning("Spark's log stays where Spark writes it: %s", error)
+        return None
+    return log_file
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.addresses import executor_host
 from barrierflow.cluster.rpc import RpcClient
+from barrierflow.cluster.task_logs import forwarding_task_logs
 from barrierflow.cluster.task_process import ParentLink, TaskSupervisor
 from barrierflow.errors import ExecutorImportError, StreamCorruptionError
 from barrierflow.runtime.attempt_outcome import AttemptEnd
@@ -104,10 +105,20 @@ def run_stream_task(
     """The child process's work: the stream task's attempts, talking through `link`."""
     mailbox: queue.SimpleQueue = queue.SimpleQueue()
     link.start(mailbox.put)
-    task = StreamTask(
-        descriptor, settings, partition, link.send, mailbox, executor_host=executor_host
-    )
-    run_attempts(task)
+    level = logging.getLevelName(settings.task_log_level.upper())
+    tasks: list[StreamTask] = []
+    with forwarding_task_logs(
+        partition,
+        lambda: tasks[0].attempt if tasks else settings.attempt,
+        level if isinstance(level, int) else logging.WARNING,
+        link.send,
+    ):
+        tasks.append(
+            StreamTask(
+                descriptor, settings, partition, link.send, mailbox, executor_host=executor_host
+            )
+        )
+        run_attempts(tasks[0])
 
 
 def run_attempts(task: StreamTask, clock: Clock = SYSTEM_CLOCK) -> AttemptEnd:

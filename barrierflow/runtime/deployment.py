@@ -127,6 +127,9 @@ class TaskSettings:
     """With unaligned checkpoints: align this long first (0: unaligned from the first barrier)."""
     metrics_interval_ms: int = 1000
     """How often the task sends its TaskMetricsReport (0: only when it runs and finishes)."""
+    task_log_level: str = "WARNING"
+    """The lowest level of the task process's Python log records sent to the JobMaster (for
+    the subtask's log file; cluster/task_logs.py)."""
 
     def barrier_handler(self, channel_count: int) -> BarrierHandler:
         """The barrier handler of a task with `channel_count` input channels."""

@@ -182,6 +182,34 @@ class TaskMetricsReport:
     values: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class TaskLogRecord:
+    """One Python log record of a task's process, in plain values."""
+
+    time_ms: int
+    level: str
+    """The level's name, e.g. "WARNING"."""
+    logger: str
+    message: str
+    attempt: int
+    """The attempt the task ran when it logged this."""
+    exception: str = ""
+    """The formatted traceback of a record logged with one."""
+
+
+@dataclass(frozen=True)
+class TaskLogRecords:
+    """A batch of the task process's log records (cluster/task_logs.py), for the subtask's
+    log file in the job's log folder. The JobMaster takes them whatever the attempt: they
+    describe the subtask, and a failed attempt's last words matter most."""
+
+    attempt: int
+    partition: int
+    records: tuple[TaskLogRecord, ...]
+    dropped: int = 0
+    """Records the task dropped since the previous batch (it logged faster than it sent)."""
+
+
 # ---- JobMaster -> task -----------------------------------------------------------------------
 
 
@@ -285,6 +313,7 @@ TASK_TO_JOBMASTER = (
     TaskProcessDied,
     SparkTaskProcess,
     TaskMetricsReport,
+    TaskLogRecords,
 )
 """Every message a task sends; the JobMaster refuses any other type."""
 

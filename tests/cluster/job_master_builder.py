@@ -88,6 +88,8 @@ class FakeSparkRunner:
     submitted: list[tuple[str, int]] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     payloads: list[bytes] = field(default_factory=list)
+    log_folder: Path | None = None
+    """Where the JobMaster asked the runner to write Spark's log."""
 
     def executor_hosts(self) -> frozenset[str]:
         return frozenset({socket.gethostname()})
@@ -99,6 +101,9 @@ class FakeSparkRunner:
 
     def cancel(self, group: str) -> None:
         self.cancelled.append(group)
+
+    def log_to(self, folder: Path) -> None:
+        self.log_folder = folder
 
 
 class JobHarness:
@@ -136,6 +141,7 @@ class JobHarness:
                 checkpoint_storage=str(tmp_path / "checkpoints"),
                 master=None,
                 rest_port="off",
+                log_dir=str(tmp_path / "logs"),
             ),
             clock=self.clock,
             connect_runner=self._connect_runner,

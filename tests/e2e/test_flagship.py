@@ -71,7 +71,8 @@ def test_the_flagship_checks_its_job_file_under_three_kinds_of_failure_one_line_
     # Nothing else says it failed, and no stack-trace pages anywhere.
     failed = [line for line in console.splitlines() if " failed" in line]
     assert len(failed) == 3, failed
-    for page in ("Traceback", "\tat org.apache", "Exception in task", "lost the output channel"):
+    java = ("\tat org.apache", "Exception in thread", "py4j", "java.lang.")
+    for page in ("Traceback", "Exception in task", "lost the output channel", *java):
         assert page not in console, console[-3000:]
     # Each run wrote into its own folder under --workdir.
     runs = sorted(p.name for p in tmp_path.iterdir())
