@@ -37,6 +37,8 @@ class JobSettings:
     checkpoint folders when it ends CANCELED."""
     metrics_interval_ms: int = 1000
     """How often each task reports its metrics to the JobMaster (0: at start and end only)."""
+    latency_interval_ms: int = 0
+    """How often each source subtask emits a latency marker (0: never)."""
 
     def task_settings(
         self,
@@ -65,4 +67,5 @@ class JobSettings:
             unaligned_checkpoints=self.unaligned_checkpoints,
             aligned_checkpoint_timeout_ms=self.aligned_checkpoint_timeout_ms,
             metrics_interval_ms=self.metrics_interval_ms,
+            latency_interval_ms=self.latency_interval_ms,
         )

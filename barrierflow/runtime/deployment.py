@@ -127,6 +127,9 @@ class TaskSettings:
     """With unaligned checkpoints: align this long first (0: unaligned from the first barrier)."""
     metrics_interval_ms: int = 1000
     """How often the task sends its TaskMetricsReport (0: only when it runs and finishes)."""
+    latency_interval_ms: int = 0
+    """How often each source subtask emits a latency marker (0: never, the default; Flink's
+    `metrics.latency.interval`)."""
 
     def barrier_handler(self, channel_count: int) -> BarrierHandler:
         """The barrier handler of a task with `channel_count` input channels."""
