@@ -1,5 +1,5 @@
 """Latency markers, event by event, without Spark or sockets: a source task emits one every
-interval after its records on one channel of its edge; a downstream `Map -> Sink` task records
+interval after its records on one channel of each edge; a downstream `Map -> Sink` task records
 each marker's age per source vertex in every operator and never hands one to the map function
 or the sink's writer; an unaligned checkpoint leaves markers out of its channel state.
 Time is a ManualClock; channels are wires that remember the frames sent."""
@@ -15,12 +15,15 @@ from barrierflow.connectors.collection import CollectionSource
 from barrierflow.connectors.print_sink import PrintSink
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.chain_outputs import RecordWriterOutput
 from barrierflow.runtime.channel_state import in_flight_input, read_channel_state
-from barrierflow.runtime.elements import CheckpointBarrier, LatencyMarker
+from barrierflow.runtime.elements import CheckpointBarrier, LatencyMarker, StreamStatus
 from barrierflow.runtime.mails import CreditReceived, InputReceived
 from barrierflow.runtime.network import codec, task_channels
 from barrierflow.runtime.network.channels import OutputChannel
+from barrierflow.runtime.network.record_writer import EdgeWriter
 from barrierflow.runtime.operators.source_sink import SourceOperator
+from barrierflow.runtime.partitioners import ForwardPartitioner
 from barrierflow.runtime.task import StreamTask, TaskSettings
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint, DeployTask
 
@@ -296,3 +299,18 @@ def test_an_unaligned_barrier_overtakes_a_queued_marker_without_persisting_it():
 def test_a_marker_frame_round_trips():
     marker = LatencyMarker(1_700_000_000_123, 12, 3)
     assert codec.decode(codec.encode_event(marker)) == marker
+
+
+def test_an_output_sends_a_marker_on_one_channel_of_each_of_its_edges():
+    wires = [[_Wire() for _ in range(count)] for count in (2, 3)]
+    channels = [[OutputChannel(w) for w in edge_wires] for edge_wires in wires]  # type: ignore[arg-type]
+    edges = [EdgeWriter(ForwardPartitioner(), edge_channels, 10) for edge_channels in channels]
+    output = RecordWriterOutput(edges)
+    output.emit_stream_status(StreamStatus.IDLE)  # idle holds watermarks back, not markers
+    for wire in (w for edge_wires in wires for w in edge_wires):
+        wire.sent.clear()
+    for marked in range(1, 21):
+        output.emit_latency_marker(LatencyMarker(marked, 0, 0))
+    for edge_wires in wires:
+        assert sorted(m.marked_time_ms for _, m in markers_on(edge_wires)) == list(range(1, 21))
+    assert output.records == 0  # a marker is no record
