@@ -74,6 +74,13 @@ PUBLIC = {
         "TimerService",
         "WindowFunction",
     },
+    "barrierflow.metrics": {
+        "Counter",
+        "Distribution",
+        "Gauge",
+        "Meter",
+        "MetricGroup",
+    },
     "barrierflow.state": {
         "ListState",
         "ListStateDescriptor",

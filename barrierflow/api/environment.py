@@ -154,7 +154,8 @@ integer >= 1, got 0
         return self._checkpoint_config
 
     def get_config(self) -> ExecutionConfig:
-        """Execution settings (PyFlink's `env.get_config()`): the auto-watermark interval.
+        """Execution settings (PyFlink's `env.get_config()`): the auto-watermark interval,
+        latency tracking (`set_latency_tracking_interval`) and the metrics report interval.
 
         >>> env = StreamExecutionEnvironment.get_execution_environment()
         >>> env.get_config().set_auto_watermark_interval(50).get_auto_watermark_interval()
@@ -321,6 +322,8 @@ integer >= 1, got 0
             savepoint_dir=savepoint_dir,
             externalized_retention=config.externalized_retention.name,
             task_log_level=os.environ.get(TASK_LOG_LEVEL_ENV) or "WARNING",
+            metrics_interval_ms=self._config.get_metrics_interval(),
+            latency_interval_ms=self._config.get_latency_tracking_interval(),
         )
         options = (command_line_defaults.spark_options or SparkOptions()).merged(
             SparkOptions(py_files=tuple(self._python_files))

@@ -41,6 +41,8 @@ class JobSettings:
     """The job's log folder on the driver; None: cluster/log_dir.job_log_dir(name, id)."""
     task_log_level: str = "WARNING"
     """The lowest level of the tasks' Python log records sent to the task log files."""
+    latency_interval_ms: int = 0
+    """How often each source subtask emits a latency marker (0: never)."""
 
     def task_settings(
         self,
@@ -70,4 +72,5 @@ class JobSettings:
             aligned_checkpoint_timeout_ms=self.aligned_checkpoint_timeout_ms,
             metrics_interval_ms=self.metrics_interval_ms,
             task_log_level=self.task_log_level,
+            latency_interval_ms=self.latency_interval_ms,
         )

@@ -5,7 +5,9 @@ does: without `get`, the ids of the metrics there are (`[{"id": ...}]`); with
 `?get=a,b`, those metrics' values as strings (`[{"id": ..., "value": "..."}]`), unknown
 ids left out. Ids are `<subtask>.<metric>` for a subtask and `<subtask>.<operator
 name>.<metric>` for an operator and its user metrics, with Flink's metric names
-(numRecordsIn, busyTimeMsPerSecond, currentInputWatermark, ...). `metrics_history_json`
+(numRecordsIn, busyTimeMsPerSecond, currentInputWatermark, ...); with latency tracking
+on, `<subtask>.<operator name>.latency.source_<vertex id>.<part>` (count, p50, p95, p99,
+max, min) per source vertex. `metrics_history_json`
 answers `GET /jobs/<id>/metrics/history`: per vertex its current aggregates, its
 history in columns ready for a chart, and its subtasks' current figures.
 """
@@ -51,6 +53,7 @@ _OPERATOR_METRICS = (
 )
 
 _DISTRIBUTION_PARTS = ("count", "sum", "min", "max", "p50", "p95", "p99")
+_LATENCY_PARTS = ("count", "p50", "p95", "p99", "max", "min")
 
 _VERTEX_FIGURES = (
     "records_in",
@@ -91,6 +94,11 @@ def vertex_metric_values(snapshot: MetricsSnapshot, vertex_id: int) -> dict[str,
 def _operator_values(values: dict[str, Any], prefix: str, operator: OperatorMetricsView) -> None:
     for name, attribute in _OPERATOR_METRICS:
         values[prefix + name] = getattr(operator, attribute)
+    for latency in operator.latency:
+        for part in _LATENCY_PARTS:
+            values[f"{prefix}latency.source_{latency.source_vertex_id}.{part}"] = getattr(
+                latency, part
+            )
     for metric in operator.user:
         if metric.distribution is not None:
             for part, value in zip(_DISTRIBUTION_PARTS, metric.distribution, strict=True):

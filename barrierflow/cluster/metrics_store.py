@@ -33,6 +33,7 @@ from typing import Any
 from barrierflow._clock import Clock
 from barrierflow.cluster.metrics_view import (
     HistoryPoint,
+    LatencyView,
     MetricsSnapshot,
     OperatorMetricsView,
     SubtaskMetricsView,
@@ -238,6 +239,19 @@ def _operator_view(
         watermark=op["watermark"],
         watermark_lag_ms=_watermark_lag(time_ms, op["watermark"]),
         user=tuple(user),
+        latency=tuple(
+            LatencyView(
+                source_vertex_id=int(vertex_id),
+                count=int(figures["count"]),
+                p50=float(figures["p50"]),
+                p95=float(figures["p95"]),
+                p99=float(figures["p99"]),
+                max=float(figures["max"]),
+                min=float(figures["min"]),
+                sum=float(figures["sum"]),
+            )
+            for vertex_id, figures in sorted(op.get("latency", {}).items())
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "HistoryPoint",
+    "LatencyView",
     "MetricsSnapshot",
     "OperatorMetricsView",
     "SubtaskMetricsView",
@@ -38,6 +39,21 @@ class UserMetricView:
 
 
 @dataclass(frozen=True)
+class LatencyView:
+    """How old the latency markers of one source vertex were when they reached an operator
+    (ms; the percentiles over the most recent markers, count and max over all)."""
+
+    source_vertex_id: int
+    count: int
+    p50: float
+    p95: float
+    p99: float
+    max: float
+    min: float = 0.0
+    sum: float = 0.0
+
+
+@dataclass(frozen=True)
 class OperatorMetricsView:
     """One operator of one subtask."""
 
@@ -53,6 +69,8 @@ class OperatorMetricsView:
     """The task's wall clock at its report minus `watermark`; None without a watermark or
     once it reached the end (MAX_WATERMARK)."""
     user: tuple[UserMetricView, ...] = ()
+    latency: tuple[LatencyView, ...] = ()
+    """Per source vertex (by id), with latency tracking on; empty otherwise."""
 
 
 @dataclass(frozen=True)

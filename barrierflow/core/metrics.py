@@ -9,7 +9,8 @@ user functions run on that same thread.
 >>> group = MetricGroup()
 >>> seen = group.counter("seen")
 >>> seen.inc(); seen.inc(4)
->>> group.add_group("cache").gauge("size", lambda: 7)
+>>> group.add_group("cache").gauge("size", lambda: 7).get_value()
+7.0
 >>> latency = group.distribution("latency")
 >>> for value in (5, 1, 3): latency.update(value)
 >>> sorted(group.values())
@@ -23,7 +24,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["Counter", "Distribution", "Meter", "MetricGroup"]
+__all__ = ["Counter", "Distribution", "Gauge", "Meter", "MetricGroup"]
 
 SAMPLE_SIZE = 1024
 """A distribution keeps this many most recent values for its percentiles."""
@@ -137,9 +138,11 @@ class MetricGroup:
     def distribution(self, name: str) -> Distribution:
         return self._register(name, Distribution)
 
-    def gauge(self, name: str, obj: Callable[[], float]) -> None:
-        """A value read when the task reports: `obj()` (a number; anything else is skipped)."""
-        self._metrics[self._prefix + name] = _Gauge(obj)
+    def gauge(self, name: str, obj: Callable[[], float]) -> Gauge:
+        """A value read when the task reports: `obj()` (a number; anything else is skipped).
+        Registering the name again replaces the function."""
+        gauge = self._metrics[self._prefix + name] = Gauge(obj)
+        return gauge
 
     def _register(self, name: str, kind: type) -> Any:
         full = self._prefix + name
@@ -166,11 +169,17 @@ class MetricGroup:
                     yield name, "gauge", value
 
 
-class _Gauge:
+class Gauge:
+    """A value the task reads from a function each time it reports (PyFlink's Gauge)."""
+
     __slots__ = ("_read",)
 
     def __init__(self, read: Callable[[], float]) -> None:
         self._read = read
+
+    def get_value(self) -> float | None:
+        """The function's value now as a float; None if it raised or gave no number."""
+        return self.read()
 
     def read(self) -> float | None:
         try:

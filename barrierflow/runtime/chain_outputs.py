@@ -4,8 +4,11 @@ Mailbox thread only. Each operator of a chain gets one `OperatorOutput`: its mai
 output goes to the next operator (`ChainingOutput`) or, for the last operator, to
 the edges that leave the task (`RecordWriterOutput`); each of its side outputs that
 something consumes goes to the edges of that side output. A watermark or status
-goes to every one of them, after the records emitted before it. `CollectingOutput`
-is the in-memory twin tests put at the end of a chain.
+goes to every one of them, after the records emitted before it. A latency marker
+(`emit_latency_marker`) also goes to each of them, but never into an operator's code:
+`ChainingOutput` hands it straight to the next operator's output, and each edge sends
+it on one random channel. `CollectingOutput` is the in-memory twin tests put at the
+end of a chain.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow.runtime.batch import RecordBatch
-from barrierflow.runtime.elements import StreamStatus, Watermark
+from barrierflow.runtime.elements import LatencyMarker, StreamStatus, Watermark
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.record_writer import EdgeWriter
 from barrierflow.runtime.operators.base import Output, StreamOperator
@@ -32,6 +35,11 @@ class ChainingOutput:
 
     def collect_side(self, tag_id: str, batch: RecordBatch) -> None:
         raise AssertionError("side outputs are routed by OperatorOutput")
+
+    def emit_latency_marker(self, marker: LatencyMarker) -> None:
+        """Past the next operator's code, to its own output (which records the marker's age
+        for the operator after it, if any, and passes it on)."""
+        self.operator.output.emit_latency_marker(marker)
 
 
 class RecordWriterOutput:
@@ -72,6 +80,14 @@ class RecordWriterOutput:
         for edge in self.edges:
             edge.broadcast_event(frame)
 
+    def emit_latency_marker(self, marker: LatencyMarker) -> None:
+        """One random channel of each edge, idle or not (a marker is no event time)."""
+        if not self.edges:
+            return
+        frame = codec.encode_event(marker)
+        for edge in self.edges:
+            edge.emit_latency_marker(frame)
+
 
 class OperatorOutput:
     """The output of one operator: its main output, and its consumed side outputs by tag id."""
@@ -83,6 +99,7 @@ class OperatorOutput:
         if not self.sides:
             self.emit_watermark = main.emit_watermark
             self.emit_stream_status = main.emit_stream_status
+            self.emit_latency_marker = main.emit_latency_marker
 
     def collect_side(self, tag_id: str, batch: RecordBatch) -> None:
         side = self.sides.get(tag_id)
@@ -99,12 +116,17 @@ class OperatorOutput:
             side.emit_stream_status(status)
         self.main.emit_stream_status(status)
 
+    def emit_latency_marker(self, marker: LatencyMarker) -> None:  # type: ignore[no-redef]
+        for side in self.sides.values():
+            side.emit_latency_marker(marker)
+        self.main.emit_latency_marker(marker)
+
 
 class CollectingOutput:
     """Remembers everything emitted, in order, as plain tuples (for tests and tools).
 
     ("record", value, timestamp or None), ("side", tag id, value, timestamp or None),
-    ("watermark", timestamp), ("status", StreamStatus).
+    ("watermark", timestamp), ("status", StreamStatus), ("latency", LatencyMarker).
 
     >>> out = CollectingOutput()
     >>> out.collect(RecordBatch(["a"], [5]))
@@ -129,6 +151,9 @@ class CollectingOutput:
 
     def emit_stream_status(self, status: StreamStatus) -> None:
         self.events.append(("status", status))
+
+    def emit_latency_marker(self, marker: LatencyMarker) -> None:
+        self.events.append(("latency", marker))
 
     def take(self) -> list[tuple[Any, ...]]:
         """Everything emitted since the last call."""

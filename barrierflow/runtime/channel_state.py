@@ -12,7 +12,10 @@ What belongs to checkpoint n's channel state, for one subtask:
 
 Frames are kept exactly as they travel, encoded, and never unpickled here. Only stream content
 is state (records, watermarks, stream status: `is_channel_state_frame`); checkpoint and
-partition control (barriers, cancellation markers, end of partition) never is.
+partition control (barriers, cancellation markers, end of partition) never is, nor are latency
+markers: a measurement, which replayed after a restore would only measure the outage. A marker
+in flight at an unaligned checkpoint still travels on in the running attempt; a restored one
+just lacks it.
 
 Restoring, with the same parallelism only (the channel counts must match, otherwise
 `read_channel_state` raises `StateRestoreError`: unaligned checkpoints cannot be rescaled):
@@ -75,8 +78,11 @@ CHANNEL_STATE = "channel-state"
 VERSION = 1
 """The header layout this release writes; it reads 1 to VERSION."""
 
-_CONTROL_FRAME_TYPES = frozenset({codec.BARRIER, codec.CANCEL, codec.END, codec.CREDIT})
-"""Frames that steer checkpoints and channels instead of carrying the stream."""
+_NOT_STATE_FRAME_TYPES = frozenset(
+    {codec.BARRIER, codec.CANCEL, codec.END, codec.CREDIT, codec.LATENCY}
+)
+"""Frames that steer checkpoints and channels, or only measure the stream (latency markers),
+instead of carrying it."""
 
 _BUFFER_FRAME_TYPES = frozenset({codec.DATA, codec.TIMESTAMPED_DATA})
 """Frames that travel as buffers, under credit: record batches."""
@@ -84,12 +90,12 @@ _BUFFER_FRAME_TYPES = frozenset({codec.DATA, codec.TIMESTAMPED_DATA})
 
 def is_channel_state_frame(frame: bytes) -> bool:
     """Whether `frame` is stream content that channel state keeps: records, watermarks, stream
-    status; not a barrier, cancellation marker, end of partition or credit.
+    status; not a barrier, cancellation marker, end of partition, credit or latency marker.
 
     >>> is_channel_state_frame(codec.encode_batch([1, 2])), is_channel_state_frame(codec.END)
     (True, False)
     """
-    return len(frame) > 0 and bytes(frame[:1]) not in _CONTROL_FRAME_TYPES
+    return len(frame) > 0 and bytes(frame[:1]) not in _NOT_STATE_FRAME_TYPES
 
 
 def is_buffer_frame(frame: bytes) -> bool:

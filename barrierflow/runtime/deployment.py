@@ -130,6 +130,9 @@ class TaskSettings:
     task_log_level: str = "WARNING"
     """The lowest level of the task process's Python log records sent to the JobMaster (for
     the subtask's log file; cluster/task_logs.py)."""
+    latency_interval_ms: int = 0
+    """How often each source subtask emits a latency marker (0: never, the default; Flink's
+    `metrics.latency.interval`)."""
 
     def barrier_handler(self, channel_count: int) -> BarrierHandler:
         """The barrier handler of a task with `channel_count` input channels."""

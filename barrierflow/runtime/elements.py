@@ -18,6 +18,7 @@ __all__ = [
     "CancelCheckpointMarker",
     "CheckpointBarrier",
     "EndOfPartition",
+    "LatencyMarker",
     "StreamStatus",
     "Watermark",
 ]
@@ -70,6 +71,22 @@ class CancelCheckpointMarker:
 @dataclass(frozen=True, slots=True)
 class EndOfPartition:
     """The sender will send nothing more on this channel."""
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyMarker:
+    """A source subtask's timestamp travelling with the records (Flink's LatencyMarker).
+
+    Sources emit one every `latency_interval_ms` in order with their records, so it waits
+    in every buffer and queue they wait in; each operator it reaches records its age in a
+    distribution per source vertex and passes it on to one random channel of each output
+    edge. It is a measurement only: never given to an operator's code, never channel state.
+    """
+
+    marked_time_ms: int
+    """The source's wall clock when it emitted the marker, in epoch milliseconds."""
+    source_vertex_id: int
+    source_subtask: int
 
 
 class StreamStatus(enum.Enum):

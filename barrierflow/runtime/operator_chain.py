@@ -5,12 +5,15 @@ attempt (a roll-back builds a new one and restores it from the checkpoint): `ope
 connects each operator to the next one or to the task's output edges, restores its
 state and opens it; `close` ends it normally (operators may emit while closing),
 `abort` discards uncommitted side effects. The chain also fans the task's calls out
-to its operators: processing time, snapshots, checkpoint notifications.
+to its operators: processing time, snapshots, checkpoint notifications; and it takes
+the latency markers in (`process_latency_marker` from the input channels, records the
+head's latency; `emit_latency_marker` from the source), past every operator's code.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from barrierflow._clock import Clock
 from barrierflow.checkpoint.handles import OperatorRestore
@@ -18,6 +21,7 @@ from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.runtime.chain_inputs import ChainInputs
 from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
 from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings
+from barrierflow.runtime.elements import LatencyMarker
 from barrierflow.runtime.mailbox_executor import MailboxExecutor
 from barrierflow.runtime.metrics.operator_metrics import MeteredOutput, OperatorMetrics
 from barrierflow.runtime.network.record_writer import RecordWriter
@@ -55,6 +59,7 @@ class OperatorChain:
         """What each operator took in and emitted (runtime/metrics), head first."""
         self.network_outputs: list[RecordWriterOutput] = []
         """The outputs whose records leave the task (each counts them)."""
+        self._now_ms: Callable[[], int] | None = None
         self._state = "created"
 
     @property
@@ -70,6 +75,7 @@ class OperatorChain:
     ) -> None:
         """Connect, restore (`restore` by uid; missing uids start empty) and open every
         operator, head first."""
+        self._now_ms = context.processing_time
         for operator, output in zip(self.operators, self._outputs(writer), strict=True):
             operator.setup(context, output)
             restore_operator(operator, restored_state(reader, restore.get(operator.uid)))
@@ -103,13 +109,26 @@ class OperatorChain:
             }
             self.network_outputs.extend(sides.values())
             downstream = None if last else metrics[index + 1]
-            metered = MeteredOutput(OperatorOutput(main, dict(sides)), metrics[index], downstream)
+            metered = MeteredOutput(
+                OperatorOutput(main, dict(sides)), metrics[index], downstream, self._now_ms
+            )
             if index == 0 and self.source is not None:
                 metered.counts_as_source()
             outputs.append(metered)
         return outputs
 
     # ---- while running -----------------------------------------------------------------------
+
+    def process_latency_marker(self, marker: LatencyMarker) -> None:
+        """A latency marker from an input channel: the head records its age, and it goes on
+        past the head's code."""
+        assert self._now_ms is not None, "the chain is not open"
+        self.metrics[0].record_latency(marker, self._now_ms())
+        self.operators[0].output.emit_latency_marker(marker)
+
+    def emit_latency_marker(self, marker: LatencyMarker) -> None:
+        """The source's latency marker, after the records it emitted so far."""
+        self.operators[0].output.emit_latency_marker(marker)
 
     def accepts_input(self) -> bool:
         """False while any operator must not be given input (it waits for mails)."""

@@ -42,6 +42,7 @@ from barrierflow.runtime.elements import (
     END_OF_PARTITION,
     CheckpointBarrier,
     EndOfPartition,
+    LatencyMarker,
     StreamStatus,
     Watermark,
 )
@@ -175,6 +176,7 @@ class StreamTask:
             self._wait_until(lambda: self.gate is None or self.gate.all_connected, "inputs")
             self._send(msg.TaskRunning(settings.attempt, self.partition))
             self._report_metrics()
+            self._schedule_latency_marker()
             self._loop()
             self._finish()
             return AttemptEnd.FINISHED
@@ -387,6 +389,8 @@ class StreamTask:
             inputs.stream_status(channel, element)
         elif kind is EndOfPartition:
             inputs.end_of_partition(channel)  # counts as MAX_WATERMARK from now on
+        elif kind is LatencyMarker:
+            self.chain.process_latency_marker(element)  # never reaches an operator's code
         elif kind is CheckpointBarrier:
             self.checkpoints.note_barrier(element)  # no-op if noted on arrival
         self.checkpoints.act(polled.decisions)
@@ -525,6 +529,25 @@ class StreamTask:
         interval = self.settings.metrics_interval_ms
         if interval > 0:
             self.scheduler.schedule(interval, self._report_metrics, "metrics report")
+
+    def _schedule_latency_marker(self) -> None:
+        """A source task emits a latency marker every `latency_interval_ms` (if > 0)."""
+        interval = self.settings.latency_interval_ms
+        if interval > 0 and self.chain.source is not None:
+            self.scheduler.schedule(interval, self._emit_latency_marker, "latency marker")
+
+    def _emit_latency_marker(self) -> None:
+        """Emit a latency marker after the records the source emitted so far, and schedule the
+        next, until the source's input ended. None after the final checkpoint's barrier:
+        nothing may follow it (one follows again if that checkpoint aborts)."""
+        if self._source_exhausted:
+            return
+        if not self.checkpoints.holds_final_snapshot:
+            subtask = self.subtask
+            self.chain.emit_latency_marker(
+                LatencyMarker(self._clock.epoch_millis(), subtask.vertex_id, subtask.subtask_index)
+            )
+        self._schedule_latency_marker()
 
     def _report_failure(self, error: Exception) -> bool:
         """Tell the JobMaster why this task failed; True if it heard it (then the Spark task

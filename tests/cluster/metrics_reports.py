@@ -14,6 +14,7 @@ def operator(
     records_out: int = 0,
     watermark: int | None = None,
     user: list[list[Any]] | None = None,
+    latency: dict[int, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     return {
         "uid": uid,
@@ -22,6 +23,7 @@ def operator(
         "records_out": records_out,
         "watermark": watermark,
         "user": user or [],
+        "latency": latency or {},
     }
 
 

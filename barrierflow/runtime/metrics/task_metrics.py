@@ -13,6 +13,9 @@ operator's user metrics, into the plain, msgpack-able values of a `TaskMetricsRe
                                     records_out, watermark (None before the first), user:
                                     [name, kind, value] (a distribution's value is
                                     [count, sum, min, max, p50, p95, p99])
+                                    latency: {source vertex id: {count, sum, min, max,
+                                    p50, p95, p99}} of the latency markers' ages in ms
+                                    (empty unless latency tracking is on)
 
 Totals, not rates: the JobMaster computes rates from two reports, so a lost report costs
 resolution, not correctness. Mailbox thread only.
@@ -29,7 +32,10 @@ from barrierflow.runtime.metrics.mailbox_time import MailboxTime
 from barrierflow.runtime.metrics.operator_metrics import OperatorMetrics
 from barrierflow.runtime.watermarks import MIN_WATERMARK
 
-__all__ = ["TaskMetrics"]
+__all__ = ["LATENCY_PARTS", "TaskMetrics"]
+
+LATENCY_PARTS = ("count", "sum", "min", "max", "p50", "p95", "p99")
+"""The figures of one source's latency distribution in a report, as `Distribution.summary`."""
 
 
 class TaskMetrics:
@@ -69,6 +75,10 @@ class TaskMetrics:
                         [name, kind, list(value) if kind == "distribution" else value]
                         for name, kind, value in group.values()
                     ],
+                    "latency": {
+                        vertex_id: dict(zip(LATENCY_PARTS, distribution.summary(), strict=True))
+                        for vertex_id, distribution in sorted(op.latency.items())
+                    },
                 }
                 for op, group in zip(operators, groups, strict=True)
             ],

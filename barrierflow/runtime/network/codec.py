@@ -15,6 +15,7 @@ are only decoded after the connection proved it knows the job's secret.
     E                                                 end of partition
     W <int64 timestamp>                               watermark
     S <uint8 0 = ACTIVE, 1 = IDLE>                    stream status
+    L <int64 marked time> <int64 vertex> <uint32 subtask>   latency marker
     C <uint32 buffers>                                credit (receiver -> sender)
 """
 
@@ -33,6 +34,7 @@ from barrierflow.runtime.elements import (
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfPartition,
+    LatencyMarker,
     StreamStatus,
     Watermark,
 )
@@ -44,6 +46,7 @@ CANCEL = b"X"
 END = b"E"
 WATERMARK = b"W"
 STATUS = b"S"
+LATENCY = b"L"
 CREDIT = b"C"
 
 _TWO_LONGS = struct.Struct("!qq")
@@ -53,12 +56,20 @@ _FINAL_FLAG = 2
 _TARGET_FLAG = 4
 _LONG = struct.Struct("!q")
 _UINT = struct.Struct("!I")
+_LATENCY = struct.Struct("!qqI")
 
 _IDLE_FRAME = STATUS + b"\x01"
 _ACTIVE_FRAME = STATUS + b"\x00"
 _BIG_ENDIAN = sys.byteorder == "big"
 
-Event = CheckpointBarrier | CancelCheckpointMarker | EndOfPartition | Watermark | StreamStatus
+Event = (
+    CheckpointBarrier
+    | CancelCheckpointMarker
+    | EndOfPartition
+    | Watermark
+    | StreamStatus
+    | LatencyMarker
+)
 
 
 def encode_batch(values: list[Any], timestamps: list[int] | None = None) -> bytes:
@@ -95,6 +106,10 @@ def encode_event(event: Event) -> bytes:
         return CANCEL + _LONG.pack(event.checkpoint_id)
     if isinstance(event, EndOfPartition):
         return END
+    if isinstance(event, LatencyMarker):
+        return LATENCY + _LATENCY.pack(
+            event.marked_time_ms, event.source_vertex_id, event.source_subtask
+        )
     raise TypeError(f"not a channel event: {event!r}")
 
 
@@ -138,6 +153,8 @@ def decode(frame: bytes) -> RecordBatch | Event:
         return CancelCheckpointMarker(_LONG.unpack_from(frame, 1)[0])
     if kind == END:
         return END_OF_PARTITION
+    if kind == LATENCY:
+        return LatencyMarker(*_LATENCY.unpack_from(frame, 1))
     raise StreamCorruptionError(f"unknown frame type {kind!r} on a data channel")
 
 

@@ -2,12 +2,15 @@
 
 Mailbox thread only. Records wait in a per-channel buffer until it is full or
 the buffer timeout passes; events flush the buffers first, so order per channel
-is kept. A buffer keeps timestamps only while some record in it has one: records
-without a timestamp that join such a buffer get `NO_TIMESTAMP`.
+is kept. A latency marker goes to one random channel of each edge (as Flink's
+`randomEmit`), after that channel's buffered records. A buffer keeps timestamps only
+while some record in it has one: records without a timestamp that join such a buffer
+get `NO_TIMESTAMP`.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
@@ -39,6 +42,8 @@ class EdgeWriter:
         self._pending: list[list[Any]] = [[] for _ in channels]
         self._stamps: list[list[int] | None] = [None for _ in channels]
         self._buffer_size = buffer_size
+        self.random = random.Random()
+        """Picks the channel of each latency marker (a test may seed it)."""
 
     def emit(self, batch: RecordBatch) -> None:
         pending, size = self._pending, self._buffer_size
@@ -80,6 +85,16 @@ class EdgeWriter:
         self.flush()
         for channel in self.channels:
             channel.send_event(frame)
+
+    def emit_latency_marker(self, frame: bytes) -> None:
+        """Send a latency marker's frame on one random channel, after its buffered records."""
+        channels = self.channels
+        if not channels:
+            return
+        channel = self.random.randrange(len(channels))
+        if self._pending[channel]:
+            self._flush(channel)
+        channels[channel].send_event(frame)
 
     def broadcast_priority_event(self, frame: bytes) -> list[list[bytes]]:
         """Flush, then send `frame` on every channel ahead of its queue (an unaligned barrier);

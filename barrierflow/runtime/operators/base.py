@@ -33,7 +33,7 @@ from barrierflow.core.metrics import MetricGroup
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.combined_watermark import IndexedCombinedWatermarkStatus
-from barrierflow.runtime.elements import StreamStatus, Watermark
+from barrierflow.runtime.elements import LatencyMarker, StreamStatus, Watermark
 from barrierflow.runtime.mailbox_executor import NO_MAILBOX, MailboxExecutor
 from barrierflow.state.key_groups import KeyGroupRange
 
@@ -81,6 +81,10 @@ class Output(Protocol):
 
     def emit_stream_status(self, status: StreamStatus) -> None:
         """The operator's output went IDLE or came back ACTIVE."""
+
+    def emit_latency_marker(self, marker: LatencyMarker) -> None:
+        """A latency marker passing by (the chain's outputs forward it; operators never see
+        one and need not call this)."""
 
 
 @dataclass(frozen=True)
@@ -254,7 +258,7 @@ class _Unconnected:
     def _fail(self, *args: Any) -> None:
         raise RuntimeError("operator used before setup() connected its output")
 
-    collect = collect_side = emit_watermark = emit_stream_status = _fail
+    collect = collect_side = emit_watermark = emit_stream_status = emit_latency_marker = _fail
 
 
 _UNCONNECTED: Output = _Unconnected()
