@@ -8,6 +8,7 @@ connect to: the executor's host when the bind is a wildcard.
 
 from __future__ import annotations
 
+from barrierflow.errors import ChannelLostError, ConnectionSetupError
 from barrierflow.runtime.deployment import SubtaskId, TaskDescriptor, TaskSettings
 from barrierflow.runtime.mails import Post
 from barrierflow.runtime.network.channels import (
@@ -74,11 +75,15 @@ def connect_outputs(
     """Connect every output channel; the writer, and the target subtask of each channel.
 
     `peers` holds the data address of every Spark partition of the attempt; credit and a
-    lost channel arrive as mails through `post`.
+    lost channel arrive as mails through `post`. A peer that registered its address but
+    cannot be connected now has failed or been cancelled since (it closes its data server
+    when it fails, say while restoring its state): that is a ChannelLostError, a secondary
+    failure, so the peer's own error stays the attempt's root cause.
     """
     me = (descriptor.subtask.vertex_id, descriptor.subtask.subtask_index)
     targets: list[SubtaskId] = []
     edges: list[EdgeWriter] = []
+    opened: list[OutputChannel] = []
     for edge in descriptor.outputs:
         channels = []
         for target in edge.targets:
@@ -90,8 +95,18 @@ def connect_outputs(
                 (target.vertex_id, target.subtask_index),
             )
             address = peers[settings.partitions.index(target)]
-            conn = connect_output(address, settings.secret, hello, len(targets), post)
-            channels.append(OutputChannel(conn))
+            try:
+                conn = connect_output(address, settings.secret, hello, len(targets), post)
+            except ConnectionSetupError as error:
+                for channel in opened:
+                    channel.close()
+                raise ChannelLostError(
+                    f"cannot connect the output channel to subtask {target} "
+                    f"('{descriptor.vertex_name_of(target)}'): it failed or was cancelled "
+                    f"({error})"
+                ) from error
+            opened.append(OutputChannel(conn))
+            channels.append(opened[-1])
             targets.append(target)
         edges.append(
             EdgeWriter(

@@ -4,6 +4,7 @@ peers can connect to: never a wildcard, the executor's host when it binds everyw
 from __future__ import annotations
 
 import queue
+import socket
 import threading
 
 import pytest
@@ -90,3 +91,41 @@ def test_no_bind_address_binds_and_registers_the_executor_host():
 def test_an_explicit_bind_address_is_the_registered_one(executor_host):
     register = registered_address("127.0.0.1", executor_host=executor_host)
     assert register.data_address[0] == "127.0.0.1"
+
+
+def test_a_peer_that_closed_its_data_server_is_a_lost_channel_not_a_root_cause():
+    """A downstream task that fails while it restores closes its data server before its
+    upstream connects: the upstream reports a secondary failure (ChannelLostError), so the
+    attempt keeps waiting for the downstream's own error (a race CI hit under load)."""
+    from barrierflow.errors import ChannelLostError
+    from barrierflow.runtime.deployment import OutputEdgeDescriptor
+    from barrierflow.runtime.network.task_channels import connect_outputs
+    from barrierflow.runtime.partitioners import ForwardPartitioner
+    from barrierflow.runtime.task_messages import TaskFailure
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    address = closed.getsockname()
+    closed.close()  # nothing listens there any more
+    descriptor = TaskDescriptor(
+        subtask=UPSTREAM,
+        vertex_name="Source",
+        parallelism=1,
+        max_parallelism=128,
+        operators=(OperatorDescriptor("pass", "Passes", _Factory()),),
+        outputs=(OutputEdgeDescriptor(0, ForwardPartitioner(), (ME,), 0),),
+        vertex_names={0: "Source", 1: "Passes"},
+    )
+    settings = TaskSettings(
+        job_id="job",
+        attempt=0,
+        deployment_id="d",
+        secret=SECRET,
+        jobmaster_address=("127.0.0.1", 1),
+        task_bind_address="127.0.0.1",
+        checkpoint_dir="file:///nowhere",
+        partitions=(UPSTREAM, ME),
+    )
+    with pytest.raises(ChannelLostError, match=r"'Passes'.*failed or was cancelled") as raised:
+        connect_outputs(descriptor, settings, {1: address}, lambda mail: None)
+    assert TaskFailure.of(raised.value, "Source").lost_peer
