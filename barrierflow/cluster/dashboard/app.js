@@ -15,6 +15,7 @@ const state = {
   metrics: null,
   checkpoints: null,
   selectedVertex: null,
+  vertexDetail: null, // /jobs/<id>/vertices/<vid> of the selected vertex (host, pid, status)
   shownCheckpoint: null,
   ticks: 0,
   busy: false,
@@ -177,6 +178,10 @@ async function poll() {
       getJson(jobPath("/metrics/history")),
     ]);
     if (job.ok) state.job = job.body;
+    if (state.selectedVertex !== null) {
+      const detail = await getJson(jobPath("/vertices/" + encodeURIComponent(state.selectedVertex)));
+      state.vertexDetail = detail.ok ? detail.body : null;
+    }
     state.checkpoints = checkpoints.ok ? checkpoints.body : null;
     state.metrics = metrics.ok ? metrics.body : null;
     renderOverview();
@@ -382,6 +387,7 @@ function vertexMetrics(id) {
 
 function selectVertex(id) {
   state.selectedVertex = id;
+  state.vertexDetail = null;
   renderGraph();
   renderVertices();
   $("subtasks-section").scrollIntoView({ block: "nearest" });
@@ -417,11 +423,18 @@ function renderVertices() {
   const vertex = graphOf(state.job).vertices.find((v) => v.id === state.selectedVertex);
   $("subtasks-vertex").textContent = vertex ? vertex.name : state.selectedVertex;
   const rows = clear($("subtasks").tBodies[0]);
-  const subtasks = (metricsVertex(state.selectedVertex) || {}).subtasks || [];
-  if (!subtasks.length) rows.append(el("tr", {}, el("td", { colspan: 13, class: "muted", text: "No subtask reported yet." })));
-  for (const s of subtasks) {
-    rows.append(el("tr", { "data-testid": `subtask-row-${s.subtask}` },
-      el("th", { scope: "row", text: s.subtask }), el("td", { class: "num", text: s.attempt }), figureCells(s)));
+  const reported = new Map(((metricsVertex(state.selectedVertex) || {}).subtasks || []).map((s) => [s.subtask, s]));
+  const detail = state.vertexDetail && String(state.vertexDetail.id) === state.selectedVertex ? state.vertexDetail : null;
+  const placed = new Map(((detail && detail.subtasks) || []).map((s) => [s.subtask, s]));
+  const indices = [...new Set([...reported.keys(), ...placed.keys()])].sort((a, b) => a - b);
+  if (!indices.length) rows.append(el("tr", {}, el("td", { colspan: 16, class: "muted", text: "No subtask reported yet." })));
+  for (const index of indices) {
+    const m = reported.get(index) || (placed.get(index) || {}).metrics || {};
+    const where = placed.get(index) || {};
+    rows.append(el("tr", { "data-testid": `subtask-row-${index}` },
+      el("th", { scope: "row", text: index }),
+      el("td", { text: where.status || "–" }), el("td", { text: where.host || "–" }), el("td", { class: "num", text: where.pid ?? "–" }),
+      el("td", { class: "num", text: m.attempt ?? where.attempt ?? "–" }), figureCells(m)));
   }
 }
 
@@ -430,7 +443,7 @@ function renderVertices() {
 /** A line chart of `series` ({name, xs, ys}, a null y breaks the line) drawn by hand in SVG. */
 function drawChart(root, series, { yFormat = fmtNumber, points = false } = {}) {
   clear(root);
-  const W = 460, H = 190, L = 58, R = 10, T = 10, B = 40;
+  const W = 460, H = 200, L = 58, R = 10, T = 10, B = 48;
   root.setAttribute("viewBox", `0 0 ${W} ${H}`);
   const xs = series.flatMap((s) => s.xs);
   const ys = series.flatMap((s) => s.ys).filter((y) => !missing(y));
@@ -463,10 +476,13 @@ function drawChart(root, series, { yFormat = fmtNumber, points = false } = {}) {
       if (points) root.append(svg("circle", { cx: px(x), cy: py(y), r: 3, fill: s.colours ? s.colours[i] : colour }));
     });
     flush();
-    const legendX = L + (index % 3) * 130;
-    const legendY = H - 8 - Math.floor(index / 3) * 0;
+    const perRow = series.length === 1 ? 1 : series.length === 2 ? 2 : 3;
+    const room = Math.floor((W - L) / perRow / 6.5) - 3; // characters that fit in a legend slot
+    const legendX = L + (index % perRow) * Math.floor((W - L) / perRow);
+    const legendY = H - 18 + Math.floor(index / perRow) * 13;
+    const label = s.name.length > room ? s.name.slice(0, room - 1) + "…" : s.name;
     root.append(svg("rect", { x: legendX, y: legendY - 8, width: 10, height: 10, fill: colour }));
-    root.append(svg("text", { x: legendX + 14, y: legendY + 1, class: "legend", text: s.name.length > 18 ? s.name.slice(0, 17) + "…" : s.name }));
+    root.append(svg("text", { x: legendX + 14, y: legendY + 1, class: "legend", text: label }, svg("title", { text: s.name })));
   });
 }
 
@@ -615,8 +631,8 @@ function renderExceptions(answer) {
     box.append(el("p", { class: "muted", "data-testid": "no-exceptions", text: "No failure so far." }));
     return;
   }
-  const list = el("ol", { class: "exceptions", reversed: true });
-  for (const entry of entries.slice().reverse()) {
+  const list = el("ol", { class: "exceptions", reversed: true }); // newest first
+  for (const entry of entries) {
     const when = pick(entry, ["timestamp", "timestamp_ms", "time"]);
     const name = pick(entry, ["exceptionName", "exception", "name", "class"]);
     const message = pick(entry, ["root_cause", "root-cause", "message", "summary"]);
