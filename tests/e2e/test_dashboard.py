@@ -73,13 +73,16 @@ def registry(tmp_path, monkeypatch) -> JobRegistry:
 def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
     spark, tmp_path, registry, browser
 ):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     def wait(condition, what: str):
-        return WebDriverWait(browser, WAIT_S, poll_frequency=0.2).until(
-            condition, f"the dashboard did not show {what} within {WAIT_S} s"
-        )
+        """`condition`'s first truthy value; the page redraws its tables every second, so an
+        element read as it is replaced is looked up again."""
+        return WebDriverWait(
+            browser, WAIT_S, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException]
+        ).until(condition, f"the dashboard did not show {what} within {WAIT_S} s")
 
     def testid(name: str) -> str:
         return f"[data-testid='{name}']"
@@ -101,18 +104,23 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
             ),
             "every vertex of the graph",
         )
-        graph = browser.find_element(By.ID, "graph").get_attribute("textContent")
+        graph = wait(
+            lambda b: b.find_element(By.ID, "graph").get_attribute("textContent"), "the graph"
+        )
         for vertex in vertices:
             assert vertex.name in graph
             assert f"parallelism {vertex.parallelism}" in graph
 
         completed = wait(
-            lambda b: b.find_elements(
-                By.CSS_SELECTOR, "#checkpoint-history tr[data-status='COMPLETED']"
-            ),
+            lambda b: [
+                row.find_element(By.TAG_NAME, "th").text
+                for row in b.find_elements(
+                    By.CSS_SELECTOR, "#checkpoint-history tr[data-status='COMPLETED']"
+                )
+            ],
             "a completed checkpoint",
         )
-        assert completed[0].find_element(By.TAG_NAME, "th").text.startswith("#")
+        assert completed[0].startswith("#")
 
         browser.find_element(By.CSS_SELECTOR, testid(f"vertex-{vertices[-1].vertex_id}")).click()
         wait(
@@ -123,11 +131,11 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
         browser.find_element(By.ID, "savepoint-dir").send_keys(str(tmp_path / "savepoints"))
         browser.find_element(By.CSS_SELECTOR, testid("trigger-savepoint")).click()
         path = wait(
-            lambda b: b.find_element(By.ID, "action-result").find_elements(
-                By.CSS_SELECTOR, testid("savepoint-path")
+            lambda b: "".join(
+                e.text for e in b.find_elements(By.CSS_SELECTOR, testid("savepoint-path"))
             ),
             "the savepoint's path",
-        )[0].text
+        )
         folder = Path(path.removeprefix("file://"))
         assert folder.parent == tmp_path / "savepoints"
         assert (folder / "_metadata").is_file()

@@ -5,6 +5,7 @@
 
 const POLL_MS = 1000;
 const SLOW_POLL_EVERY = 5; // exceptions, configuration and logs: every 5th poll
+const HISTORY_ROWS = 50; // checkpoints shown in the history table (the chart shows all)
 const TOKEN_KEY = "barrierflow.token";
 const SVG_NS = "http://www.w3.org/2000/svg";
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"];
@@ -71,7 +72,8 @@ function fmtNumber(value, digits = 1) {
   if (abs >= 1e9) return (value / 1e9).toFixed(digits) + " G";
   if (abs >= 1e6) return (value / 1e6).toFixed(digits) + " M";
   if (abs >= 1e4) return (value / 1e3).toFixed(digits) + " k";
-  return Number.isInteger(value) ? String(value) : value.toFixed(digits);
+  if (Number.isInteger(value) || abs >= 100) return String(Math.round(value));
+  return value.toFixed(digits);
 }
 
 function fmtBytes(value) {
@@ -452,7 +454,7 @@ function drawChart(root, series, { yFormat = fmtNumber, points = false } = {}) {
     return;
   }
   const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
-  const y1 = Math.max(...ys, 1) * 1.1;
+  const y1 = niceCeiling(Math.max(...ys, 1) * 1.05);
   const px = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
   const py = (y) => T + (1 - y / y1) * (H - T - B);
   for (const fraction of [0, 0.5, 1]) {
@@ -484,6 +486,13 @@ function drawChart(root, series, { yFormat = fmtNumber, points = false } = {}) {
     root.append(svg("rect", { x: legendX, y: legendY - 8, width: 10, height: 10, fill: colour }));
     root.append(svg("text", { x: legendX + 14, y: legendY + 1, class: "legend", text: label }, svg("title", { text: s.name })));
   });
+}
+
+/** The smallest of 1, 2, 2.5 or 5 times a power of ten at or above `value`: a round top. */
+function niceCeiling(value) {
+  const power = Math.pow(10, Math.floor(Math.log10(value)));
+  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= value) return step * power;
+  return 10 * power;
 }
 
 function renderCharts() {
@@ -541,10 +550,12 @@ function renderCheckpoints() {
   summary.append(rows);
 
   const body = clear($("checkpoint-history").tBodies[0]);
-  const history = (data.history || []).slice().sort((a, b) => b.id - a.id);
+  const all = (data.history || []).slice().sort((a, b) => b.id - a.id);
+  const history = all.slice(0, HISTORY_ROWS);
+  $("checkpoint-history-note").textContent = all.length > history.length ? `The newest ${history.length} of ${all.length}.` : "";
   for (const cp of history) {
     const open = el("button", { type: "button", class: "link", "data-testid": `checkpoint-open-${cp.id}`, text: "#" + cp.id, "aria-label": `details of checkpoint ${cp.id}`, onclick: () => showCheckpoint(cp.id) });
-    const where = cp.status === "FAILED" ? (cp.failure_reason || "") + (cp.failure_message ? ": " + cp.failure_message : "") : (cp.external_path || "");
+    const where = cp.status === "FAILED" ? (cp.failure_reason || "") + (cp.failure_message ? ": " + cp.failure_message : "") : lastPart(cp.external_path);
     body.append(el("tr", { "data-testid": `checkpoint-row-${cp.id}`, "data-status": cp.status, class: "status-" + String(cp.status).toLowerCase() },
       el("th", { scope: "row" }, open),
       el("td", { text: cp.status }),
@@ -559,7 +570,7 @@ function renderCheckpoints() {
       el("td", { class: "num", text: fmtMs(cp.alignment_duration_max) }),
       el("td", { class: "num", text: fmtMs(cp.start_delay_max) }),
       el("td", { class: "num", text: `${cp.num_acknowledged_subtasks ?? "–"}/${cp.num_subtasks ?? "–"}` }),
-      el("td", { class: "path", text: where })));
+      el("td", { class: "path", title: cp.external_path || null, text: where })));
   }
   if (!history.length) body.append(el("tr", {}, el("td", { colspan: 14, class: "muted", text: "No checkpoint yet." })));
 }
@@ -578,6 +589,7 @@ async function showCheckpoint(id) {
     box.append(el("p", { class: "error", text: errorText(answer) }));
     return;
   }
+  if (answer.body.external_path) box.append(el("p", {}, "Stored at ", el("code", { text: answer.body.external_path })));
   for (const task of Object.values(answer.body.tasks || {})) {
     const table = el("table", { "data-testid": `checkpoint-task-${task.id}` },
       el("caption", { text: `${task.name}: ${task.num_acknowledged_subtasks}/${task.num_subtasks} acknowledged, ${fmtBytes(task.state_size)} state, ${fmtMs(task.end_to_end_duration)} end to end` }),
@@ -599,6 +611,13 @@ async function showCheckpoint(id) {
     table.append(rows);
     box.append(el("div", { class: "table-wrap" }, table));
   }
+}
+
+/** A checkpoint folder's own name (`chk-7`, `savepoint-…`); the full path is its title. */
+function lastPart(path) {
+  if (!path) return "";
+  const parts = String(path).replace(/\/+$/, "").split("/");
+  return parts[parts.length - 1];
 }
 
 // ---- exceptions, configuration, logs ---------------------------------------------------------
