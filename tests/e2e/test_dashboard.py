@@ -1,6 +1,6 @@
 """The web dashboard in headless Chromium against a running job: its graph and a completed
-checkpoint appear, a savepoint triggered from the page (token from the URL fragment) is
-listed with its path.
+checkpoint appear, a savepoint asked for without the token is refused, and one triggered
+with the token from the URL fragment is listed with its path.
 
 The test saves a screenshot into its tmp_path; to regenerate the one in the docs, run it
 with `BARRIERFLOW_DASHBOARD_SCREENSHOT=docs/images/dashboard.png`.
@@ -8,8 +8,10 @@ with `BARRIERFLOW_DASHBOARD_SCREENSHOT=docs/images/dashboard.png`.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -92,11 +94,23 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
         assert job.wait_until_running(timeout=60)
         (entry,) = [e for e in registry.entries() if e.job_id == job.get_job_id()]
         assert entry.rest_url == job.rest_url
-        browser.get(f"{job.rest_url}/#token={entry.token}")
-
+        browser.get(f"{job.rest_url}/")
         wait(lambda b: b.find_element(By.ID, "job-name").text == "dashboard-job", "the job")
+        assert "No token" in browser.find_element(By.ID, "token-state").text
+        browser.find_element(By.CSS_SELECTOR, testid("trigger-savepoint")).click()
+        refused = wait(
+            lambda b: b.find_element(By.ID, "action-result").text, "the tokenless refusal"
+        )
+        assert "refused" in refused and "HTTP 401" in refused, refused
+
+        browser.get(f"{job.rest_url}/#token={entry.token}")
+        wait(lambda b: "Token set" in b.find_element(By.ID, "token-state").text, "the token")
         assert "token" not in browser.current_url  # taken out of the address bar
-        assert "Token set" in browser.find_element(By.ID, "token-state").text
+        with urllib.request.urlopen(f"{job.rest_url}/jobs/{job.get_job_id()}", timeout=10) as r:
+            spark_ui = json.loads(r.read()).get("spark_ui")
+        assert browser.find_element(By.ID, "spark-ui").is_displayed() == bool(spark_ui)
+        if spark_ui:
+            assert browser.find_element(By.ID, "spark-ui-link").get_attribute("href") == spark_ui
         vertices = job.job_graph.vertices
         wait(
             lambda b: all(

@@ -835,6 +835,7 @@ function renderSavepoints() {
 
 function start() {
   tokenFromFragment();
+  window.addEventListener("hashchange", tokenFromFragment); // a link with #token= opened here
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     setToken($("token-input").value.trim());
