@@ -39,6 +39,7 @@ OUTSIDE = [
         ("/dashboard/app.js", "text/javascript; charset=utf-8"),
         ("/dashboard/style.css", "text/css; charset=utf-8"),
         ("/dashboard/app.js?v=2", "text/javascript; charset=utf-8"),
+        ("/dashboard/favicon.svg", "image/svg+xml"),
     ],
 )
 def test_each_file_of_the_folder_is_served_with_its_content_type(path, content_type):

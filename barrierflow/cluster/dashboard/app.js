@@ -640,10 +640,11 @@ function renderExceptions(answer) {
   for (const [key, value] of Object.entries(body)) {
     if (!["exceptionHistory", "exception-history", "entries", "history", "exceptions", "all-exceptions", "root-exception", "timestamp", "truncated"].includes(key)) rest[key] = value;
   }
-  if (Object.keys(rest).length) {
+  const strategy = rest.restart_strategy && typeof rest.restart_strategy === "object" && Object.keys(rest).length === 1 ? rest.restart_strategy : rest;
+  if (Object.keys(strategy).length) {
     box.append(el("h3", { text: "Restart strategy" }));
-    const holder = el("div");
-    renderKeyValues(holder, rest);
+    const holder = el("div", { "data-testid": "restart-strategy" });
+    renderKeyValues(holder, strategy);
     box.append(holder);
   }
   if (!entries.length) {
