@@ -174,6 +174,13 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
             "the throughput chart",
         )
         assert job.get_job_status() == "RUNNING"  # a savepoint leaves the job running
+        script_errors = [
+            entry["message"]
+            for entry in browser.get_log("browser")
+            if entry["level"] == "SEVERE" and entry.get("source") != "network"
+        ]  # a 404 of a route the endpoint lacks, or the refused 401, is the network's
+        assert script_errors == []
+        assert browser.find_element(By.ID, "connection").get_attribute("class") == "ok"
 
         docs_image = os.environ.get(SCREENSHOT_VARIABLE)
         if docs_image:  # a picture worth looking at: charts with a few seconds of history

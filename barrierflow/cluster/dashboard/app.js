@@ -171,21 +171,35 @@ async function poll() {
   if (state.busy) return;
   state.busy = true;
   try {
+    await pollOnce();
+  } finally {
+    state.busy = false;
+  }
+}
+
+async function pollOnce() {
+  let job, checkpoints, metrics;
+  try {
     if (!state.jobId) state.jobId = await findJob();
-    const slow = state.ticks % SLOW_POLL_EVERY === 0;
-    state.ticks += 1;
-    const [job, checkpoints, metrics] = await Promise.all([
+    [job, checkpoints, metrics] = await Promise.all([
       getJson(jobPath("")),
       getJson(jobPath("/checkpoints")),
       getJson(jobPath("/metrics/history")),
     ]);
-    if (job.ok) state.job = job.body;
     if (state.selectedVertex !== null) {
       const detail = await getJson(jobPath("/vertices/" + encodeURIComponent(state.selectedVertex)));
       state.vertexDetail = detail.ok ? detail.body : null;
     }
-    state.checkpoints = checkpoints.ok ? checkpoints.body : null;
-    state.metrics = metrics.ok ? metrics.body : null;
+  } catch (error) {
+    showConnection("Cannot reach the job's endpoint (" + error.message + "); the job may have ended.", "error");
+    return;
+  }
+  if (job.ok) state.job = job.body;
+  state.checkpoints = checkpoints.ok ? checkpoints.body : null;
+  state.metrics = metrics.ok ? metrics.body : null;
+  const slow = state.ticks % SLOW_POLL_EVERY === 0;
+  state.ticks += 1;
+  try {
     renderOverview();
     renderGraph();
     renderVertices();
@@ -193,23 +207,26 @@ async function poll() {
     renderCheckpoints();
     renderSavepoints();
     if (slow) await pollSlow();
-    $("connection").textContent = "Updated " + fmtTime(Date.now()) + ".";
-    $("connection").className = "ok";
   } catch (error) {
-    $("connection").textContent =
-      "Cannot reach the job's endpoint (" + error.message + "); the job may have ended.";
-    $("connection").className = "error";
-  } finally {
-    state.busy = false;
+    console.error(error); // a bug of this page, not of the job: say so, and keep polling
+    showConnection("The dashboard failed to draw: " + error.message, "error");
+    return;
   }
+  showConnection("Updated " + fmtTime(Date.now()) + ".", "ok");
+}
+
+function showConnection(text, kind) {
+  $("connection").textContent = text;
+  $("connection").className = kind;
 }
 
 async function pollSlow() {
+  const get = (path) => getJson(path).catch((error) => ({ ok: false, status: 0, body: { errors: [error.message] } }));
   const [exceptions, config, checkpointConfig, logs] = await Promise.all([
-    getJson(jobPath("/exceptions")),
-    getJson(jobPath("/config")),
-    getJson(jobPath("/checkpoints/config")),
-    getJson(jobPath("/logs")),
+    get(jobPath("/exceptions")),
+    get(jobPath("/config")),
+    get(jobPath("/checkpoints/config")),
+    get(jobPath("/logs")),
   ]);
   renderExceptions(exceptions);
   renderKeyValues($("job-config"), config.ok ? config.body : null);
