@@ -141,6 +141,13 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
             lambda b: b.find_elements(By.CSS_SELECTOR, "#subtasks " + testid("subtask-row-0")),
             "the subtasks of the selected vertex",
         )
+        wait(
+            lambda b: (
+                "numRecordsIn" in b.find_element(By.ID, "operator-metrics").text
+                and b.find_elements(By.CSS_SELECTOR, testid("operator-metric"))
+            ),
+            "the operators' metrics of the selected vertex",
+        )
 
         browser.find_element(By.ID, "savepoint-dir").send_keys(str(tmp_path / "savepoints"))
         browser.find_element(By.CSS_SELECTOR, testid("trigger-savepoint")).click()

@@ -17,6 +17,7 @@ const state = {
   checkpoints: null,
   selectedVertex: null,
   vertexDetail: null, // /jobs/<id>/vertices/<vid> of the selected vertex (host, pid, status)
+  operatorMetrics: null, // its operators' and user functions' metrics: [{id, value}]
   shownCheckpoint: null,
   ticks: 0,
   busy: false,
@@ -187,8 +188,15 @@ async function pollOnce() {
       getJson(jobPath("/metrics/history")),
     ]);
     if (state.selectedVertex !== null) {
-      const detail = await getJson(jobPath("/vertices/" + encodeURIComponent(state.selectedVertex)));
+      const vertex = jobPath("/vertices/" + encodeURIComponent(state.selectedVertex));
+      const [detail, ids] = await Promise.all([getJson(vertex), getJson(vertex + "/metrics")]);
       state.vertexDetail = detail.ok ? detail.body : null;
+      state.operatorMetrics = null;
+      const wanted = ids.ok && Array.isArray(ids.body) ? ids.body.map((m) => m.id).filter(isOperatorMetric) : [];
+      if (wanted.length) {
+        const values = await getJson(vertex + "/metrics?get=" + wanted.map(encodeURIComponent).join(","));
+        state.operatorMetrics = values.ok ? values.body : null;
+      }
     }
   } catch (error) {
     showConnection("Cannot reach the job's endpoint (" + error.message + "); the job may have ended.", "error");
@@ -407,6 +415,7 @@ function vertexMetrics(id) {
 function selectVertex(id) {
   state.selectedVertex = id;
   state.vertexDetail = null;
+  state.operatorMetrics = null;
   renderGraph();
   renderVertices();
   $("subtasks-section").scrollIntoView({ block: "nearest" });
@@ -441,6 +450,7 @@ function renderVertices() {
   section.hidden = false;
   const vertex = graphOf(state.job).vertices.find((v) => v.id === state.selectedVertex);
   $("subtasks-vertex").textContent = vertex ? vertex.name : state.selectedVertex;
+  renderOperatorMetrics();
   const rows = clear($("subtasks").tBodies[0]);
   const reported = new Map(((metricsVertex(state.selectedVertex) || {}).subtasks || []).map((s) => [s.subtask, s]));
   const detail = state.vertexDetail && String(state.vertexDetail.id) === state.selectedVertex ? state.vertexDetail : null;
@@ -455,6 +465,52 @@ function renderVertices() {
       el("td", { text: where.status || "–" }), el("td", { text: where.host || "–" }), el("td", { class: "num", text: where.pid ?? "–" }),
       el("td", { class: "num", text: m.attempt ?? where.attempt ?? "–" }), figureCells(m)));
   }
+}
+
+/** `<subtask>.<operator>.<metric>`: an operator's or a user function's metric (the subtask's
+ * own, `<subtask>.<metric>`, are in the subtask table). */
+function isOperatorMetric(id) {
+  return /^\d+\..+\..+$/.test(id);
+}
+
+function metricText(name, value, numeric) {
+  if (value === null || value === undefined) return "–";
+  if (!numeric) return String(value);
+  if (/watermark$/i.test(name)) return fmtWatermark(Number(value));
+  if (name === "watermarkLag") return fmtMs(Number(value));
+  return fmtNumber(Number(value), 2);
+}
+
+/** One row per subtask and operator, one column per metric name (user metrics included). */
+function renderOperatorMetrics() {
+  const table = clear($("operator-metrics"));
+  const rows = new Map();
+  const names = [];
+  for (const metric of state.operatorMetrics || []) {
+    const parts = metric.id.split(".");
+    const subtask = parts[0];
+    const name = parts[parts.length - 1];
+    const operator = parts.slice(1, -1).join(".");
+    const key = subtask + "\u0000" + operator;
+    if (!rows.has(key)) rows.set(key, { subtask, operator, values: new Map() });
+    if (!names.includes(name)) names.push(name);
+    rows.get(key).values.set(name, metric.value);
+  }
+  table.append(el("thead", {}, el("tr", {},
+    el("th", { scope: "col", text: "Subtask" }), el("th", { scope: "col", text: "Operator" }),
+    names.map((name) => el("th", { scope: "col", text: name })))));
+  const body = el("tbody");
+  if (!rows.size) body.append(el("tr", {}, el("td", { colspan: 2, class: "muted", text: "None reported yet." })));
+  for (const row of rows.values()) {
+    body.append(el("tr", { "data-testid": "operator-metric" },
+      el("td", { class: "num", text: row.subtask }), el("th", { scope: "row", text: row.operator }),
+      names.map((name) => {
+        const value = row.values.has(name) ? row.values.get(name) : null;
+        const numeric = value !== null && value !== "" && !Number.isNaN(Number(value));
+        return el("td", { class: "num", text: metricText(name, value, numeric) });
+      })));
+  }
+  table.append(body);
 }
 
 // ---- charts ----------------------------------------------------------------------------------
