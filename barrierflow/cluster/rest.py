@@ -65,6 +65,7 @@ from barrierflow.cluster import (
     rest_json,
     rest_logs,
 )
+from barrierflow.cluster.dashboard_files import serve_dashboard
 from barrierflow.cluster.metrics_view import MetricsSnapshot
 from barrierflow.cluster.rest_actions import JobControl, RestError
 from barrierflow.errors import ConfigurationError
@@ -533,6 +534,8 @@ class _Handler(BaseHTTPRequestHandler):
     do_PATCH = do_PUT = do_DELETE = do_POST
 
     def _answer(self, *, send_body: bool) -> None:
+        if serve_dashboard(self, send_body=send_body):  # GET "/" and "/dashboard/<file>"
+            return
         if _clean(self.path) == "/metrics" and self.command in ("GET", "HEAD"):
             self._answer_prometheus(send_body)
             return
