@@ -55,7 +55,8 @@ _OPERATOR_METRICS = (
 _DISTRIBUTION_PARTS = ("count", "sum", "min", "max", "p50", "p95", "p99")
 _LATENCY_PARTS = ("count", "p50", "p95", "p99", "max", "min")
 
-_VERTEX_FIGURES = (
+VERTEX_FIGURES = (
+    # the figures of a vertex (and of each subtask) the JSON views show
     "records_in",
     "records_out",
     "records_in_per_second",
@@ -137,7 +138,7 @@ def _vertex_json(vertex: VertexMetricsView, points: tuple[HistoryPoint, ...]) ->
         "name": vertex.name,
         "parallelism": vertex.parallelism,
         "reporting": vertex.reporting,
-        "metrics": {figure: getattr(vertex, figure) for figure in _VERTEX_FIGURES},
+        "metrics": {figure: getattr(vertex, figure) for figure in VERTEX_FIGURES},
         "history": {column: [getattr(p, column) for p in points] for column in _HISTORY_COLUMNS},
     }
 

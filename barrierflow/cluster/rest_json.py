@@ -21,7 +21,7 @@ from barrierflow.checkpoint.stats import (
     StatsSummary,
 )
 from barrierflow.checkpoint.stats.summary import SUMMARY_FIGURES
-from barrierflow.cluster.metrics_json import subtask_json
+from barrierflow.cluster.metrics_json import VERTEX_FIGURES, subtask_json
 
 if TYPE_CHECKING:
     from barrierflow.cluster.metrics_view import MetricsSnapshot
@@ -235,25 +235,10 @@ def vertex_json(
         if aggregate is None
         else {
             "reporting": aggregate.reporting,
-            **{name: getattr(aggregate, name) for name in _VERTEX_FIGURES},
+            **{name: getattr(aggregate, name) for name in VERTEX_FIGURES},
         },
         "subtasks": subtasks,
     }
-
-
-_VERTEX_FIGURES = (
-    "records_in",
-    "records_out",
-    "records_in_per_second",
-    "records_out_per_second",
-    "bytes_in_per_second",
-    "bytes_out_per_second",
-    "busy_ms_per_second",
-    "idle_ms_per_second",
-    "backpressured_ms_per_second",
-    "watermark",
-    "watermark_lag_ms",
-)
 
 
 def _subtask_status(job_state: str, registered: bool) -> str:
