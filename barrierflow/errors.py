@@ -93,3 +93,18 @@ class ExecutorImportError(ConfigurationError):
     """A Spark executor cannot import a module the job needs (it is only on the driver):
     names the module, the executor's host and the ways to ship it. Every attempt would fail
     the same way, so the job fails at once."""
+
+
+class ExternalSystemUnavailableError(BarrierflowError):
+    """A source or sink cannot reach its external system: a database or broker that is down
+    or unreachable. Transient: the attempt fails and the restart strategy decides, also when
+    it happens while a task restores (it is never taken for state the job cannot restore),
+    so recovery waits for the system to come back."""
+
+
+class SourceUnavailableError(SourceError, ExternalSystemUnavailableError):
+    """A source cannot reach its broker (down at a restart, or lost mid-run)."""
+
+
+class SinkUnavailableError(SinkError, ExternalSystemUnavailableError):
+    """A sink cannot reach its database or store (down at a restart, or lost mid-run)."""

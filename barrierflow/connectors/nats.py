@@ -58,7 +58,7 @@ from barrierflow.connectors.base import (
     SourceSplit,
     SplitBatch,
 )
-from barrierflow.errors import ConfigurationError, SourceError
+from barrierflow.errors import ConfigurationError, SourceError, SourceUnavailableError
 
 __all__ = ["DEAD_LETTERS", "NatsSource", "NatsSourceBuilder"]
 
@@ -295,6 +295,8 @@ class _SplitEnd:
 @dataclass(frozen=True)
 class _Failure:
     message: str
+    unavailable: bool = False
+    """The broker could not be reached (a SourceUnavailableError: transient)."""
 
 
 class NatsReader(SourceReader):
@@ -349,7 +351,7 @@ class NatsReader(SourceReader):
         while buffer and type(buffer[0]) is not tuple:
             item = buffer.popleft()
             if isinstance(item, _Failure):
-                raise SourceError(item.message)
+                raise (SourceUnavailableError if item.unavailable else SourceError)(item.message)
             if item.split_id not in self._finished:
                 self._finished.add(item.split_id)
                 return SplitBatch(item.split_id, [], finished=True)
@@ -499,7 +501,8 @@ class _Fetcher:
             self._queue.put(
                 _Failure(
                     f"NatsSource: cannot connect to the NATS server {source.describe_servers()} "
-                    f"(stream {source.stream!r}): {_error_text(connecting.exception())}"
+                    f"(stream {source.stream!r}): {_error_text(connecting.exception())}",
+                    unavailable=True,
                 )
             )
             await self._close_connection()
@@ -512,7 +515,9 @@ class _Fetcher:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 failed = [t for t in done if t is not stopping and t.exception() is not None]
                 if failed:
-                    self._queue.put(_Failure(self._failure_text(failed[0].exception())))
+                    error = failed[0].exception()
+                    lost = isinstance(error, _ConnectionLost)
+                    self._queue.put(_Failure(self._failure_text(error), unavailable=lost))
                     break
                 if pending == {stopping}:
                     break  # every split ended (bounded)

@@ -30,7 +30,7 @@ from uuid import UUID
 
 from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
-from barrierflow.errors import ConfigurationError, SinkError
+from barrierflow.errors import ConfigurationError, SinkError, SinkUnavailableError
 
 DEFAULT_BATCH_SIZE = 1000
 """Rows per statement (COPY or multi-row INSERT), and rows buffered before a flush."""
@@ -394,7 +394,7 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
                 self.dsn, autocommit=True, connect_timeout=DEFAULT_CONNECT_TIMEOUT_S
             )
         except psycopg.Error as error:
-            raise SinkError(
+            raise SinkUnavailableError(
                 f"cannot connect to PostgreSQL at {self._where()}: {_message(error)}"
             ) from None
 
@@ -798,9 +798,10 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         return self._context
 
     def _lost(self, doing: str, error: Exception) -> SinkError:
-        """The error of a failed statement: usually the server went away, which fails the
-        attempt (the restart strategy retries it)."""
-        return SinkError(
+        """The error of a failed statement: usually the server went away (a connection
+        error: SinkUnavailableError), which fails the attempt; the restart strategy retries."""
+        kind = SinkUnavailableError if isinstance(error, _psycopg().OperationalError) else SinkError
+        return kind(
             f"{self._name()}: cannot {doing} on PostgreSQL at {self._where()}: {_message(error)}"
         )
 

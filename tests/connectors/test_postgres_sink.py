@@ -12,7 +12,7 @@ import pytest
 
 from barrierflow.connectors.base import SinkContext
 from barrierflow.connectors.postgres import PostgresSink, gid_prefix
-from barrierflow.errors import SinkError
+from barrierflow.errors import SinkError, SinkUnavailableError
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -322,8 +322,8 @@ def test_a_database_that_is_down_at_start_is_named(job):
     port = _free_port()
     sink = insert(f"postgresql://postgres@127.0.0.1:{port}/postgres", "counts")
     where = f"127.0.0.1:{port}/postgres"
-    with pytest.raises(SinkError, match=f"cannot connect to PostgreSQL at {where}"):
-        sink.prepare()
+    with pytest.raises(SinkUnavailableError, match=f"cannot connect to PostgreSQL at {where}"):
+        sink.prepare()  # a SinkError that is transient: restarts wait for the database
 
 
 def test_a_missing_table_is_named(postgres_server):

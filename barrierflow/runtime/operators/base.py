@@ -30,7 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from barrierflow.core.metrics import MetricGroup
-from barrierflow.errors import CheckpointStorageError, StateRestoreError
+from barrierflow.errors import (
+    CheckpointStorageError,
+    ExternalSystemUnavailableError,
+    StateRestoreError,
+)
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.combined_watermark import IndexedCombinedWatermarkStatus
 from barrierflow.runtime.elements import LatencyMarker, StreamStatus, Watermark
@@ -190,15 +194,17 @@ def restore_operator(operator: StreamOperator, restored: RestoredState | None) -
     rule for them (cluster/restore_point.py: one retry through the restart strategy, the
     same failure twice at one restore point fails the job) instead of only the restart
     strategy, which may loop for long. Errors that already are restore errors keep their
-    type and the file they name; a fresh start (`restored` None) changes nothing.
+    type and the file they name, and an unreachable external system stays an
+    ExternalSystemUnavailableError (transient: restarts wait for it); a fresh start
+    (`restored` None) changes nothing.
     """
     if restored is None:
         operator.initialize_state(None)
         return
     try:
         operator.initialize_state(restored)
-    except (StateRestoreError, CheckpointStorageError):
-        raise
+    except (StateRestoreError, CheckpointStorageError, ExternalSystemUnavailableError):
+        raise  # an unreachable database or broker is transient: the restart strategy decides
     except Exception as error:
         raise StateRestoreError(
             f"{operator.name} ({operator.uid}) failed while restoring its state: "

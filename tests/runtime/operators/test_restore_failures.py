@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from barrierflow.connectors.files import FileSink
-from barrierflow.errors import SinkError, StateRestoreError
+from barrierflow.errors import SinkError, SinkUnavailableError, StateRestoreError
 from barrierflow.functions import CheckpointedFunction, MapFunction
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput
@@ -91,3 +91,26 @@ def test_a_restore_error_passes_unchanged_keeping_the_file_it_names(tmp_path):
     sink.setup(_context("run"), CollectingOutput())
     with pytest.raises(StateRestoreError, match=r"^unknown FileSink state"):
         restore_operator(sink, RestoredState(operator=[(0, {"version": 99})]))
+
+
+class _DatabaseDown(MapFunction, CheckpointedFunction):
+    """Restoring needs a database that cannot be reached right now."""
+
+    def map(self, value):
+        return value
+
+    def snapshot_state(self, context) -> None:
+        pass
+
+    def initialize_state(self, context) -> None:
+        raise SinkUnavailableError("cannot connect to PostgreSQL at 127.0.0.1:5432/db: refused")
+
+
+def test_an_unreachable_external_system_at_restore_stays_transient_not_a_restore_failure():
+    """A database or broker that is down while a task restores is no damaged state: the
+    error keeps its type, so the restart strategy (not the fail-on-second-restore rule)
+    decides, and recovery waits for the system to come back."""
+    operator = MapOperator("db-map", "Map", _DatabaseDown())
+    operator.setup(_context("run-1"), CollectingOutput())
+    with pytest.raises(SinkUnavailableError, match="cannot connect to PostgreSQL"):
+        restore_operator(operator, RestoredState())
