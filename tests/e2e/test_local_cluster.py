@@ -60,6 +60,7 @@ def test_a_killed_executor_jvm_is_replaced_and_the_job_commits_exactly_once(tmp_
         PYTHONPATH=os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
         ),
+        BARRIERFLOW_LOG_DIR=str(tmp_path / "logs"),
     )
     chaos = ["chaos", str(ROOT / "examples" / "word_count_job.py"), "-n", "1", "--kinds", "jvm"]
     chaos += ["--master", MASTER, "-p", "2", "--seed", "1", "--max-gap", "0.5"]
@@ -83,7 +84,9 @@ def test_a_killed_executor_jvm_is_replaced_and_the_job_commits_exactly_once(tmp_
 
     # The JVM was really lost (its exit code 137: SIGKILL), and the stage that recovered ran
     # on a replacement: both executors registered at the end, one of them new.
-    assert "Lost executor" in result.stderr and "exited with code 137" in result.stderr
+    # Spark's own log goes to spark.log in each job's log folder, not to the console.
+    spark_logs = "".join(p.read_text() for p in (tmp_path / "logs").glob("*/spark.log"))
+    assert "Lost executor" in spark_logs and "exited with code 137" in spark_logs
     before = re.search(r"^executors before: (.*)$", result.stdout, re.MULTILINE)
     after = re.search(r"^executors after: (.*)$", result.stdout, re.MULTILINE)
     assert before and after, console[-4000:]
