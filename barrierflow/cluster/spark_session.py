@@ -211,11 +211,11 @@ logger.jetty.level = warn
 
 
 def redirect_spark_log(spark: Any, folder: Path) -> Path | None:
-    """From now on the driver JVM's Spark log goes to `folder`/spark.log only (log4j2
-    reconfigured at run time through its Configurator: the JVM started before the job's
-    folder was known). Returns the file; None when the JVM's logging cannot be reconfigured
-    (another backend), which leaves Spark's output as it was. Executors on a cluster keep
-    their own logs (the cluster manager's)."""
+    """From now on the driver JVM's Spark log and its standard error go to
+    `folder`/spark.log only (log4j2 reconfigured at run time through its Configurator: the
+    JVM started before the job's folder was known). Returns the file; None when the JVM's
+    logging cannot be reconfigured (another backend), which leaves Spark's output as it was.
+    Executors on a cluster keep their own logs (the cluster manager's)."""
     level = os.environ.get(SPARK_LOG_LEVEL_ENV) or "WARN"
     log_file = folder / SPARK_LOG_FILE
     config = folder / "log4j2.properties"
@@ -224,6 +224,10 @@ def redirect_spark_log(spark: Any, folder: Path) -> Path | None:
         jvm = spark.sparkContext._jvm
         configurator = jvm.org.apache.logging.log4j.core.config.Configurator
         configurator.reconfigure(jvm.java.net.URI(config.as_uri()))
+        # What the JVM prints itself, outside log4j (an uncaught exception's stack trace,
+        # e.g. a rejected task of a thread pool while a local-cluster shuts down), joins it.
+        stream = jvm.java.io.FileOutputStream(str(log_file), True)
+        jvm.java.lang.System.setErr(jvm.java.io.PrintStream(stream, True))
     except Exception as error:  # another logging backend, an unwritable folder
         log.warning("Spark's log stays where Spark writes it: %s", error)
         return None
