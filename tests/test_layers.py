@@ -5,7 +5,7 @@ Read statically (the AST of every module, imports inside functions and under
 The order, top to bottom (issue 9):
 
     facade      barrierflow/__init__.py, functions.py, window.py, metrics.py, cli.py,
-                cli_state.py, chaos.py, job_file.py, state_processor/
+                cli_state.py, chaos.py, job_file.py, state_processor/, nexmark/, cli_nexmark.py
     api         user-facing builders (DataStream, environment, async I/O, joins)
     cluster     JobMaster, Spark runner
     graph       transformations -> job graph
@@ -45,6 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "cli_progress",
         "job_remote",
         "metrics",
+        "nexmark",
+        "cli_nexmark",
     ),
     ("api",),
     ("cluster",),
