@@ -1,0 +1,62 @@
+"""Channel statistics per day: q15's counts per channel and day, with the day's last minute.
+
+flink-nexmark's q16 groups the bids by channel and UTC day and computes q15's counts
+plus `max(DATE_FORMAT(dateTime, 'HH:mm'))`, the latest minute of the day with a bid on
+that channel. An unbounded group aggregate: the result updates.
+
+Built as bids keyed by (channel, day) into a `MiniBatchAggregate` over `BidStatistics`,
+whose largest bid time gives the minute; each row is emitted again at the next
+watermark after it changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from barrierflow import DataStream
+from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.queries._bid_statistics import BidStatistics, day_of, minute_of
+from barrierflow.nexmark.queries._changelog import MiniBatchAggregate
+
+__all__ = ["COLUMNS", "UPDATING", "build"]
+
+COLUMNS = (
+    "channel", "day", "minute",
+    "total_bids", "rank1_bids", "rank2_bids", "rank3_bids",
+    "total_bidders", "rank1_bidders", "rank2_bidders", "rank3_bidders",
+    "total_auctions", "rank1_auctions", "rank2_auctions", "rank3_auctions",
+)  # fmt: skip
+UPDATING = True
+
+
+def is_bid(event: Any) -> bool:
+    return type(event) is Bid
+
+
+def channel_and_day(bid: Bid) -> tuple[str, str]:
+    return bid.channel, day_of(bid.date_time)
+
+
+class ChannelDayStatistics(MiniBatchAggregate):
+    """One channel's `BidStatistics` of one day."""
+
+    columns = COLUMNS
+
+    def create_accumulator(self) -> BidStatistics:
+        return BidStatistics()
+
+    def add(self, accumulator: BidStatistics, bid: Bid) -> None:
+        accumulator.add(bid.bidder, bid.auction, bid.price, bid.date_time)
+
+    def result(self, key: tuple[str, str], accumulator: BidStatistics) -> tuple:
+        channel, day = key
+        return (channel, day, minute_of(accumulator.latest), *accumulator.counts())
+
+
+def build(events: DataStream) -> DataStream:
+    return (
+        events.filter(is_bid)
+        .key_by(channel_and_day)
+        .process(ChannelDayStatistics())
+        .uid("q16-statistics")
+    )

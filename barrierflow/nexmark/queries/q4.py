@@ -1,0 +1,98 @@
+"""Average winning price per category: the mean of each auction's highest bid, by category.
+
+flink-nexmark's q4 joins each auction with its bids within its lifetime (`dateTime` to
+`expires`, inclusive), takes each auction's highest price, and averages those per
+category; AVG of a BIGINT is a BIGINT, the quotient truncated (`flink_avg`). Both
+aggregates update: a higher bid raises its auction's maximum, which moves the average.
+
+Built in two keyed steps: auctions and bids keyed by auction id meet in
+`HighestBid` (a `BestBidPerAuction`), which emits a `MaxChange` each time an auction's
+maximum rises; keyed by category, `CategoryAverage` takes the old maximum out of the
+sum, puts the new one in, and emits `-U`/`+U` when the average changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from barrierflow import DataStream
+from barrierflow.functions import KeyedProcessFunction
+from barrierflow.nexmark.model import Auction, Bid
+from barrierflow.nexmark.queries._auction_bids import BestBidPerAuction
+from barrierflow.nexmark.queries._bid_statistics import flink_avg
+from barrierflow.nexmark.queries._changelog import changes
+from barrierflow.state import ValueStateDescriptor
+
+__all__ = ["COLUMNS", "UPDATING", "build"]
+
+COLUMNS = ("id", "final")
+UPDATING = True
+
+
+class MaxChange(NamedTuple):
+    """An auction's highest price went from `before` (None: it had none) to `after`."""
+
+    category: int
+    before: int | None
+    after: int
+
+
+def is_auction(event: Any) -> bool:
+    return type(event) is Auction
+
+
+def is_bid(event: Any) -> bool:
+    return type(event) is Bid
+
+
+def auction_id(auction: Auction) -> int:
+    return auction.id
+
+
+def bid_auction(bid: Bid) -> int:
+    return bid.auction
+
+
+def change_category(change: MaxChange) -> int:
+    return change.category
+
+
+class HighestBid(BestBidPerAuction):
+    """Each auction's highest bid within its lifetime; emits a `MaxChange` when it rises."""
+
+    def better(self, bid: Bid, best: Bid) -> bool:
+        return bid.price > best.price
+
+    def best_changed(self, auction: Auction, before: Bid | None, after: Bid) -> list[MaxChange]:
+        return [MaxChange(auction.category, None if before is None else before.price, after.price)]
+
+
+class CategoryAverage(KeyedProcessFunction):
+    """The average of a category's auction maxima: `[sum, count]` in keyed state."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.sum_count = runtime_context.get_state(ValueStateDescriptor("sum-count"))
+
+    def process_element(self, change: MaxChange, ctx: Any) -> list[dict]:
+        total, count = self.sum_count.value() or (0, 0)
+        before = (change.category, flink_avg(total, count)) if count else None
+        if change.before is None:
+            total, count = total + change.after, count + 1
+        else:
+            total += change.after - change.before
+        self.sum_count.update((total, count))
+        return changes(COLUMNS, before, (change.category, flink_avg(total, count)))
+
+
+def build(events: DataStream) -> DataStream:
+    auctions = events.filter(is_auction)
+    bids = events.filter(is_bid)
+    return (
+        auctions.connect(bids)
+        .key_by(auction_id, bid_auction)
+        .process(HighestBid())
+        .uid("q4-max")
+        .key_by(change_category)
+        .process(CategoryAverage())
+        .uid("q4-average")
+    )
