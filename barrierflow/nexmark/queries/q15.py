@@ -1,4 +1,4 @@
-"""Bidding statistics per day: bids, distinct bidders and auctions, in all and per price rank.
+"""Q15 (bidding statistics): per day, bids, distinct bidders and auctions, per price rank.
 
 flink-nexmark's q15 groups the bids by their UTC day ('yyyy-MM-dd') and counts bids,
 distinct bidders and distinct auctions, each in all and filtered by price rank (below

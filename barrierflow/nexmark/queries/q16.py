@@ -1,4 +1,4 @@
-"""Channel statistics per day: q15's counts per channel and day, with the day's last minute.
+"""Q16 (channel statistics): q15's counts per channel and day, with the day's last minute.
 
 flink-nexmark's q16 groups the bids by channel and UTC day and computes q15's counts
 plus `max(DATE_FORMAT(dateTime, 'HH:mm'))`, the latest minute of the day with a bid on

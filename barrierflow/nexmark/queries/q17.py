@@ -1,4 +1,4 @@
-"""Auction statistics per day: bids per price rank and the min, max, average and sum price.
+"""Q17 (auction statistics): per auction and day, bids per price rank and price statistics.
 
 flink-nexmark's q17 groups the bids by auction and UTC day and computes the number of
 bids, in all and per price rank, and MIN, MAX, AVG and SUM of the price; AVG of a BIGINT

@@ -1,4 +1,4 @@
-"""Last bid: each bidder's latest bid on each auction.
+"""Q18 (last bid): each bidder's latest bid on each auction.
 
 flink-nexmark's q18 keeps row number 1 of the bids of each (bidder, auction) by
 `dateTime DESC`, a deduplication keeping the last row. Equal times are a real tie the

@@ -1,4 +1,4 @@
-"""Top 10 bids of each auction by price, with their row numbers.
+"""Q19 (auction top-10 price): the 10 highest bids of each auction, with their row numbers.
 
 flink-nexmark's q19 keeps the bids of each auction with row number 1 to 10 by
 `price DESC`, and outputs the row number (`rank_number`). Equal prices are a real tie

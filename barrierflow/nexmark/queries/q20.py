@@ -1,4 +1,4 @@
-"""Bids with their auction: every bid on an auction of category 10, with the auction's columns.
+"""Q20 (expand bid with auction): every bid on an auction of category 10, with the auction.
 
 flink-nexmark's q20 joins bids with their auction (`B.auction = A.id`) where the
 auction's category is 10. An inner join of two streams that only grow emits only

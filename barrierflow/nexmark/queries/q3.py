@@ -1,4 +1,4 @@
-"""Local item suggestion: who sells in category 10 from Oregon, Idaho or California, and what.
+"""Q3 (local item suggestion): category-10 auctions by sellers in OR, ID or CA, with the seller.
 
 flink-nexmark's q3 joins auctions of category 10 with their sellers living in OR, ID or
 CA, and emits each seller's name, city and state with the auction id. An inner join

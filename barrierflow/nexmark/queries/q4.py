@@ -1,4 +1,4 @@
-"""Average winning price per category: the mean of each auction's highest bid, by category.
+"""Q4 (average price for a category): the mean of each auction's highest bid, per category.
 
 flink-nexmark's q4 joins each auction with its bids within its lifetime (`dateTime` to
 `expires`, inclusive), takes each auction's highest price, and averages those per

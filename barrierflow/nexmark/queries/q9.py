@@ -1,4 +1,4 @@
-"""Winning bids: each auction with its best bid (highest price, then earliest) in its lifetime.
+"""Q9 (winning bids): each auction with its best bid (highest, then earliest) in its lifetime.
 
 flink-nexmark's q9 joins each auction with its bids within its lifetime (`dateTime` to
 `expires`, inclusive) and keeps row number 1 by `price DESC, dateTime ASC`. Equal price
