@@ -25,7 +25,7 @@ from barrierflow.nexmark.queries._changelog import changes, rank_changes
 from barrierflow.nexmark.queries.q3 import SellerJoin
 from barrierflow.nexmark.queries.q4 import CategoryAverage, HighestBid, MaxChange
 from barrierflow.nexmark.queries.q9 import WinningBid
-from barrierflow.nexmark.queries.q17 import AuctionDayStatistics
+from barrierflow.nexmark.queries.q17 import AuctionDayStatistics, auction_and_day
 from barrierflow.nexmark.queries.q18 import LatestBid
 from barrierflow.nexmark.queries.q19 import TopBids
 from barrierflow.nexmark.queries.q20 import BidWithAuction
@@ -158,7 +158,7 @@ def test_bid_statistics_count_bids_and_distinct_values_in_all_and_per_rank():
 
 
 def q17_operator(restored=None) -> Driven:
-    return Driven(AuctionDayStatistics(), lambda b: (b.auction, day_of(b.date_time)), None, restored)
+    return Driven(AuctionDayStatistics(), auction_and_day, None, restored)
 
 
 def test_a_mini_batch_aggregate_emits_a_keys_change_at_the_next_watermark_only():
