@@ -2,8 +2,9 @@
 
 Built as a filter (bids only) and a map. flink-nexmark's price is a DECIMAL(23, 3), the exact
 `price * 0.908`; here it is a float, `price * 908 / 1000`, the double nearest that decimal
-(both operands are exact integers and Python's division rounds correctly), so
-`Decimal(row["price"]).quantize(Decimal("0.001"))` gives back the exact decimal.
+(both operands are exact integers and Python's division rounds correctly). While the decimal
+has at most 15 digits (prices below 10^12; generated ones stay below 10^9),
+`Decimal(row["price"]).quantize(Decimal("0.001"))` gives it back exactly.
 
 >>> euro_bid_row(Bid(7, 8, 1_001, "Google", "https://www.nexmark.com/a", 0, ""))["price"]
 908.908

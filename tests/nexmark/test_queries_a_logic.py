@@ -1,0 +1,326 @@
+"""The pure parts of queries q1, q5, q7, q8, q14, q21 and q22, checked against the SQL they
+stand for (flink-nexmark's), without Spark.
+
+q7's two steps are driven by hand (the window assigner, the aggregate and window
+function, then the keyed process function with its state and timer) and compared with
+a brute-force evaluation of its SQL join on bids crowded onto window edges.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.queries import q1, q5, q7, q8, q14, q21, q22
+from barrierflow.window import TimeWindow
+
+
+def bid(date_time: int, price: int = 1, auction: int = 1, bidder: int = 1, **fields: Any) -> Bid:
+    values = {"channel": "channel-1", "url": "https://www.nexmark.com/a/b/c/item.htm"}
+    values.update(fields)
+    return Bid(auction, bidder, price, values["channel"], values["url"], date_time, "")
+
+
+# ---- q1 and q14: euro prices ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("price", [1, 7, 999, 1_001, 123_456_789, 10**12 - 1, 2**53 // 908 + 1])
+def test_the_euro_price_is_the_double_nearest_the_exact_decimal(price):
+    exact = Decimal(price) * Decimal("0.908")
+    row = q1.euro_bid_row(bid(0, price))
+    assert row["price"] == float(exact)  # float(Decimal) rounds correctly
+    if price < 10**12:  # at most 15 digits: the double gives the decimal back
+        assert Decimal(row["price"]).quantize(Decimal("0.001")) == exact
+
+
+@pytest.mark.parametrize(
+    ("price", "kept"),
+    [
+        (1_101_321, False),  # 999,999.468 euros
+        (1_101_322, True),  # 1,000,000.376
+        (55_066_079, True),  # 49,999,999.732
+        (55_066_080, False),  # 50,000,000.64
+    ],
+)
+def test_q14_keeps_prices_strictly_between_the_bounds_in_euros(price, kept):
+    assert q14.in_price_range(bid(0, price)) is kept
+    assert q14.in_price_range(bid(0, price)) is (
+        1_000_000 < Decimal(price) * Decimal("0.908") < 50_000_000
+    )
+
+
+@pytest.mark.parametrize(
+    ("hour", "kind"),
+    [
+        (0, "nightTime"),
+        (6, "nightTime"),
+        (7, "otherTime"),
+        (8, "dayTime"),
+        (18, "dayTime"),
+        (19, "otherTime"),
+        (20, "nightTime"),
+        (23, "nightTime"),
+    ],
+)
+def test_bid_time_type_follows_the_utc_hour(hour, kind):
+    day = 20_454 * q14.DAY_MS  # 2026-01-01
+    assert q14.bid_time_type(day + hour * q14.HOUR_MS) == kind
+    assert q14.bid_time_type(day + (hour + 1) * q14.HOUR_MS - 1) == kind
+
+
+def test_count_char_counts_the_character_and_none_is_zero():
+    assert q14.count_char("ccc-abc", "c") == 4
+    assert q14.count_char("", "c") == 0
+    assert q14.count_char(None, "c") == 0
+    assert q14.count_char("çc", "c") == 1  # 'ç' is two UTF-8 bytes, neither of them 'c'
+
+
+def test_q14_row_has_the_columns_in_order():
+    row = q14.calculated_row(bid(0, 2_000_000, extra="cc"))
+    assert tuple(row) == q14.COLUMNS
+
+
+# ---- q21: REGEXP_EXTRACT -------------------------------------------------------------------------
+
+PATTERN = r"(&|^)channel_id=([^&]*)"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://x/item.htm?query=1&channel_id=42", "42"),
+        ("channel_id=7&a=1", "7"),  # at the very start: the ^ branch
+        ("https://x/item.htm?query=1&channel_id=", ""),  # matched, empty: not None
+        ("https://x/item.htm?query=1&channel_id=1&channel_id=2", "1"),  # the first match
+        ("https://x/item.htm?query=1&xchannel_id=5", None),
+        ("https://x/item.htm?channel_id=5", None),  # after '?', not '&' nor the start
+        ("", None),
+        (None, None),
+    ],
+)
+def test_regexp_extract_is_the_first_matchs_group_or_none(url, expected):
+    assert q21.regexp_extract(url, re.compile(PATTERN), 2) == expected
+
+
+@pytest.mark.parametrize(
+    ("channel", "url", "expected"),
+    [
+        ("Apple", "https://x/item.htm?query=1&channel_id=9", "0"),
+        ("GOOGLE", "https://x", "1"),
+        ("facebook", "https://x", "2"),
+        ("Baidu", "https://x", "3"),
+        ("channel-3", "https://x/item.htm?query=1&channel_id=9", "9"),
+        ("channel-3", "https://x/item.htm?query=1", None),
+    ],
+)
+def test_channel_id_is_fixed_for_hot_channels_else_from_the_url(channel, url, expected):
+    assert q21.channel_id(channel, url) == expected
+    rows = q21.with_channel_id(bid(0, channel=channel, url=url))
+    assert [row["channel_id"] for row in rows] == ([] if expected is None else [expected])
+
+
+# ---- q22: SPLIT_INDEX ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "index", "expected"),
+    [
+        ("https://www.nexmark.com/a/b/c/item.htm", 3, "a"),
+        ("https://www.nexmark.com/a/b/c/item.htm", 1, ""),  # empty pieces are kept
+        ("a/b/", 2, ""),  # a trailing one too
+        ("a/b", 2, None),
+        ("a/b", -1, None),
+        ("", 0, None),  # an empty string has no pieces
+        (None, 0, None),
+    ],
+)
+def test_split_index_is_zero_based_and_none_out_of_range(text, index, expected):
+    assert q22.split_index(text, "/", index) == expected
+
+
+@given(st.text(alphabet="/ab", max_size=12) | st.none())
+def test_url_directories_are_split_index_3_4_5(url):
+    assert q22.url_directories(url) == tuple(q22.split_index(url, "/", n) for n in (3, 4, 5))
+
+
+# ---- q5: the auctions at a window's maximum ------------------------------------------------------
+
+
+class WindowContext:
+    """What a ProcessWindowFunction sees of its window (the rest is not used here)."""
+
+    def __init__(self, window: TimeWindow) -> None:
+        self._window = window
+
+    def window(self) -> TimeWindow:
+        return self._window
+
+
+def test_most_bids_keeps_every_auction_tied_at_the_maximum():
+    most = q5.MostBids()
+    halves = []
+    for counts in ([(1, 4), (2, 9)], [(3, 9), (4, 2), (5, 9)]):
+        accumulator = most.create_accumulator()
+        for auction, num in counts:
+            accumulator = most.add(q5.WindowCount(10_000, auction, num), accumulator)
+        halves.append(accumulator)
+    merged = most.merge(*halves)
+    rows = list(q5.AuctionsAtMax().process(10_000, None, [most.get_result(merged)]))
+    assert rows == [{"auction": 2, "num": 9}, {"auction": 3, "num": 9}, {"auction": 5, "num": 9}]
+
+
+def test_auction_count_tags_the_count_with_its_window_end():
+    context = WindowContext(TimeWindow(-8_000, 2_000))
+    assert list(q5.AuctionCount().process(7, context, [3])) == [q5.WindowCount(2_000, 7, 3)]
+
+
+# ---- q8: distinct new sellers --------------------------------------------------------------------
+
+
+def test_new_sellers_need_a_sale_in_the_window_and_come_once():
+    ann = q8.NewPerson(7, "Ann", 10_000)
+    assert list(q8.NewSellers().co_group([ann, ann], [7])) == [
+        {"id": 7, "name": "Ann", "stime": 10_000}
+    ]
+    assert list(q8.NewSellers().co_group([ann], [])) == []
+    assert list(q8.NewSellers().co_group([], [7])) == []
+
+
+def test_a_new_persons_window_start_is_its_tumbling_window():
+    person = q8.Person(7, "Ann", "", "", "", "", 29_999, "")
+    assert q8.new_person(person).window_start == 20_000
+
+
+# ---- q7: the highest bids, window ends included --------------------------------------------------
+
+
+class ValueState:
+    def __init__(self) -> None:
+        self.value_ = None
+
+    def value(self) -> Any:
+        return self.value_
+
+    def update(self, value: Any) -> None:
+        self.value_ = value
+
+    def clear(self) -> None:
+        self.value_ = None
+
+
+class KeyedContext:
+    """One key's state and timers, as a KeyedProcessFunction sees them."""
+
+    def __init__(self) -> None:
+        self.states: dict[Any, ValueState] = defaultdict(ValueState)
+        self.timers: dict[Any, set[int]] = defaultdict(set)
+        self.key: Any = None
+
+    def get_state(self, descriptor: Any) -> ValueState:
+        return self  # type: ignore[return-value]  # the function's one state, per key
+
+    def value(self) -> Any:
+        return self.states[self.key].value()
+
+    def update(self, value: Any) -> None:
+        self.states[self.key].update(value)
+
+    def clear(self) -> None:
+        self.states[self.key].clear()
+
+    def timer_service(self) -> KeyedContext:
+        return self
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self.timers[self.key].add(timestamp)
+
+
+def q7_by_its_functions(bids: list[Bid]) -> Counter:
+    """q7's operators driven by hand: windows per auction, then the merge per window end."""
+    assigner = q7.SlidingEventTimeWindows.of(q7.SIZE + 1, q7.SIZE)
+    highest_bids = q7.HighestBids()
+    accumulators: dict[tuple[int, TimeWindow], Any] = {}
+    for one in bids:
+        for window in assigner.assign_windows(one, one.date_time, None):
+            key = (one.auction, window)
+            if key not in accumulators:
+                accumulators[key] = highest_bids.create_accumulator()
+            accumulators[key] = highest_bids.add(one, accumulators[key])
+    parts = []
+    for (auction, window), accumulator in accumulators.items():
+        result = highest_bids.get_result(accumulator)
+        parts.extend(q7.AuctionHighest().process(auction, WindowContext(window), [result]))
+    context = KeyedContext()
+    merge = q7.WindowHighest()
+    merge.open(context)
+    for part in parts:
+        context.key = q7.window_end_of(part)
+        assert part.window_end % q7.SIZE == 0
+        merge.process_element(part, context)
+    rows: Counter = Counter()
+    for key, timers in list(context.timers.items()):
+        assert timers == {key}  # one timer per window, at its end
+        context.key = key
+        rows.update(tuple(row.values()) for row in merge.on_timer(key, context))
+    return rows
+
+
+def q7_by_its_sql(bids: list[Bid]) -> Counter:
+    """flink-nexmark's q7 evaluated literally: each tumbling window's max price, joined with
+    every bid at that price with window_end - 10 s <= dateTime <= window_end."""
+    maxima: dict[int, int] = {}
+    for one in bids:
+        end = one.date_time - one.date_time % q7.SIZE + q7.SIZE
+        maxima[end] = max(maxima.get(end, one.price), one.price)
+    return Counter(
+        (one.auction, one.bidder, one.price, one.date_time, one.extra)
+        for end, highest in maxima.items()
+        for one in bids
+        if one.price == highest and end - q7.SIZE <= one.date_time <= end
+    )
+
+
+edge_heavy_times = st.one_of(
+    st.sampled_from([0, 1, 9_999, 10_000, 10_001, 19_999, 20_000, 30_000]),
+    st.integers(0, 30_000),
+)
+bids_near_edges = st.lists(
+    st.builds(
+        bid,
+        edge_heavy_times,
+        price=st.integers(1, 4),
+        auction=st.integers(1, 3),
+        bidder=st.integers(1, 50),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bids_near_edges)
+def test_q7_finds_what_its_sql_join_finds(bids):
+    assert q7_by_its_functions(bids) == q7_by_its_sql(bids)
+
+
+def test_a_bid_at_a_window_end_matches_that_windows_maximum_without_raising_it():
+    bids = [bid(5_000, 3, bidder=1), bid(10_000, 3, bidder=2), bid(10_000, 9, bidder=3)]
+    # Window [0, 10 s): max 3, matched by bidders 1 and 2 (at its end); bidder 3's 9 is in
+    # window [10 s, 20 s) only, where it is the max and matches itself.
+    expected = Counter(
+        {(1, 1, 3, 5_000, ""): 1, (1, 2, 3, 10_000, ""): 1, (1, 3, 9, 10_000, ""): 1}
+    )
+    assert q7_by_its_functions(bids) == q7_by_its_sql(bids) == expected
+
+
+def test_a_bid_at_a_window_end_can_match_both_windows():
+    bids = [bid(3_000, 5, auction=1), bid(10_000, 5, auction=2)]
+    rows = q7_by_its_functions(bids)
+    assert rows[(2, 1, 5, 10_000, "")] == 2  # the max of [0, 10 s) and of [10 s, 20 s)
+    assert rows == q7_by_its_sql(bids)
