@@ -284,9 +284,12 @@ def test_q4_emits_each_rise_of_an_auctions_maximum_and_averages_them_per_categor
     )
     assert changes_ == [MaxChange(10, None, 5), MaxChange(10, None, 6), MaxChange(10, 5, 8)]
     average = Driven(CategoryAverage(), lambda c: c.category)
-    assert ops(average.feed_values(changes_[0])) == [("+I", 10, 5)]
-    assert average.feed_values(changes_[1]) == []  # (5 + 6) / 2 truncates to 5: unchanged
-    assert ops(average.feed_values(changes_[2])) == [("-U", 10, 5), ("+U", 10, 7)]
+    average.feed_values(changes_[0])
+    assert ops(average.watermark(1)) == [("+I", 10, 5)]
+    average.feed_values(changes_[1])
+    assert average.watermark(2) == []  # (5 + 6) / 2 truncates to 5: unchanged
+    average.feed_values(changes_[2])
+    assert ops(average.watermark(3)) == [("-U", 10, 5), ("+U", 10, 7)]
 
 
 # -- q18: the latest bid of each bidder on each auction ----------------------------------------

@@ -7,8 +7,9 @@ aggregates update: a higher bid raises its auction's maximum, which moves the av
 
 Built in two keyed steps: auctions and bids keyed by auction id meet in
 `HighestBid` (a `BestBidPerAuction`), which emits a `MaxChange` each time an auction's
-maximum rises; keyed by category, `CategoryAverage` takes the old maximum out of the
-sum, puts the new one in, and emits `-U`/`+U` when the average changes.
+maximum rises; keyed by category, `CategoryAverage` (a `MiniBatchAggregate`) takes the
+old maximum out of the sum and puts the new one in, and at the next watermark emits
+`-U`/`+U` if the average changed.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from barrierflow import DataStream
-from barrierflow.functions import KeyedProcessFunction
 from barrierflow.nexmark.model import Auction, Bid
 from barrierflow.nexmark.queries._auction_bids import BestBidPerAuction
 from barrierflow.nexmark.queries._bid_statistics import flink_avg
-from barrierflow.nexmark.queries._changelog import changes
-from barrierflow.state import ValueStateDescriptor
+from barrierflow.nexmark.queries._changelog import MiniBatchAggregate
 
 __all__ = ["COLUMNS", "UPDATING", "build"]
 
@@ -67,21 +66,20 @@ class HighestBid(BestBidPerAuction):
         return [MaxChange(auction.category, None if before is None else before.price, after.price)]
 
 
-class CategoryAverage(KeyedProcessFunction):
-    """The average of a category's auction maxima: `[sum, count]` in keyed state."""
+class CategoryAverage(MiniBatchAggregate):
+    """The average of a category's auction maxima, from `[sum, count]`."""
 
-    def open(self, runtime_context: Any) -> None:
-        self.sum_count = runtime_context.get_state(ValueStateDescriptor("sum-count"))
+    columns = COLUMNS
 
-    def process_element(self, change: MaxChange, ctx: Any) -> list[dict]:
-        total, count = self.sum_count.value() or (0, 0)
-        before = (change.category, flink_avg(total, count)) if count else None
-        if change.before is None:
-            total, count = total + change.after, count + 1
-        else:
-            total += change.after - change.before
-        self.sum_count.update((total, count))
-        return changes(COLUMNS, before, (change.category, flink_avg(total, count)))
+    def create_accumulator(self) -> list[int]:
+        return [0, 0]
+
+    def add(self, sum_count: list[int], change: MaxChange) -> None:
+        sum_count[0] += change.after - (change.before or 0)
+        sum_count[1] += change.before is None
+
+    def result(self, category: int, sum_count: list[int]) -> tuple[int, int]:
+        return category, flink_avg(*sum_count)
 
 
 def build(events: DataStream) -> DataStream:
