@@ -103,7 +103,8 @@ class MiniBatchAggregate(KeyedProcessFunction):
     whatever changed since the one before, so the changelog adds up to the aggregate
     over all records. A key's row is emitted only if it differs from the one emitted
     last. Subclasses say how to fold (`create_accumulator`, `add`) and what the row is
-    (`result`); both the accumulator and the last emitted row are keyed state.
+    (`result`). Keyed state: the accumulator, the row emitted last, and whether the key
+    waits for a watermark (its timer is registered once, not per record).
     """
 
     columns: Sequence[str]
@@ -112,6 +113,7 @@ class MiniBatchAggregate(KeyedProcessFunction):
     def open(self, runtime_context: Any) -> None:
         self.accumulator = runtime_context.get_state(ValueStateDescriptor("accumulator"))
         self.emitted = runtime_context.get_state(ValueStateDescriptor("emitted"))
+        self.flush_pending = runtime_context.get_state(ValueStateDescriptor("flush-pending"))
 
     @abstractmethod
     def create_accumulator(self) -> Any:
@@ -135,10 +137,13 @@ class MiniBatchAggregate(KeyedProcessFunction):
             accumulator = self.create_accumulator()
         self.add(accumulator, value)
         self.accumulator.update(accumulator)
-        timers = ctx.timer_service()
-        timers.register_event_time_timer(timers.current_watermark() + 1)
+        if not self.flush_pending.value():
+            timers = ctx.timer_service()
+            timers.register_event_time_timer(timers.current_watermark() + 1)
+            self.flush_pending.update(True)
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> list:
+        self.flush_pending.clear()
         row = self.result(ctx.get_current_key(), self.accumulator.value())
         out = self.changelog(self.emitted.value(), row)
         if out:
