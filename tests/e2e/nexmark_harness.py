@@ -15,9 +15,11 @@ views and in the output.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,8 @@ def run_query(
     checkpoint_ms: int = 300,
     kill: str | None = None,
     kill_subtask: int = 0,
+    until: Callable[[list[dict[str, Any]]], bool] | None = None,
+    timeout: float = 300.0,
 ) -> list[dict[str, Any]]:
     """Run query `name` over the events file on Spark and return every committed row.
 
@@ -125,6 +129,11 @@ def run_query(
     paced to last about `KILL_RUN_SECONDS`; once two checkpoints completed, the stream-task
     process of subtask `kill_subtask` of the vertex holding that operator is killed
     (SIGKILL), and the run must have restarted at least once.
+
+    With `until` (a test of the committed rows), the events file is read by a source that
+    keeps watching for more (unbounded), and the job is cancelled once `until` holds (or
+    fails the test after `timeout` s): for processing-time windows, which fire only while
+    the job runs, never at the end of its input (as in Flink).
     """
     from barrierflow import RestartStrategies, StreamExecutionEnvironment
     from barrierflow.nexmark.job import events_from_file, query_output
@@ -135,7 +144,10 @@ def run_query(
     env.enable_checkpointing(checkpoint_ms)
     env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 200))
-    events = events_from_file(env, str(events_path))
+    if until is None:
+        events = events_from_file(env, str(events_path))
+    else:
+        events = _watched_events(env, tmp_path, Path(events_path))
     if kill is not None:
         rate = _line_count(events_path) / KILL_RUN_SECONDS
         events = events.map(Throttle(rate)).uid("test-pace")
@@ -145,10 +157,57 @@ def run_query(
     if kill is not None:
         assert job.wait_for_completed_checkpoints(2, timeout=120), "no checkpoint completed"
         job.kill_task_process(_vertex_of(job.job_graph, kill), kill_subtask)
-    result = job.wait(timeout=600)
+    if until is not None:
+        _cancel_once(job, lambda: until(read_output(output)), timeout)
+        assert kill is None or job.attempt >= 1, "the killed task did not make the job restart"
+        return read_output(output)
+    result = job.wait(timeout=timeout)
     if kill is not None:
         assert result.restarts >= 1, "the killed task did not make the job restart"
     return read_output(output)
+
+
+def _watched_events(env: Any, tmp_path: Path, events_path: Path) -> Any:
+    """`events_from_file`'s events, read by a monitoring (never-ending) FileSource from a
+    folder of its own holding (a link to) the events file."""
+    from barrierflow import WatermarkStrategy
+    from barrierflow.connectors.files import FileSource
+    from barrierflow.nexmark.job import nexmark_watermarks
+    from barrierflow.nexmark.model import from_table_row
+
+    folder = tmp_path / "watched-events"
+    folder.mkdir()
+    try:
+        os.link(events_path, folder / events_path.name)
+    except OSError:
+        shutil.copy(events_path, folder / events_path.name)
+    source = FileSource.for_json_lines(str(folder)).monitor_continuously(200)
+    return (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "events")
+        .map(from_table_row)
+        .uid("events-parse")
+        .assign_timestamps_and_watermarks(nexmark_watermarks())
+        .uid("events-time")
+    )
+
+
+def _cancel_once(job: Any, done: Callable[[], bool], timeout: float) -> None:
+    """Poll `done` (every 0.2 s, for at most `timeout` s), then cancel the job."""
+    from barrierflow.errors import JobExecutionError
+
+    deadline = time.monotonic() + timeout
+    while not done():
+        if job.join(0.2):
+            job.wait()  # raises the job's error if it failed
+            raise AssertionError("the unbounded job ended on its own")
+        if time.monotonic() > deadline:
+            job.cancel()
+            raise AssertionError(f"the committed rows were not done within {timeout} s")
+    job.cancel()
+    try:
+        job.wait(timeout=120)
+    except JobExecutionError as cancelled:
+        assert "cancelled" in str(cancelled), cancelled
 
 
 def _line_count(path: Path) -> int:
