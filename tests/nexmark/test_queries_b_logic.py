@@ -1,8 +1,8 @@
 """The logic of q3, q4, q9, q15-q20 event by event: changelog rows, the mini-batched aggregate,
 the auction/best-bid join and its state cleanup, the per-query functions (no Spark).
 
-Functions run inside their real operators (`KeyedProcessOperator`, `KeyedCoProcessOperator`)
-driven by hand: records, watermarks, snapshots."""
+Functions run inside their real operator (`KeyedProcessOperator`) driven by hand: records,
+watermarks, snapshots."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from operator_harness import ManualClock, started
 from barrierflow import StreamExecutionEnvironment
 from barrierflow.nexmark.model import Auction, Bid, Person
 from barrierflow.nexmark.queries import query
+from barrierflow.nexmark.queries._auction_bids import auction_id
 from barrierflow.nexmark.queries._bid_statistics import (
     BidStatistics,
     day_of,
@@ -22,7 +23,7 @@ from barrierflow.nexmark.queries._bid_statistics import (
     price_rank,
 )
 from barrierflow.nexmark.queries._changelog import changes, rank_changes
-from barrierflow.nexmark.queries.q3 import SellerJoin
+from barrierflow.nexmark.queries.q3 import SellerJoin, seller_id
 from barrierflow.nexmark.queries.q4 import CategoryAverage, HighestBid, MaxChange
 from barrierflow.nexmark.queries.q9 import WinningBid
 from barrierflow.nexmark.queries.q17 import AuctionDayStatistics, auction_and_day
@@ -32,7 +33,6 @@ from barrierflow.nexmark.queries.q20 import BidWithAuction
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
-from barrierflow.runtime.operators.co_process import KeyedCoProcessOperator
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 
 MIDNIGHT = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -51,36 +51,24 @@ def person(id_: int, state: str) -> Person:
 
 
 class Driven:
-    """A keyed (co-)process function in its operator, fed by hand; `out()` takes its records."""
+    """A keyed process function in its operator, fed by hand; `out()` takes its records."""
 
-    def __init__(self, function, key1, key2=None, restored=None) -> None:
-        if key2 is None:
-            self.operator = KeyedProcessOperator("op", "op", key1, function)
-        else:
-            self.operator = KeyedCoProcessOperator("op", "op", key1, key2, function)
+    def __init__(self, function, key, restored=None) -> None:
+        self.operator = KeyedProcessOperator("op", "op", key, function)
         started(self.operator, ManualClock(), restored)
-        self.two_inputs = key2 is not None
 
-    def feed(self, *values, input_=1) -> list:
-        batch = RecordBatch(list(values), [v.date_time for v in values])
-        if not self.two_inputs:
-            self.operator.process_batch(batch)
-        elif input_ == 1:
-            self.operator.process_batch1(batch)
-        else:
-            self.operator.process_batch2(batch)
+    def feed(self, *events) -> list:
+        """Events with their `date_time` as timestamp; returns the records emitted."""
+        self.operator.process_batch(RecordBatch(list(events), [e.date_time for e in events]))
         return self.out()
 
     def feed_values(self, *values) -> list:
+        """Values without a timestamp; returns the records emitted."""
         self.operator.process_batch(RecordBatch(list(values), None))
         return self.out()
 
     def watermark(self, timestamp: int) -> list:
-        if self.two_inputs:
-            self.operator.process_watermark1(Watermark(timestamp))
-            self.operator.process_watermark2(Watermark(timestamp))
-        else:
-            self.operator.process_watermark(Watermark(timestamp))
+        self.operator.process_watermark(Watermark(timestamp))
         return self.out()
 
     def out(self) -> list:
@@ -146,10 +134,10 @@ def test_flink_avg_truncates_toward_zero_like_java_long_division():
 
 def test_bid_statistics_count_bids_and_distinct_values_in_all_and_per_rank():
     stats = BidStatistics()
-    for bidder, auction_id, price, at in [
+    for bidder, auction_number, price, at in [
         (1, 10, 5, 3), (1, 10, 6, 9), (2, 10, 50_000, 4), (3, 11, 2_000_000, 1), (1, 12, 7, 2),
     ]:  # fmt: skip
-        stats.add(bidder, auction_id, price, at)
+        stats.add(bidder, auction_number, price, at)
     assert stats.counts() == (5, 3, 1, 1, 3, 1, 1, 1, 3, 2, 1, 1)
     assert stats.latest == 9
 
@@ -158,7 +146,7 @@ def test_bid_statistics_count_bids_and_distinct_values_in_all_and_per_rank():
 
 
 def q17_operator(restored=None) -> Driven:
-    return Driven(AuctionDayStatistics(), auction_and_day, None, restored)
+    return Driven(AuctionDayStatistics(), auction_and_day, restored)
 
 
 def test_a_mini_batch_aggregate_emits_a_keys_change_at_the_next_watermark_only():
@@ -223,16 +211,16 @@ def test_top_bids_emit_only_the_ranks_that_changed_and_nothing_for_a_bid_below_t
 
 
 def q9_operator() -> Driven:
-    return Driven(WinningBid(), lambda a: a.id, lambda b: b.auction)
+    return Driven(WinningBid(), auction_id)
 
 
 def test_bids_count_from_the_auctions_start_to_its_expiry_both_inclusive():
     op = q9_operator()
     op.feed(auction(5, 1_000, 2_000))
-    assert op.feed(bid(5, 900, 999), bid(5, 950, 2_001), input_=2) == []
-    first = op.feed(bid(5, 10, 1_000), input_=2)
+    assert op.feed(bid(5, 900, 999), bid(5, 950, 2_001)) == []
+    first = op.feed(bid(5, 10, 1_000))
     assert [(r["op"], r["price"]) for r in first] == [("+I", 10)]
-    last = op.feed(bid(5, 20, 2_000), input_=2)
+    last = op.feed(bid(5, 20, 2_000))
     assert [(r["op"], r["price"]) for r in last] == [("-U", 10), ("+U", 20)]
     assert last[1]["id"] == 5 and last[1]["bid_dateTime"] == 2_000 and last[1]["expires"] == 2_000
 
@@ -240,21 +228,21 @@ def test_bids_count_from_the_auctions_start_to_its_expiry_both_inclusive():
 def test_the_winner_is_the_highest_then_earliest_then_smallest_bidder_then_extra():
     op = q9_operator()
     op.feed(auction(5, 0, 100))
-    op.feed(bid(5, 50, 20, bidder=3, extra="b"), input_=2)
-    assert op.feed(bid(5, 50, 30, bidder=1), input_=2) == []  # later
-    assert op.feed(bid(5, 50, 20, bidder=4), input_=2) == []  # same time, greater bidder
-    changed = op.feed(bid(5, 50, 20, bidder=3, extra="a"), input_=2)
+    op.feed(bid(5, 50, 20, bidder=3, extra="b"))
+    assert op.feed(bid(5, 50, 30, bidder=1)) == []  # later
+    assert op.feed(bid(5, 50, 20, bidder=4)) == []  # same time, greater bidder
+    changed = op.feed(bid(5, 50, 20, bidder=3, extra="a"))
     assert [(r["op"], r["bidder"], r["bid_extra"]) for r in changed] == [
         ("-U", 3, "b"), ("+U", 3, "a"),
     ]  # fmt: skip
-    assert op.feed(bid(5, 50, 20, bidder=3, extra="a"), input_=2) == []  # the same row
+    assert op.feed(bid(5, 50, 20, bidder=3, extra="a")) == []  # the same row
 
 
 def test_a_bid_before_its_auction_waits_for_it_until_the_watermark_passes_the_bid():
     op = q9_operator()
     op.watermark(100)
-    assert op.feed(bid(5, 70, 100), input_=2) == []  # not after the watermark: never stored
-    assert op.feed(bid(5, 80, 150), bid(6, 90, 160), input_=2) == []
+    assert op.feed(bid(5, 70, 100)) == []  # not after the watermark: never stored
+    assert op.feed(bid(5, 80, 150), bid(6, 90, 160)) == []
     assert sorted(op.keys("early-bids")) == [5, 6]
     rows = op.feed(auction(5, 120, 300))
     assert [(r["op"], r["price"]) for r in rows] == [("+I", 80)]
@@ -266,22 +254,20 @@ def test_a_bid_before_its_auction_waits_for_it_until_the_watermark_passes_the_bi
 def test_an_auctions_state_goes_when_the_watermark_reaches_its_expiry():
     op = q9_operator()
     op.feed(auction(5, 0, 1_000), auction(6, 0, 5_000))
-    op.feed(bid(5, 10, 500), bid(6, 10, 500), input_=2)
+    op.feed(bid(5, 10, 500), bid(6, 10, 500))
     op.watermark(999)
     assert sorted(op.keys("auction")) == [5, 6]
     op.watermark(1_000)
     assert op.keys("auction") == [6] and op.keys("best-bid") == [6]
-    assert op.feed(bid(5, 99, 1_500), input_=2) == []  # after expiry: not its lifetime anyway
+    assert op.feed(bid(5, 99, 1_500)) == []  # after expiry: not its lifetime anyway
     op.watermark(1_500)
     assert op.keys("early-bids") == []
 
 
 def test_q4_emits_each_rise_of_an_auctions_maximum_and_averages_them_per_category():
-    highest = Driven(HighestBid(), lambda a: a.id, lambda b: b.auction)
+    highest = Driven(HighestBid(), auction_id)
     highest.feed(auction(1, 0, 100, category=10), auction(2, 0, 100, category=10))
-    changes_ = highest.feed(
-        bid(1, 5, 1), bid(1, 4, 2), bid(2, 6, 3), bid(1, 8, 4), bid(2, 6, 5), input_=2
-    )
+    changes_ = highest.feed(bid(1, 5, 1), bid(1, 4, 2), bid(2, 6, 3), bid(1, 8, 4), bid(2, 6, 5))
     assert changes_ == [MaxChange(10, None, 5), MaxChange(10, None, 6), MaxChange(10, 5, 8)]
     average = Driven(CategoryAverage(), lambda c: c.category)
     average.feed_values(changes_[0])
@@ -310,9 +296,9 @@ def test_q18_keeps_the_latest_bid_by_time_and_the_greater_price_on_equal_time():
 
 
 def test_q3_pairs_each_auction_with_its_seller_whichever_comes_first():
-    op = Driven(SellerJoin(), lambda a: a.seller, lambda p: p.id)
+    op = Driven(SellerJoin(), seller_id)
     assert op.feed(auction(1, 0, 9, seller=7)) == []
-    rows = op.feed(person(7, "OR"), input_=2)
+    rows = op.feed(person(7, "OR"))
     assert rows == [{"name": "p7", "city": "Boise", "state": "OR", "id": 1}]
     assert op.feed(auction(2, 1, 9, seller=7)) == [
         {"name": "p7", "city": "Boise", "state": "OR", "id": 2}
@@ -320,14 +306,14 @@ def test_q3_pairs_each_auction_with_its_seller_whichever_comes_first():
 
 
 def test_q20_joins_early_and_later_bids_of_a_category_10_auction_and_keeps_no_bid_after():
-    op = Driven(BidWithAuction(), lambda a: a.id, lambda b: b.auction)
-    assert op.feed(bid(1, 10, 5), bid(2, 20, 6), input_=2) == []
+    op = Driven(BidWithAuction(), auction_id)
+    assert op.feed(bid(1, 10, 5), bid(2, 20, 6)) == []
     rows = op.feed(auction(1, 0, 9, category=10), auction(2, 0, 9, category=11))
     assert [(r["auction"], r["price"], r["itemName"], r["auction_extra"]) for r in rows] == [
         (1, 10, "item1", "ax")
     ]
     assert op.keys("early-bids") == []
-    later = op.feed(bid(1, 30, 7), bid(2, 40, 8), input_=2)
+    later = op.feed(bid(1, 30, 7), bid(2, 40, 8))
     assert [(r["auction"], r["price"], r["bid_dateTime"]) for r in later] == [(1, 30, 7)]
     assert op.keys("early-bids") == []
     assert list(later[0]) == list(query("q20").columns)

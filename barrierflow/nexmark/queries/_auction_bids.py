@@ -2,9 +2,13 @@
 
 Both queries join `auction A, bid B WHERE A.id = B.auction AND B.dateTime BETWEEN
 A.dateTime AND A.expires` and keep one bid per auction: q4 the highest price, q9 the
-winner (highest price, then earliest). `BestBidPerAuction` is that join and fold for
-auctions (first input) and bids (second input) keyed by auction id; a subclass says
-which bid is better and what a new best emits.
+winner (highest price, then earliest). `BestBidPerAuction` is that join and fold over
+one stream of auctions and bids keyed by auction id (`is_auction_or_bid`,
+`auction_id`); a subclass says which bid is better and what a new best emits.
+
+One keyed stream rather than two connected ones: a stream split by two filters feeds two
+operators that cannot share its chain, so each would cost a task per subtask, and every
+event a hop; filtered once, the events stay in the source's chain up to the shuffle.
 
 State stays bounded, and the result exact, because no event is late (each is newer
 than the watermark when it arrives, as the events' 4 s bound guarantees):
@@ -21,17 +25,26 @@ from abc import abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
-from barrierflow.functions import KeyedCoProcessFunction
+from barrierflow.functions import KeyedProcessFunction
 from barrierflow.nexmark.model import Auction, Bid
 from barrierflow.state import ListStateDescriptor, ValueStateDescriptor
 
-__all__ = ["BestBidPerAuction"]
+__all__ = ["BestBidPerAuction", "auction_id", "is_auction_or_bid"]
 
 
-class BestBidPerAuction(KeyedCoProcessFunction):
+def is_auction_or_bid(event: Any) -> bool:
+    return type(event) is Auction or type(event) is Bid
+
+
+def auction_id(event: Auction | Bid) -> int:
+    """The id of an auction, the auction of a bid."""
+    return event.auction if type(event) is Bid else event.id
+
+
+class BestBidPerAuction(KeyedProcessFunction):
     """Keeps each auction's best bid within [dateTime, expires] and reports when it changes.
 
-    Keyed by auction id; `process_element1` takes auctions, `process_element2` bids.
+    Takes auctions and bids keyed by auction id (`auction_id`).
     State per auction: the auction, its best bid so far, and the bids that came before
     it; all of it is dropped when the watermark passes `expires`.
     """
@@ -49,7 +62,12 @@ class BestBidPerAuction(KeyedCoProcessFunction):
     def best_changed(self, auction: Auction, before: Bid | None, after: Bid) -> Iterable[Any]:
         """What to emit when the auction's best bid becomes `after` (`before`: None at first)."""
 
-    def process_element1(self, auction: Auction, ctx: Any) -> Iterable[Any] | None:
+    def process_element(self, event: Auction | Bid, ctx: Any) -> Iterable[Any] | None:
+        if type(event) is Bid:
+            return self._on_bid(event, ctx)
+        return self._on_auction(event, ctx)
+
+    def _on_auction(self, auction: Auction, ctx: Any) -> Iterable[Any] | None:
         self.auction.update(auction)
         ctx.timer_service().register_event_time_timer(auction.expires)
         early = self.early_bids.get()
@@ -58,7 +76,7 @@ class BestBidPerAuction(KeyedCoProcessFunction):
         self.early_bids.clear()
         return self._fold(auction, early)
 
-    def process_element2(self, bid: Bid, ctx: Any) -> Iterable[Any] | None:
+    def _on_bid(self, bid: Bid, ctx: Any) -> Iterable[Any] | None:
         auction = self.auction.value()
         if auction is not None:
             return self._fold(auction, (bid,))

@@ -4,10 +4,11 @@ flink-nexmark's q20 joins bids with their auction (`B.auction = A.id`) where the
 auction's category is 10. An inner join of two streams that only grow emits only
 inserts, so the result is append-only.
 
-Built as auctions and bids keyed by auction id meeting in `BidWithAuction`. Auction
-ids are unique (the generator numbers auctions), so once an auction is known a bid
-joins it at once and needs no state: the state is one entry per auction (the auction
-if it is of category 10, else False) plus the bids that came before their auction.
+Built as auctions and bids in one stream keyed by auction id (see `_auction_bids`)
+into `BidWithAuction`. Auction ids are unique (the generator numbers auctions), so once
+an auction is known a bid joins it at once and needs no state: the state is one entry
+per auction (the auction if it is of category 10, else False) plus the bids that came
+before their auction.
 Flink's regular join, which cannot assume the ids unique, keeps every bid.
 """
 
@@ -16,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow import DataStream
-from barrierflow.functions import KeyedCoProcessFunction
+from barrierflow.functions import KeyedProcessFunction
 from barrierflow.nexmark.model import Auction, Bid
+from barrierflow.nexmark.queries._auction_bids import auction_id, is_auction_or_bid
 from barrierflow.state import ListStateDescriptor, ValueStateDescriptor
 
 __all__ = ["COLUMNS", "UPDATING", "build"]
@@ -32,34 +34,23 @@ UPDATING = False
 CATEGORY = 10
 
 
-def is_auction(event: Any) -> bool:
-    return type(event) is Auction
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
-
-
-def auction_id(auction: Auction) -> int:
-    return auction.id
-
-
-def bid_auction(bid: Bid) -> int:
-    return bid.auction
-
-
 def joined_row(bid: Bid, auction: Auction) -> dict[str, Any]:
     return dict(zip(COLUMNS, (*bid, *auction[1:]), strict=True))
 
 
-class BidWithAuction(KeyedCoProcessFunction):
-    """Auctions (first input) and bids (second), keyed by auction id: bids of category 10."""
+class BidWithAuction(KeyedProcessFunction):
+    """Auctions and bids keyed by auction id: the bids of auctions of category 10."""
 
     def open(self, runtime_context: Any) -> None:
         self.auction = runtime_context.get_state(ValueStateDescriptor("auction"))
         self.early_bids = runtime_context.get_list_state(ListStateDescriptor("early-bids"))
 
-    def process_element1(self, auction: Auction, ctx: Any) -> list[dict] | None:
+    def process_element(self, event: Auction | Bid, ctx: Any) -> list[dict] | None:
+        if type(event) is Bid:
+            return self._on_bid(event)
+        return self._on_auction(event)
+
+    def _on_auction(self, auction: Auction) -> list[dict] | None:
         wanted = auction.category == CATEGORY
         self.auction.update(auction if wanted else False)
         early = self.early_bids.get()
@@ -68,7 +59,7 @@ class BidWithAuction(KeyedCoProcessFunction):
         self.early_bids.clear()
         return [joined_row(bid, auction) for bid in early] if wanted else None
 
-    def process_element2(self, bid: Bid, ctx: Any) -> list[dict] | None:
+    def _on_bid(self, bid: Bid) -> list[dict] | None:
         auction = self.auction.value()
         if auction is None:
             self.early_bids.add(bid)
@@ -77,11 +68,9 @@ class BidWithAuction(KeyedCoProcessFunction):
 
 
 def build(events: DataStream) -> DataStream:
-    auctions = events.filter(is_auction)
-    bids = events.filter(is_bid)
     return (
-        auctions.connect(bids)
-        .key_by(auction_id, bid_auction)
+        events.filter(is_auction_or_bid)
+        .key_by(auction_id)
         .process(BidWithAuction())
         .uid("q20-join")
     )

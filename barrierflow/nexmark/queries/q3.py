@@ -4,9 +4,10 @@ flink-nexmark's q3 joins auctions of category 10 with their sellers living in OR
 CA, and emits each seller's name, city and state with the auction id. An inner join
 of two streams that only grow emits only inserts, so the result is append-only.
 
-Built as a regular join: the filtered auctions keyed by seller and the filtered
-persons keyed by id meet in `SellerJoin`, which keeps both sides (auction ids and the
-persons' three columns) and pairs each arrival with what the other side holds.
+Built as a regular join: the auctions and persons that pass the filters, keyed by
+seller and by id, meet in `SellerJoin`, which keeps both sides (auction ids and the
+persons' three columns) and pairs each arrival with what the other side holds. One
+keyed stream of both kinds rather than two connected streams: see `_auction_bids`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow import DataStream
-from barrierflow.functions import KeyedCoProcessFunction
+from barrierflow.functions import KeyedProcessFunction
 from barrierflow.nexmark.model import Auction, Person
 from barrierflow.state import ListStateDescriptor
 
@@ -26,20 +27,16 @@ UPDATING = False
 STATES = frozenset({"OR", "ID", "CA"})
 
 
-def is_category_10_auction(event: Any) -> bool:
-    return type(event) is Auction and event.category == 10
-
-
-def is_local_person(event: Any) -> bool:
+def is_local_seller_or_their_auction(event: Any) -> bool:
+    """Category-10 auctions and persons in one of STATES: all the join needs."""
+    if type(event) is Auction:
+        return event.category == 10
     return type(event) is Person and event.state in STATES
 
 
-def seller(auction: Auction) -> int:
-    return auction.seller
-
-
-def person_id(person: Person) -> int:
-    return person.id
+def seller_id(event: Auction | Person) -> int:
+    """The seller of an auction, the id of a person: the join key."""
+    return event.seller if type(event) is Auction else event.id
 
 
 def result_row(person: tuple[str, str, str], auction_id: int) -> dict[str, Any]:
@@ -47,24 +44,26 @@ def result_row(person: tuple[str, str, str], auction_id: int) -> dict[str, Any]:
     return {"name": name, "city": city, "state": state, "id": auction_id}
 
 
-class SellerJoin(KeyedCoProcessFunction):
-    """Auctions (first input) and persons (second), keyed by person id: their inner join."""
+class SellerJoin(KeyedProcessFunction):
+    """Auctions and persons keyed by person id: their inner join."""
 
     def open(self, runtime_context: Any) -> None:
         self.auction_ids = runtime_context.get_list_state(ListStateDescriptor("auction-ids"))
         self.persons = runtime_context.get_list_state(ListStateDescriptor("persons"))
 
-    def process_element1(self, auction: Auction, ctx: Any) -> list[dict]:
-        self.auction_ids.add(auction.id)
-        return [result_row(person, auction.id) for person in self.persons.get()]
-
-    def process_element2(self, person: Person, ctx: Any) -> list[dict]:
-        columns = (person.name, person.city, person.state)
+    def process_element(self, event: Auction | Person, ctx: Any) -> list[dict]:
+        if type(event) is Auction:
+            self.auction_ids.add(event.id)
+            return [result_row(person, event.id) for person in self.persons.get()]
+        columns = (event.name, event.city, event.state)
         self.persons.add(columns)
         return [result_row(columns, auction_id) for auction_id in self.auction_ids.get()]
 
 
 def build(events: DataStream) -> DataStream:
-    auctions = events.filter(is_category_10_auction)
-    persons = events.filter(is_local_person)
-    return auctions.connect(persons).key_by(seller, person_id).process(SellerJoin()).uid("q3-join")
+    return (
+        events.filter(is_local_seller_or_their_auction)
+        .key_by(seller_id)
+        .process(SellerJoin())
+        .uid("q3-join")
+    )

@@ -14,11 +14,15 @@ old maximum out of the sum and puts the new one in, and at the next watermark em
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from barrierflow import DataStream
 from barrierflow.nexmark.model import Auction, Bid
-from barrierflow.nexmark.queries._auction_bids import BestBidPerAuction
+from barrierflow.nexmark.queries._auction_bids import (
+    BestBidPerAuction,
+    auction_id,
+    is_auction_or_bid,
+)
 from barrierflow.nexmark.queries._bid_statistics import flink_avg
 from barrierflow.nexmark.queries._changelog import MiniBatchAggregate
 
@@ -34,22 +38,6 @@ class MaxChange(NamedTuple):
     category: int
     before: int | None
     after: int
-
-
-def is_auction(event: Any) -> bool:
-    return type(event) is Auction
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
-
-
-def auction_id(auction: Auction) -> int:
-    return auction.id
-
-
-def bid_auction(bid: Bid) -> int:
-    return bid.auction
 
 
 def change_category(change: MaxChange) -> int:
@@ -83,11 +71,9 @@ class CategoryAverage(MiniBatchAggregate):
 
 
 def build(events: DataStream) -> DataStream:
-    auctions = events.filter(is_auction)
-    bids = events.filter(is_bid)
     return (
-        auctions.connect(bids)
-        .key_by(auction_id, bid_auction)
+        events.filter(is_auction_or_bid)
+        .key_by(auction_id)
         .process(HighestBid())
         .uid("q4-max")
         .key_by(change_category)

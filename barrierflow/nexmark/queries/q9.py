@@ -12,11 +12,13 @@ Built as auctions and bids keyed by auction id meeting in `WinningBid`, a
 
 from __future__ import annotations
 
-from typing import Any
-
 from barrierflow import DataStream
 from barrierflow.nexmark.model import Auction, Bid
-from barrierflow.nexmark.queries._auction_bids import BestBidPerAuction
+from barrierflow.nexmark.queries._auction_bids import (
+    BestBidPerAuction,
+    auction_id,
+    is_auction_or_bid,
+)
 from barrierflow.nexmark.queries._changelog import changes
 
 __all__ = ["COLUMNS", "UPDATING", "build"]
@@ -27,22 +29,6 @@ COLUMNS = (
     "auction", "bidder", "price", "bid_dateTime", "bid_extra",
 )  # fmt: skip
 UPDATING = True
-
-
-def is_auction(event: Any) -> bool:
-    return type(event) is Auction
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
-
-
-def auction_id(auction: Auction) -> int:
-    return auction.id
-
-
-def bid_auction(bid: Bid) -> int:
-    return bid.auction
 
 
 def winning_row(auction: Auction, bid: Bid) -> tuple:
@@ -63,11 +49,9 @@ class WinningBid(BestBidPerAuction):
 
 
 def build(events: DataStream) -> DataStream:
-    auctions = events.filter(is_auction)
-    bids = events.filter(is_bid)
     return (
-        auctions.connect(bids)
-        .key_by(auction_id, bid_auction)
+        events.filter(is_auction_or_bid)
+        .key_by(auction_id)
         .process(WinningBid())
         .uid("q9-winning-bid")
     )
