@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barrierflow.nexmark.model import Bid
-from barrierflow.nexmark.queries import q1, q5, q7, q8, q14, q21, q22
+from barrierflow.nexmark.queries import q0, q1, q2, q5, q7, q8, q11, q12, q14, q21, q22
 from barrierflow.window import TimeWindow
 
 
@@ -80,11 +80,6 @@ def test_count_char_counts_the_character_and_none_is_zero():
     assert q14.count_char("", "c") == 0
     assert q14.count_char(None, "c") == 0
     assert q14.count_char("çc", "c") == 1  # 'ç' is two UTF-8 bytes, neither of them 'c'
-
-
-def test_q14_row_has_the_columns_in_order():
-    row = q14.calculated_row(bid(0, 2_000_000, extra="cc"))
-    assert tuple(row) == q14.COLUMNS
 
 
 # ---- q21: REGEXP_EXTRACT -------------------------------------------------------------------------
@@ -324,3 +319,28 @@ def test_a_bid_at_a_window_end_can_match_both_windows():
     rows = q7_by_its_functions(bids)
     assert rows[(2, 1, 5, 10_000, "")] == 2  # the max of [0, 10 s) and of [10 s, 20 s)
     assert rows == q7_by_its_sql(bids)
+
+
+# ---- every query: its rows' columns --------------------------------------------------------------
+
+
+HOT_BID = bid(0, 2_000_000, channel="Google")
+ROWS = {
+    q0: lambda: q0.bid_row(HOT_BID),
+    q1: lambda: q1.euro_bid_row(HOT_BID),
+    q2: lambda: q2.auction_price_row(HOT_BID),
+    q5: lambda: next(q5.AuctionsAtMax().process(10_000, None, [[3, [1]]])),
+    q7: lambda: q7.bid_row(HOT_BID),
+    q8: lambda: next(q8.NewSellers().co_group([q8.NewPerson(1, "Ann", 0)], [1])),
+    q11: lambda: next(q11.SessionRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
+    q12: lambda: next(q12.WindowRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
+    q14: lambda: q14.calculated_row(HOT_BID),
+    q21: lambda: q21.with_channel_id(HOT_BID)[0],
+    q22: lambda: q22.with_directories(HOT_BID),
+}
+
+
+@pytest.mark.parametrize("query", ROWS, ids=lambda query: query.__name__.rsplit(".", 1)[1])
+def test_rows_have_the_querys_columns_in_order(query):
+    assert tuple(ROWS[query]()) == query.COLUMNS
+    assert query.UPDATING is False  # all of these are append-only in Flink too

@@ -1,5 +1,6 @@
-"""Q11 (user sessions): how many bids each bidder made in each session, a session ending
-after 10 s without a bid of theirs, with its start and end.
+"""Q11 (user sessions): each bidder's bid count per session, a session ending after 10 s idle.
+
+Rows carry the session's start and end.
 
 Built as bids keyed by bidder in event-time session windows with a 10 s gap, counted
 (`CountBids`) and written with the session's bounds (`SessionRow`). As in Flink, a

@@ -1,5 +1,6 @@
-"""Q12 (processing-time windows): how many bids each bidder made in each 10 s window of
-processing time, with the window's start and end.
+"""Q12 (processing-time windows): each bidder's bid count per 10 s of processing time.
+
+Rows carry the window's start and end (epoch ms of the wall clock).
 
 Built as bids keyed by bidder in tumbling processing-time windows, counted (`CountBids`)
 and written with the window's bounds (`WindowRow`). Which window a bid falls in depends

@@ -1,5 +1,4 @@
-"""Q14 (calculation): bids priced between 1,000,000 and 50,000,000 euros, with the time of day
-they came at and the number of 'c's in their extra field.
+"""Q14 (calculation): bids of 1M to 50M euros, with their time of day and their extra's 'c's.
 
 Built as filters (bids, then the euro price range) and a map. The euro price is a float,
 `price * 908 / 1000`, the double nearest flink-nexmark's exact DECIMAL `0.908 * price`

@@ -1,5 +1,7 @@
-"""Q21 (add channel id): bids with a channel id, the hot channels' fixed one or else the
-`channel_id` parameter of the bid's URL; bids with neither are dropped.
+"""Q21 (add channel id): bids with their channel's id, fixed or from their URL, if they have one.
+
+A hot channel's id is fixed; any other channel's is the `channel_id` parameter of the
+bid's URL; bids with neither are dropped.
 
 Built as a filter (bids), a flat map (`with_channel_id`: zero or one row per bid). The URL
 parameter is flink-nexmark's `REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)`: group 2

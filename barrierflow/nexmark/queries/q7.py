@@ -1,5 +1,4 @@
-"""Q7 (highest bid): the bids at the highest price of each 10 s tumbling window, including
-bids made exactly at the window's end at that price.
+"""Q7 (highest bid): the bids at each 10 s window's highest price, its end instant included.
 
 flink-nexmark joins every bid with each window's highest price on `price = maxprice AND
 dateTime BETWEEN window_end - 10 s AND window_end`, both ends inclusive: a bid at a whole

@@ -1,5 +1,6 @@
-"""Q8 (monitor new users): the people who registered and opened an auction in the same
-10 s tumbling window, as (id, name, window start).
+"""Q8 (monitor new users): people who registered and opened an auction in one 10 s window.
+
+Rows are (id, name, window start).
 
 flink-nexmark groups the persons by (id, name) and the auctions by seller in each window and
 joins the two on id = seller and the window. Built as a window co-group of the persons
