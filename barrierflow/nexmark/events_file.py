@@ -81,7 +81,7 @@ def _struct_type(cls: type) -> pa.StructType:
 
 
 EVENTS_SCHEMA = pa.schema(
-    [pa.field("event_type", pa.int32(), nullable=False)]
+    [pa.field("event_type", pa.int32())]
     + [pa.field(column, _struct_type(cls)) for _, column, cls in _KINDS]
 )
 """One row per event: its type and the struct of its kind (the other two null)."""

@@ -1,22 +1,36 @@
 """Builds a Nexmark job: events with their timestamps and watermarks, one query, one sink.
 
-The watermark trails the largest `date_time` seen by 4 s, as flink-nexmark's DDL declares
-(`WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND`).
+The events come from an events file (`events_from_file`) or from the generator
+(`events_from_generator`); either way the source itself assigns event time (each event's
+`date_time`) and the watermark, which trails the largest `date_time` seen by 4 s, as
+flink-nexmark's DDL declares (`WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND`).
+The source's uid is "events" in both cases.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from barrierflow import DataStream, Duration, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.connectors.files import FileSink, FileSource
-from barrierflow.nexmark.model import from_table_row
+from barrierflow.connectors.files import FileSink
+from barrierflow.nexmark.generator import GeneratorConfig
 from barrierflow.nexmark.queries import query
+from barrierflow.nexmark.source import NexmarkFileSource, NexmarkSource
 
-__all__ = ["WATERMARK_DELAY_MS", "events_from_file", "nexmark_watermarks", "query_output"]
+__all__ = [
+    "EVENTS_UID",
+    "WATERMARK_DELAY_MS",
+    "events_from_file",
+    "events_from_generator",
+    "nexmark_watermarks",
+    "query_output",
+]
 
 WATERMARK_DELAY_MS = 4_000
 """How far the watermark trails the largest event time seen (flink-nexmark's 4 s)."""
+EVENTS_UID = "events"
+"""The uid (and name) of the events source, whichever it is."""
 
 
 def nexmark_watermarks() -> WatermarkStrategy:
@@ -26,15 +40,24 @@ def nexmark_watermarks() -> WatermarkStrategy:
     ).with_timestamp_assigner(_date_time)
 
 
-def events_from_file(env: StreamExecutionEnvironment, path: str) -> DataStream:
-    """The events of a JSON Lines events file (flink-nexmark's table shape), with event time."""
-    return (
-        env.from_source(FileSource.for_json_lines(path), WatermarkStrategy.no_watermarks(), "events")
-        .map(from_table_row)
-        .uid("events-parse")
-        .assign_timestamps_and_watermarks(nexmark_watermarks())
-        .uid("events-time")
+def events_from_file(env: StreamExecutionEnvironment, path: str | os.PathLike[str]) -> DataStream:
+    """The events of an events file (JSON Lines or Parquet, see `events_file`), with event
+    time, read in parallel (`NexmarkFileSource`)."""
+    return env.from_source(NexmarkFileSource(path), nexmark_watermarks(), EVENTS_UID).uid(
+        EVENTS_UID
     )
+
+
+def events_from_generator(
+    env: StreamExecutionEnvironment,
+    config: GeneratorConfig,
+    count: int | None,
+    events_per_second: float | None = None,
+) -> DataStream:
+    """Generated events `0 .. count - 1` (endless if None), with event time; paced at
+    `events_per_second` if given (`NexmarkSource`)."""
+    source = NexmarkSource(config, count, events_per_second=events_per_second)
+    return env.from_source(source, nexmark_watermarks(), EVENTS_UID).uid(EVENTS_UID)
 
 
 def query_output(events: DataStream, name: str, output: str | None) -> DataStream:
