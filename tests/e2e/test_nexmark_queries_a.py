@@ -111,7 +111,7 @@ KILLED_OPERATOR = {
     "q2": "events-parse",
     "q5": "q5-count",
     "q7": "q7-highest-per-auction",
-    "q8": "q8-join",
+    "q8": "q8-new-sellers",
     "q11": "q11-sessions",
     "q12": "q12-count",
     "q14": "events-parse",

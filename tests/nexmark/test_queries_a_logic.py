@@ -179,18 +179,30 @@ def test_auction_count_tags_the_count_with_its_window_end():
 # ---- q8: distinct new sellers --------------------------------------------------------------------
 
 
+def q8_window(values: list[Any], start: int = 10_000) -> list[dict]:
+    new_sellers = q8.NewSellers()
+    halves = [new_sellers.create_accumulator(), new_sellers.create_accumulator()]
+    for n, value in enumerate(values):
+        halves[n % 2] = new_sellers.add(value, halves[n % 2])
+    result = new_sellers.get_result(new_sellers.merge(*halves))
+    return list(
+        q8.WithWindowStart().process(7, WindowContext(TimeWindow(start, start + 10)), [result])
+    )
+
+
 def test_new_sellers_need_a_sale_in_the_window_and_come_once():
-    ann = q8.NewPerson(7, "Ann", 10_000)
-    assert list(q8.NewSellers().co_group([ann, ann], [7])) == [
-        {"id": 7, "name": "Ann", "stime": 10_000}
-    ]
-    assert list(q8.NewSellers().co_group([ann], [])) == []
-    assert list(q8.NewSellers().co_group([], [7])) == []
+    ann, sale = q8.NewPerson(7, "Ann"), q8.Seller(7)
+    assert q8_window([sale, ann, ann, sale]) == [{"id": 7, "name": "Ann", "stime": 10_000}]
+    assert q8_window([ann]) == []
+    assert q8_window([sale]) == []
 
 
-def test_a_new_persons_window_start_is_its_tumbling_window():
+def test_persons_and_sellers_are_keyed_by_person_id():
     person = q8.Person(7, "Ann", "", "", "", "", 29_999, "")
-    assert q8.new_person(person).window_start == 20_000
+    auction = q8.Auction(1, "", "", 0, 0, 29_999, 40_000, 7, 10, "")
+    values = [v for event in (person, auction, bid(0)) for v in q8.person_or_seller(event)]
+    assert values == [q8.NewPerson(7, "Ann"), q8.Seller(7)]
+    assert {q8.person_id(value) for value in values} == {7}
 
 
 # ---- q7: the highest bids, window ends included --------------------------------------------------
@@ -331,7 +343,7 @@ ROWS = {
     q2: lambda: q2.auction_price_row(HOT_BID),
     q5: lambda: next(q5.AuctionsAtMax().process(10_000, None, [[3, [1]]])),
     q7: lambda: q7.bid_row(HOT_BID),
-    q8: lambda: next(q8.NewSellers().co_group([q8.NewPerson(1, "Ann", 0)], [1])),
+    q8: lambda: q8_window([q8.NewPerson(1, "Ann"), q8.Seller(1)])[0],
     q11: lambda: next(q11.SessionRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
     q12: lambda: next(q12.WindowRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
     q14: lambda: q14.calculated_row(HOT_BID),
