@@ -26,6 +26,7 @@ from barrierflow.checkpoint.stats import (
     SubtaskDecline,
 )
 from barrierflow.cli_jobs import add_job_commands
+from barrierflow.cli_nexmark import nexmark
 from barrierflow.cli_progress import ProgressWatcher
 from barrierflow.cli_state import state
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
@@ -48,6 +49,7 @@ def main() -> None:
 
 
 main.add_command(state)
+main.add_command(nexmark)
 
 
 def spark_settings(command: Callable) -> Callable:

@@ -101,8 +101,9 @@ def write_events(
 ) -> int:
     """Write events `0 .. count - 1` of `config` to `path` (replacing it); the events written.
 
-    Parquet when `path` ends in `.parquet`, else JSON Lines. A `base_time` of None is fixed
-    to the wall clock now. Memory stays bounded: `chunk_events` events at a time.
+    Parquet when `path` ends in `.parquet`, else JSON Lines; a missing local folder is
+    made. A `base_time` of None is fixed to the wall clock now. Memory stays bounded:
+    `chunk_events` events at a time.
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ConfigurationError(f"write_events: count must be an int >= 0, got {count!r}")
@@ -114,6 +115,8 @@ def write_events(
         config = config.with_base_time(time.time_ns() // 1_000_000)
     location = _fs.location(path)
     parquet = is_parquet(path)
+    if _fs.is_local(location):
+        _fs.make_dirs(location.parent)
     with _fs.open_output_stream(location) as stream:
         writer = pq.ParquetWriter(stream, EVENTS_SCHEMA) if parquet else None
         try:
