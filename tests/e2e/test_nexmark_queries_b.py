@@ -1,11 +1,12 @@
 """q3, q4, q9, q15-q20 on Spark, checked exactly against the same queries in DuckDB SQL, once
 as they run and once with a task of their stateful operator killed mid-run.
 
-One events file for the module: 40,000 events at 2,000 a second, starting 10 s before
-midnight (UTC), so the day changes halfway (q15-q17 get two days), some events share a
-millisecond (ties in time), and shuffled within groups of 1,000 (half a second), below
-the 4 s watermark bound: no event is late, so the queries' watermark-driven emission and
-state cleanup keep results exact.
+One events file for the module: 60,000 events at flink-nexmark's 10,000 a second,
+starting 3 s before midnight (UTC), so the day changes halfway (q15-q17 get two days),
+events share milliseconds (bids fall on an auction's first and last instant, ties in
+time), auctions expire while bids still come (q4 and q9 drop their state), and events
+are shuffled within groups of 1,000 (0.1 s), below the 4 s watermark bound: no event is
+late, so the queries' watermark-driven emission and state cleanup keep results exact.
 
 The SQL is flink-nexmark's, with the ties its ROW_NUMBERs leave open broken the way the
 queries break them (see their docstrings). An updating query's changelog must add up to
@@ -32,8 +33,8 @@ from .nexmark_harness import (
 pytestmark = pytest.mark.spark
 
 MIDNIGHT = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-EVENTS = 40_000
-RATE = 2_000
+EVENTS = 60_000
+RATE = 10_000
 
 _DAY = "strftime(epoch_ms(dateTime), '%Y-%m-%d')"
 _COUNTS = """
