@@ -126,7 +126,7 @@ def main() -> None:
     if args.mode == "thread":
         common.thread_mode_pythonpath()
     elif args.mode == "process":
-        os.environ["_python_worker_execution_mode"] = "process"
+        os.environ["_python_worker_execution_mode"] = "process"  # noqa: SIM112 (PyFlink reads it)
 
     from pyflink.datastream import StreamExecutionEnvironment
 
