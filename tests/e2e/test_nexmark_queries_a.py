@@ -109,7 +109,7 @@ KILLED_OPERATOR = {
     "q0": "events-parse",
     "q1": "events-parse",
     "q2": "events-parse",
-    "q5": "q5-count",
+    "q5": "q5-slices",
     "q7": "q7-highest-per-auction",
     "q8": "q8-new-sellers",
     "q11": "q11-sessions",

@@ -171,6 +171,49 @@ def test_most_bids_keeps_every_auction_tied_at_the_maximum():
     assert rows == [{"auction": 2, "num": 9}, {"auction": 3, "num": 9}, {"auction": 5, "num": 9}]
 
 
+def q5_counts_by_its_functions(bids: list[Bid]) -> Counter:
+    """q5's first two steps by hand: counts per slice, summed in sliding windows."""
+    slices: dict[tuple[int, TimeWindow], int] = {}
+    count_bids = q5.CountBids()
+    for one in bids:
+        (window,) = q5.TumblingEventTimeWindows.of(q5.SLIDE).assign_windows(
+            one, one.date_time, None
+        )
+        key = (one.auction, window)
+        slices[key] = count_bids.add(one, slices.get(key, count_bids.create_accumulator()))
+    sums: dict[tuple[int, TimeWindow], int] = {}
+    sum_counts = q5.SumCounts()
+    hop = q5.SlidingEventTimeWindows.of(q5.WINDOW, q5.SLIDE)
+    for (auction, window), num in slices.items():
+        (count,) = q5.AuctionSlice().process(auction, WindowContext(window), [num])
+        for hop_window in hop.assign_windows(count, window.max_timestamp(), None):
+            key = (auction, hop_window)
+            sums[key] = sum_counts.add(count, sums.get(key, sum_counts.create_accumulator()))
+    return Counter(
+        {
+            (count.window_end, count.auction): count.num
+            for (auction, window), num in sums.items()
+            for count in q5.AuctionCount().process(auction, WindowContext(window), [num])
+        }
+    )
+
+
+def q5_counts_by_its_sql(bids: list[Bid]) -> Counter:
+    """HOP(10 s, 2 s) counts: a bid is in the windows ending in (dateTime, dateTime + 10 s]."""
+    counts: Counter = Counter()
+    for one in bids:
+        first_end = one.date_time - one.date_time % 2_000 + 2_000
+        for end in range(first_end, one.date_time + 10_001, 2_000):
+            counts[(end, one.auction)] += 1
+    return counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.builds(bid, st.integers(-3_000, 25_000), auction=st.integers(1, 4))))
+def test_q5_slice_counts_summed_are_the_hop_window_counts(bids):
+    assert q5_counts_by_its_functions(bids) == q5_counts_by_its_sql(bids)
+
+
 def test_auction_count_tags_the_count_with_its_window_end():
     context = WindowContext(TimeWindow(-8_000, 2_000))
     assert list(q5.AuctionCount().process(7, context, [3])) == [q5.WindowCount(2_000, 7, 3)]
