@@ -3,13 +3,19 @@
     barrierflow nexmark generate --events N --out PATH [--seed S] [--rate R]
                                  [--out-of-order-group-size K]
 
+    barrierflow nexmark run --query qN (--events N | --input PATH) [--parallelism P]
+                            [--checkpoint-interval MS] [--output DIR] [--rate R] [--json]
+
 `generate` writes generator events `0 .. N - 1` to PATH in flink-nexmark's table shape
 (Parquet if PATH ends in `.parquet`, else JSON Lines) and prints one line: how many events,
-where, how big, how long. Errors are one line, exit status 1.
+where, how big, how long. `run` runs one query on Spark (`nexmark.runner`) and prints its
+figures: events/s, checkpoint durations and sizes and, paced with `--rate`, end-to-end
+latency percentiles (as one JSON object with `--json`). Errors are one line, exit status 1.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import NoReturn
@@ -21,6 +27,9 @@ from barrierflow._bytes import format_bytes
 from barrierflow.errors import BarrierflowError
 from barrierflow.nexmark.events_file import write_events
 from barrierflow.nexmark.generator import GeneratorConfig
+from barrierflow.nexmark.queries import QUERY_NAMES
+from barrierflow.nexmark.runner import RunSettings
+from barrierflow.nexmark.runner import run as run_query
 
 __all__ = ["nexmark"]
 
@@ -69,6 +78,62 @@ def generate(count: int, path: str, seed: int, rate: int, group_size: int) -> No
         _fail(error)
     seconds = time.monotonic() - started
     click.echo(f"wrote {written:,} events to {path} ({format_bytes(size)}) in {seconds:.1f} s")
+
+
+@nexmark.command(context_settings={"max_content_width": 100})
+@click.option("--query", "name", type=click.Choice(QUERY_NAMES), required=True)
+@click.option("--events", "count", type=click.IntRange(min=1), help="Generate this many events.")
+@click.option("--input", "input_path", help="Read the events of this file (JSON Lines or Parquet).")
+@click.option("--parallelism", "-p", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option(
+    "--checkpoint-interval",
+    "interval",
+    type=click.IntRange(min=10),
+    help="Exactly-once checkpoints every MS milliseconds (default: none).",
+)
+@click.option("--output", help="Write the results to this folder as JSON Lines part files.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The generator's seed.")
+@click.option(
+    "--rate",
+    type=click.IntRange(min=1),
+    help="Pace the generator at this many events/s and measure latency (default: as fast "
+    "as the job goes).",
+)
+@click.option("--checkpoint-dir", help="Checkpoint folder (default: a temporary one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
+def run(
+    name: str,
+    count: int | None,
+    input_path: str | None,
+    parallelism: int,
+    interval: int | None,
+    output: str | None,
+    seed: int,
+    rate: int | None,
+    checkpoint_dir: str | None,
+    as_json: bool,
+) -> None:
+    """Run one Nexmark query to the end of its events and print its figures."""
+    try:
+        settings = RunSettings(
+            name,
+            events=count,
+            input_path=input_path,
+            parallelism=parallelism,
+            checkpoint_interval_ms=interval,
+            output=output,
+            seed=seed,
+            events_per_second=rate,
+            checkpoint_dir=checkpoint_dir,
+        )
+        report = run_query(settings)
+    except BarrierflowError as error:
+        _fail(error)
+    if as_json:
+        click.echo(json.dumps(report.as_json()))
+    else:
+        for line in report.lines():
+            click.echo(line)
 
 
 def _fail(error: BaseException) -> NoReturn:

@@ -53,10 +53,14 @@ def events_from_generator(
     config: GeneratorConfig,
     count: int | None,
     events_per_second: float | None = None,
+    start_at_ms: int | None = None,
 ) -> DataStream:
     """Generated events `0 .. count - 1` (endless if None), with event time; paced at
-    `events_per_second` if given (`NexmarkSource`)."""
-    source = NexmarkSource(config, count, events_per_second=events_per_second)
+    `events_per_second` if given, from the wall-clock instant `start_at_ms` if given
+    (`NexmarkSource`)."""
+    source = NexmarkSource(
+        config, count, events_per_second=events_per_second, start_at_ms=start_at_ms
+    )
     return env.from_source(source, nexmark_watermarks(), EVENTS_UID).uid(EVENTS_UID)
 
 

@@ -64,9 +64,12 @@ class NexmarkSource(Source):
     base time, so event time keeps pace with the wall clock. A `config.base_time` of None
     is fixed here, on the driver, to the wall clock now: every subtask and every restart
     then agrees on the events, and a paced source measures its start from that instant
-    (after a restart it catches up at once). Otherwise a paced reader starts its clock at
-    its first poll. Under `barrierflow chaos` full-speed runs the pace is dropped
-    (`_check_run.source_rate`).
+    (after a restart it catches up at once). `start_at_ms` anchors the pace at another
+    wall-clock instant, e.g. a little after the job will have started, so no event is due
+    before the tasks run (then set `base_time` to the same instant and `first_event_rate`
+    to `events_per_second`: event time is the wall clock at which each event is made).
+    Otherwise a paced reader starts its clock at its first poll. Under `barrierflow chaos`
+    full-speed runs the pace is dropped (`_check_run.source_rate`).
 
     >>> source = NexmarkSource(GeneratorConfig(base_time=None), 10)
     >>> source.config.base_time is not None, source.bounded
@@ -80,6 +83,7 @@ class NexmarkSource(Source):
         *,
         num_splits: int = 8,
         events_per_second: float | None = None,
+        start_at_ms: int | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not isinstance(config, GeneratorConfig):
@@ -98,10 +102,14 @@ class NexmarkSource(Source):
             raise ConfigurationError(
                 f"events_per_second must be None or a positive number, got {events_per_second!r}"
             )
-        self.wall_start_ms: int | None = None
-        """The wall clock (epoch ms) that fixed a None `base_time`: where pacing starts."""
+        if start_at_ms is not None and (not _is_int(start_at_ms) or start_at_ms < 0):
+            raise ConfigurationError(f"start_at_ms must be None or epoch ms, got {start_at_ms!r}")
+        self.wall_start_ms: int | None = start_at_ms
+        """The wall clock (epoch ms) at which event 0 is due: `start_at_ms`, or the instant
+        that fixed a None `base_time`; None: each paced reader's first poll."""
         if config.base_time is None:
-            self.wall_start_ms = clock.epoch_millis()
+            if self.wall_start_ms is None:
+                self.wall_start_ms = clock.epoch_millis()
             config = config.with_base_time(self.wall_start_ms)
         self.config = config
         self.count = count

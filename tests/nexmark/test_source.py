@@ -430,3 +430,17 @@ def test_the_events_come_straight_from_the_source_with_uid_events(files, origin)
     assert graph.operator_uids() == ["events", "identity", "out"]  # no parse or assign step
     kind = NexmarkFileSource if origin == "file" else NexmarkSource
     assert isinstance(source.transformation.source, kind)
+
+
+def test_a_source_paced_from_a_later_instant_makes_nothing_before_it():
+    clock = ManualClock(1_000_000)
+    config = GeneratorConfig(base_time=1_005_000, first_event_rate=1000)
+    source = NexmarkSource(
+        config, 100, num_splits=1, events_per_second=1000, start_at_ms=1_005_000, clock=clock
+    )
+    reader = source.create_reader(source.create_splits())
+    assert reader.poll_batch(50) == []
+    clock.advance(5_000)  # event 0 is due now
+    assert [e.date_time for e in reader.poll_batch(50)] == [1_005_000]
+    clock.advance(10)  # ten more: event time is the wall clock at which each is made
+    assert [e.date_time for e in reader.poll_batch(50)] == list(range(1_005_001, 1_005_011))
