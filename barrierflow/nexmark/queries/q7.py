@@ -3,7 +3,8 @@
 flink-nexmark joins every bid with each window's highest price on `price = maxprice AND
 dateTime BETWEEN window_end - 10 s AND window_end`, both ends inclusive: a bid at a whole
 multiple of 10 s is the first instant of one window (where it counts towards the highest)
-and the last of the window before (where it only matches). Built in two steps:
+and the last of the window before (where it only matches). Built in two steps, after
+`MayBeHighest` drops in each subtask the bids below one it already passed in their window:
 
 1. bids keyed by auction, in sliding event-time windows of 10 s + 1 ms every 10 s, so each
    window also sees the bids at its end; `HighestBids` keeps the highest bids and sets
@@ -23,7 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barrierflow import DataStream
-from barrierflow.functions import AggregateFunction, KeyedProcessFunction, ProcessWindowFunction
+from barrierflow.functions import (
+    AggregateFunction,
+    FilterFunction,
+    KeyedProcessFunction,
+    ProcessWindowFunction,
+)
 from barrierflow.nexmark.model import Bid
 from barrierflow.state import ValueStateDescriptor
 from barrierflow.window import SlidingEventTimeWindows
@@ -34,6 +40,7 @@ __all__ = [
     "AuctionHighest",
     "Highest",
     "HighestBids",
+    "MayBeHighest",
     "WindowHighest",
     "WindowPart",
     "build",
@@ -92,6 +99,38 @@ class WindowPart:
     highest: Highest
     at_end: list[Bid]
     """Bids at `window_end` itself, as high as `highest` (they match, but do not count)."""
+
+
+class MayBeHighest(FilterFunction):
+    """Passes a bid unless this subtask already passed a higher one in its window (then it
+    cannot be at the window's highest price); bids at whole multiples of SIZE always pass.
+
+    What it remembers is an optimization, not state: after a restore it starts empty and
+    passes more bids, never fewer than it must.
+
+    >>> may_be_highest = MayBeHighest()
+    >>> [may_be_highest.filter(Bid(1, 2, price, "", "", 1, "")) for price in (5, 3, 5, 8, 7)]
+    [True, False, True, True, False]
+    """
+
+    WINDOWS_REMEMBERED = 4
+
+    def __init__(self) -> None:
+        self.highest: dict[int, int] = {}
+        """Window start -> the highest price passed in that window."""
+
+    def filter(self, value: Bid) -> bool:
+        offset = value.date_time % SIZE
+        if not offset:
+            return True
+        start = value.date_time - offset
+        highest = self.highest.get(start)
+        if highest is not None and value.price < highest:
+            return False
+        if highest is None and len(self.highest) >= self.WINDOWS_REMEMBERED:
+            del self.highest[min(self.highest)]
+        self.highest[start] = value.price
+        return True
 
 
 class HighestBids(AggregateFunction):
@@ -188,6 +227,7 @@ def window_end_of(part: WindowPart) -> int:
 def build(events: DataStream) -> DataStream:
     parts = (
         events.filter(is_bid)
+        .filter(MayBeHighest())
         .key_by(auction_of)
         .window(SlidingEventTimeWindows.of(SIZE + 1, SIZE))
         .aggregate(HighestBids(), AuctionHighest())
