@@ -148,8 +148,8 @@ def run_query(
         events = events_from_file(env, str(events_path))
     else:
         events = _watched_events(env, tmp_path, Path(events_path))
-    if kill is not None:
-        rate = _line_count(events_path) / KILL_RUN_SECONDS
+    if kill is not None:  # each source subtask reads a part of the file
+        rate = _line_count(events_path) / KILL_RUN_SECONDS / parallelism
         events = events.map(Throttle(rate)).uid("test-pace")
     output = tmp_path / "out"
     query_output(events, name, str(output))
@@ -172,7 +172,7 @@ def _watched_events(env: Any, tmp_path: Path, events_path: Path) -> Any:
     folder of its own holding (a link to) the events file."""
     from barrierflow import WatermarkStrategy
     from barrierflow.connectors.files import FileSource
-    from barrierflow.nexmark.job import nexmark_watermarks
+    from barrierflow.nexmark.job import EVENTS_UID, nexmark_watermarks
     from barrierflow.nexmark.model import from_table_row
 
     folder = tmp_path / "watched-events"
@@ -183,11 +183,12 @@ def _watched_events(env: Any, tmp_path: Path, events_path: Path) -> Any:
         shutil.copy(events_path, folder / events_path.name)
     source = FileSource.for_json_lines(str(folder)).monitor_continuously(200)
     return (
-        env.from_source(source, WatermarkStrategy.no_watermarks(), "events")
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "watched events")
+        .uid("watched-events")
         .map(from_table_row)
         .uid("events-parse")
         .assign_timestamps_and_watermarks(nexmark_watermarks())
-        .uid("events-time")
+        .uid(EVENTS_UID)
     )
 
 

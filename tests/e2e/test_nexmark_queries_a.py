@@ -19,6 +19,8 @@ from decimal import Decimal
 import duckdb
 import pytest
 
+from barrierflow.nexmark.job import EVENTS_UID
+
 from .nexmark_harness import as_multiset, duckdb_views, events_file, run_query, sql_rows
 
 pytestmark = pytest.mark.spark
@@ -106,20 +108,20 @@ EXPECTED_SQL = {
 }
 
 KILLED_OPERATOR = {
-    "q0": "events-parse",
-    "q1": "events-parse",
-    "q2": "events-parse",
+    "q0": EVENTS_UID,
+    "q1": EVENTS_UID,
+    "q2": EVENTS_UID,
     "q5": "q5-slices",
     "q7": "q7-highest-per-auction",
     "q8": "q8-new-sellers",
     "q11": "q11-sessions",
     "q12": "q12-count",
-    "q14": "events-parse",
-    "q21": "events-parse",
-    "q22": "events-parse",
+    "q14": EVENTS_UID,
+    "q21": EVENTS_UID,
+    "q22": EVENTS_UID,
 }
 """Whose stream task is killed: the query's first stateful operator, or for a query without
-state the events' reader (its vertex holds the whole query)."""
+state the events source (its vertex holds the whole query)."""
 
 EXACT = sorted(EXPECTED_SQL, key=lambda name: int(name[1:]))
 
