@@ -29,6 +29,7 @@ from typing import Any
 
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.columnar import AnyBatch
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
     CancelCheckpointMarker,
@@ -87,6 +88,11 @@ def encode_batch(values: list[Any], timestamps: list[int] | None = None) -> byte
             pickle.dumps(values, protocol=5),
         )
     )
+
+
+def encode_records(batch: AnyBatch) -> bytes:
+    """The data frame of either kind of batch."""
+    return encode_batch(batch.values, batch.timestamps)
 
 
 def encode_event(event: Event) -> bytes:
