@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from barrierflow.connectors.base import Sink
+from barrierflow.core.column_key import ColumnKey
 from barrierflow.core.output_tag import OutputTag
 from barrierflow.errors import JobDefinitionError
 from barrierflow.graph.transformation import Transformation
@@ -196,6 +197,11 @@ class DataStream:
         return AllWindowedStream(self, window_assigner)
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        """Partition by key: `key_selector` is a function of the record, a `KeySelector`,
+        or a column name (`key_by("auction")`: `row["auction"]` of a dict, `row.auction`
+        of anything else; columnar batches are routed by hashing the Arrow column)."""
+        if isinstance(key_selector, str):
+            key_selector = ColumnKey(key_selector)
         if not callable(key_selector) and not hasattr(key_selector, "get_key"):
             raise JobDefinitionError(
                 f"key_by needs a callable or KeySelector, got {key_selector!r}"
