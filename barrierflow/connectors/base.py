@@ -218,6 +218,13 @@ class SinkWriter(ABC):
     def write_batch(self, records: list[Any]) -> None:
         """Add records to the open transaction."""
 
+    def write_arrow(self, data: Any) -> None:
+        """Add the rows of a `pyarrow.RecordBatch` to the open transaction: records that a
+        source read as Arrow and nothing turned into Python objects, whose rows are dicts
+        (column -> value). The default writes `data.to_pylist()`; a writer that can store
+        Arrow as it is overrides this."""
+        self.write_batch(data.to_pylist())
+
     @abstractmethod
     def pre_commit(self, checkpoint_id: int) -> None:
         """At the barrier: close the open transaction as pending for `checkpoint_id`."""

@@ -337,9 +337,14 @@ class SinkOperator(StreamOperator):
         ]
         self.writer.restore(mine)
 
-    def process_batch(self, batch: RecordBatch) -> None:
+    def process_batch(self, batch: AnyBatch) -> None:
+        """Columnar records whose rows would be `to_pylist()` dicts go to the writer as Arrow
+        (`write_arrow`: the Arrow data is the batch, rows or not); the rest as Python values."""
         assert self.writer is not None
-        self.writer.write_batch(batch.values)
+        if type(batch) is ColumnarBatch and batch.converter is arrow_rows:
+            self.writer.write_arrow(batch.data)
+        else:
+            self.writer.write_batch(batch.values)
 
     def process_watermark(self, watermark: Watermark) -> None:
         pass  # sinks ignore event time
