@@ -51,7 +51,7 @@ class DataStream:
     def filter(self, func: Any) -> DataStream:
         return self._add_operator("Filter", FilterOperator, func)
 
-    def map_batches(self, func: Any) -> DataStream:
+    def map_batches(self, func: Any, *, keep_event_time: bool = True) -> DataStream:
         """Run `func(pyarrow.RecordBatch) -> RecordBatch | Table | None` on each batch of
         records: a vectorized map, filter or projection with no Python work per record.
 
@@ -62,6 +62,8 @@ class DataStream:
         `_timestamp`; the output's `_timestamp` column is its rows' event time (filter,
         sort and take keep it). An output without it keeps the input's timestamps row for
         row if it has as many rows (a map or projection), and is an error otherwise.
+        `keep_event_time=False`: `func` sees no `_timestamp` column and the output rows
+        carry no event time (for steps after which nothing needs it).
 
         >>> import pyarrow.compute as pc
         >>> from barrierflow import StreamExecutionEnvironment
@@ -69,7 +71,7 @@ class DataStream:
         >>> bids = env.from_collection([{"auction": 246, "price": 10}])
         >>> q2 = bids.map_batches(lambda b: b.filter(pc.equal(pc.remainder(b["auction"], 123), 0)))
         """
-        return self._add_operator("MapBatches", MapBatchesOperator, func)
+        return self._add_operator("MapBatches", MapBatchesOperator, func, keep_event_time)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         """Run a `ProcessFunction` on every record (timestamps, side outputs, clocks).

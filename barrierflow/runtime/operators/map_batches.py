@@ -18,7 +18,10 @@ Event time follows rows through one column, `_timestamp` (int64, epoch milliseco
 - an output without the column and with another number of rows is an error: which row
   came from where is unknown;
 - an output of a function whose input had no timestamps has them only if it made the
-  column itself. The column never reaches the output's data.
+  column itself. The column never reaches the output's data;
+- with `keep_event_time=False` the function never sees the column and its output rows
+  carry no event time (unless it makes the column): for steps after which nothing uses
+  event time, so a filter may also project freely.
 """
 
 from __future__ import annotations
@@ -42,8 +45,14 @@ class MapBatchesOperator(_UserFunctionOperator):
 
     method, kind = "map_batches", "MapBatchesFunction"
 
+    def __init__(self, uid: str, name: str, function: Any, keep_event_time: bool = True) -> None:
+        super().__init__(uid, name, function)
+        self.keep_event_time = keep_event_time
+
     def process_batch(self, batch: AnyBatch) -> None:
         data, stamps = to_arrow(batch)
+        if not self.keep_event_time:
+            stamps = None
         if stamps is not None:
             if data.schema.get_field_index(TIMESTAMP_COLUMN) >= 0:
                 raise ValueError(
@@ -86,6 +95,7 @@ class MapBatchesOperator(_UserFunctionOperator):
             raise ValueError(
                 f"{self.name}: the map_batches function returned {out.num_rows} rows for "
                 f"{rows_in} and dropped the {TIMESTAMP_COLUMN!r} column, so the rows' event "
-                f"time is lost: keep that column (filter, sort and take keep it) or return "
-                "one row per input row"
+                f"time is lost: keep that column (filter, sort and take keep it; select it "
+                f"with the others), return one row per input row, or pass "
+                "keep_event_time=False when nothing downstream needs event time"
             )

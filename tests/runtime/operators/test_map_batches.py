@@ -162,3 +162,18 @@ def test_losing_which_row_came_from_where_is_an_error() -> None:
 def test_bad_input_and_output_are_errors_naming_the_problem(function, batch, error, message):
     with pytest.raises(error, match=message):
         run(function, batch)
+
+
+def test_without_keeping_event_time_the_function_sees_no_column_and_rows_carry_none() -> None:
+    seen: list[list[str]] = []
+
+    def q2_projected(b: pa.RecordBatch) -> pa.RecordBatch:
+        seen.append(b.schema.names)
+        return q2(b).select(["price"])
+
+    operator, out = started(
+        MapBatchesOperator("mb", "MapBatches", q2_projected, keep_event_time=False), ManualClock()
+    )
+    operator.process_batch(inputs(timestamped=True)[0])
+    assert out.take() == [("record", {"price": 20}, None)]
+    assert seen == [["auction", "price"]]
