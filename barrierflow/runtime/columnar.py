@@ -54,10 +54,17 @@ RowConverter: TypeAlias = Callable[[pa.RecordBatch], list[Any]]
 def arrow_rows(data: pa.RecordBatch) -> list[Any]:
     """The default row converter: one dict (column -> value) per row.
 
+    Equal to `data.to_pylist()`, about twice as fast: each column is converted at once and
+    the rows zipped from the columns.
+
     >>> arrow_rows(pa.record_batch({"a": [1], "b": ["x"]}))
     [{'a': 1, 'b': 'x'}]
     """
-    return data.to_pylist()
+    names = data.schema.names
+    if not names or len(set(names)) != len(names):
+        return data.to_pylist()
+    columns = [column.to_pylist() for column in data.columns]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 class ColumnarBatch:

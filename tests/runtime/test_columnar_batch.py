@@ -125,3 +125,17 @@ def test_existing_operators_treat_a_columnar_batch_as_its_rows(stamps: list[int]
     as_rows = RecordBatch(bids(DATA), None if stamps is None else list(stamps))
     assert run(columnar) == run(as_rows)
     assert len(calls) == 1  # four operators read it; converted once
+
+
+def test_the_default_rows_equal_to_pylist_for_any_columns() -> None:
+    data = pa.record_batch(
+        {
+            "n": pa.array([1, None], pa.int64()),
+            "s": ["x", None],
+            "nested": pa.array([{"a": 1}, None]),
+            "list": pa.array([[1, 2], []]),
+        }
+    )
+    assert ColumnarBatch(data).values == data.to_pylist()
+    no_columns = pa.RecordBatch.from_pydict({}).__class__.from_arrays([], names=[])
+    assert ColumnarBatch(no_columns).values == no_columns.to_pylist()
