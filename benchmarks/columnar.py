@@ -1,16 +1,19 @@
 """Throughput of stateless Nexmark-like steps on Arrow batches against Python functions, p2.
 
-    python benchmarks/columnar.py [--records N] [--repeat R] [--only NAME ...]
+    python benchmarks/columnar.py [--records N] [--copies C] [--repeat R] [--only NAME ...]
 
 Writes a Parquet file of N bid-like rows (auction, bidder, price, channel, url,
-date_time, extra), then runs each pipeline at parallelism 2 from a `ParquetSource` (event
-time from the date_time column, 4 s out-of-orderness) to a `DiscardingSink` and prints
+date_time, extra) and links it C times into one folder (C x N events: long runs for
+checkpoint costs without the memory to write them), then runs each pipeline at
+parallelism 2 from a `ParquetSource` (event time from the date_time column, 4 s
+out-of-orderness) to a `DiscardingSink` and prints
 events/s (time from all tasks running to the job's end, so Spark start-up and
 deployment are excluded):
 
-- q0/q1/q2 with `map_batches` (projection, price * 0.908, auction % 123 == 0): columnar
-  end to end, the Arrow data crosses the channel to the sink's subtask untouched;
-- the same with Python `map`/`filter` on the rows (dicts);
+- q0/q1/q2 with `map_batches` (projection, price * 0.908, auction % 123 == 0): source,
+  step and sink chain into one task per subtask, so the Arrow data reaches the sink
+  without becoming Python rows or crossing a channel;
+- the same with Python `map`/`filter` on the rows (dicts, made by the default converter);
 - q1 with `map_batches` and 1 s exactly-once checkpoints;
 - `key_by("auction")` between two `map_batches` (Arrow frames routed by a hashed column).
 """
@@ -125,6 +128,7 @@ def run_once(path: str, build: Callable[[Any], Any], checkpoint_ms: int | None, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--copies", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--only", nargs="*", help="run only pipelines whose name has one of these")
     args = parser.parse_args()
@@ -132,11 +136,17 @@ def main() -> None:
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
-    print(f"Parquet source -> step -> DiscardingSink, parallelism 2, {args.records:,} bids")
+    events = args.records * args.copies
+    print(f"Parquet source -> step -> DiscardingSink, parallelism 2, {events:,} bids")
     data_dir = tempfile.mkdtemp(prefix="barrierflow-bench-bids-")
-    path = os.path.join(data_dir, "bids.parquet")
+    path = os.path.join(data_dir, "bids")
     try:
-        write_bids(path, args.records)
+        os.mkdir(path)
+        write_bids(os.path.join(path, "bids-0.parquet"), args.records)
+        for copy in range(1, args.copies):
+            os.link(
+                os.path.join(path, "bids-0.parquet"), os.path.join(path, f"bids-{copy}.parquet")
+            )
         for name, (build, interval) in pipelines().items():
             if args.only and not any(word in name for word in args.only):
                 continue
@@ -147,7 +157,7 @@ def main() -> None:
                     elapsed, done = run_once(path, build, interval, workdir)
                 finally:
                     shutil.rmtree(workdir, ignore_errors=True)
-                rates.append(args.records / elapsed)
+                rates.append(events / elapsed)
                 checkpoints.extend(c for c in done if not c.is_final)
             line = (
                 f"{name:>34}: {statistics.median(rates):>11,.0f} events/s "

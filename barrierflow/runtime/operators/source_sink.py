@@ -220,10 +220,7 @@ class SourceOperator(StreamOperator):
                 )
             return batch
         if not isinstance(records, list):
-            raise TypeError(
-                f"source {self.name!r}: a SplitBatch's records are a list or a "
-                f"pyarrow.RecordBatch, got {type(records).__name__}"
-            )
+            records = list(records)  # a tuple or other sequence of values
         timestamps = polled.timestamps
         if column is not None:
             timestamps = row_timestamps(records, column)
