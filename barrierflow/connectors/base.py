@@ -44,15 +44,22 @@ class SplitBatch:
     """Records of one split, as `SourceReader.poll_split_batch` returns them."""
 
     split_id: str
-    records: list[Any]
-    """May be empty: nothing is ready now (or, with `finished`, the split just ended)."""
-    timestamps: list[int] | None = None
-    """The records' own event timestamps (ms), one per record, if the split has them."""
+    records: Any
+    """A list of values, or a `pyarrow.RecordBatch` that stays columnar through the job
+    until Python code reads its rows (made by `converter`). May be empty: nothing is ready
+    now (or, with `finished`, the split just ended)."""
+    timestamps: Any = None
+    """The records' own event timestamps (ms), one per record, if the split has them: a
+    list, or for Arrow records also an int64 numpy or Arrow array."""
     finished: bool = False
     """The split has ended: nothing more comes from it."""
     bad: Sequence[BadRecord] = ()
     """Records of this split read but not decodable, in the same stretch as `records`. The
     reader's position has moved past them: they count as consumed."""
+    converter: Any = None
+    """For Arrow records: `pyarrow.RecordBatch -> list` of the rows Python code sees (one
+    per row, in order); None gives `to_pylist()` dicts. A module-level function keeps
+    batches columnar across channels (it pickles by name)."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,13 @@ class SinkWriter(ABC):
     @abstractmethod
     def write_batch(self, records: list[Any]) -> None:
         """Add records to the open transaction."""
+
+    def write_arrow(self, data: Any) -> None:
+        """Add the rows of a `pyarrow.RecordBatch` to the open transaction: records that a
+        source read as Arrow and nothing turned into Python objects, whose rows are dicts
+        (column -> value). The default writes `data.to_pylist()`; a writer that can store
+        Arrow as it is overrides this."""
+        self.write_batch(data.to_pylist())
 
     @abstractmethod
     def pre_commit(self, checkpoint_id: int) -> None:

@@ -73,6 +73,12 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
     def write(self, transaction: Txn, records: list[Any]) -> None:
         """Add records to `transaction` (invisible to readers until it commits)."""
 
+    def write_arrow(self, transaction: Txn, data: Any) -> None:
+        """Add the rows of a `pyarrow.RecordBatch` (dict rows, column -> value) to
+        `transaction`. The default is `write(transaction, data.to_pylist())`; override it to
+        store Arrow data without making Python rows."""
+        self.write(transaction, data.to_pylist())
+
     @abstractmethod
     def pre_commit(self, transaction: Txn, checkpoint_id: int) -> Txn | None:
         """At the barrier of `checkpoint_id`: make `transaction` durable and committable
@@ -158,6 +164,11 @@ class TwoPhaseCommitWriter(SinkWriter):
     def write_batch(self, records: list[Any]) -> None:
         if records:
             self.sink.write(self._open, records)
+            self._written = True
+
+    def write_arrow(self, data: Any) -> None:
+        if data.num_rows:
+            self.sink.write_arrow(self._open, data)
             self._written = True
 
     def pre_commit(self, checkpoint_id: int) -> None:

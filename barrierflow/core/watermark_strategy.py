@@ -329,6 +329,9 @@ class WatermarkStrategy:
     """None never marks a split idle."""
     generator_supplier: Callable[[], WatermarkGenerator] | None = None
     """The user's generator factory of a "generator" strategy."""
+    timestamp_column: str | Callable[[Any], Any] | None = None
+    """Where event time is, a batch at a time (`with_timestamp_column`); None: use
+    `timestamp_assigner`."""
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -406,7 +409,28 @@ class WatermarkStrategy:
                     f"(value, record_timestamp) -> int, got {assigner!r}"
                 )
             assigner = _FunctionTimestampAssigner(assigner)
-        return replace(self, timestamp_assigner=assigner)
+        return replace(self, timestamp_assigner=assigner, timestamp_column=None)
+
+    def with_timestamp_column(self, column: str | Callable[[Any], Any]) -> WatermarkStrategy:
+        """The same strategy, taking event times from a column, a batch at a time.
+
+        `column` is a column name (integer epoch milliseconds, or an Arrow timestamp or
+        date64 column) or a function `pyarrow.RecordBatch -> int64 array`, one per row.
+        On Arrow batches it runs once per batch, with no Python work per record; on rows
+        of Python objects a name reads `row[name]` (dicts) or `row.name`. Replaces a
+        timestamp assigner (the last call wins). barrierflow's own: PyFlink has none.
+
+        >>> WatermarkStrategy.for_monotonous_timestamps().with_timestamp_column(
+        ...     "date_time"
+        ... ).timestamp_column
+        'date_time'
+        """
+        if not (isinstance(column, str) and column) and not callable(column):
+            raise TypeError(
+                "with_timestamp_column needs a column name or a function "
+                f"pyarrow.RecordBatch -> int64 array, got {column!r}"
+            )
+        return replace(self, timestamp_column=column, timestamp_assigner=None)
 
     def with_idleness(self, idle_timeout: Duration | int) -> WatermarkStrategy:
         """The same strategy, marking a split idle after `idle_timeout` without events.

@@ -84,7 +84,7 @@ _NOT_STATE_FRAME_TYPES = frozenset(
 """Frames that steer checkpoints and channels, or only measure the stream (latency markers),
 instead of carrying it."""
 
-_BUFFER_FRAME_TYPES = frozenset({codec.DATA, codec.TIMESTAMPED_DATA})
+_BUFFER_FRAME_TYPES = frozenset({codec.DATA, codec.TIMESTAMPED_DATA, codec.ARROW_DATA})
 """Frames that travel as buffers, under credit: record batches."""
 
 

@@ -3,8 +3,15 @@
 `route(batch, channel_count)` returns one (channel, records) pair per non-empty
 part; `route_with_timestamps(values, timestamps, channel_count)` does the same for
 a batch whose records carry event timestamps, returning (channel, values,
-timestamps) triples with the timestamps still beside their records. Channel i
-of an edge leads to downstream subtask i, except for FORWARD,
+timestamps) triples with the timestamps still beside their records;
+`route_columnar(batch, channel_count)` splits a `ColumnarBatch` into (channel,
+ColumnarBatch) pairs without making Python rows where it can: forward and broadcast
+pass the batch on, rebalance cuts it into contiguous zero-copy slices (round-robin over
+channels, continuing where the previous batch stopped), hash computes each row's
+channel and takes each channel's rows in one `take` (order kept within a channel); keyed
+by a column (`key_by("auction")`, a `ColumnKey`) it hashes the column vectorized
+(`state/key_group_arrays.py`: the very key groups the Python values get).
+Channel i of an edge leads to downstream subtask i, except for FORWARD,
 whose single channel leads to the subtask with the sender's own index.
 """
 
@@ -13,8 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from barrierflow.core.column_key import ColumnKey
 from barrierflow.core.functions import as_callable
-from barrierflow.state.key_groups import assign_to_key_group, subtask_for_key_group
+from barrierflow.runtime.columnar import ColumnarBatch
+from barrierflow.state.key_group_arrays import key_groups_of_array
+from barrierflow.state.key_groups import assign_to_key_groups
 
 
 class Partitioner:
@@ -33,6 +45,12 @@ class Partitioner:
         """Like `route`, keeping each record's timestamp beside it."""
         raise NotImplementedError
 
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        """Like `route`, for a columnar batch: each part a ColumnarBatch (slices or takes)."""
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return self.name.upper()
 
@@ -49,6 +67,11 @@ class ForwardPartitioner(Partitioner):
     ) -> list[tuple[int, list[Any], list[int]]]:
         return [(0, values, timestamps)]
 
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        return [(0, batch)]
+
 
 class BroadcastPartitioner(Partitioner):
     name = "broadcast"
@@ -60,6 +83,11 @@ class BroadcastPartitioner(Partitioner):
         self, values: list[Any], timestamps: list[int], channel_count: int
     ) -> list[tuple[int, list[Any], list[int]]]:
         return [(channel, values, timestamps) for channel in range(channel_count)]
+
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        return [(channel, batch) for channel in range(channel_count)]
 
 
 class RebalancePartitioner(Partitioner):
@@ -86,6 +114,22 @@ class RebalancePartitioner(Partitioner):
             for offset, (channel, part) in enumerate(self.route(values, channel_count))
         ]
 
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        """Contiguous slices, one per channel (fewer for a batch shorter than the channels)."""
+        rows = len(batch)
+        pieces = min(channel_count, rows)
+        start = self._next
+        self._next = (start + pieces) % channel_count
+        size, extra = divmod(rows, pieces) if pieces else (0, 0)
+        parts, first = [], 0
+        for offset in range(pieces):
+            last = first + size + (1 if offset < extra else 0)
+            parts.append(((start + offset) % channel_count, batch.slice(first, last)))
+            first = last
+        return parts
+
 
 @dataclass
 class KeyGroupStreamPartitioner(Partitioner):
@@ -99,26 +143,67 @@ class KeyGroupStreamPartitioner(Partitioner):
         self._get_key = as_callable(self.key_selector, "get_key", "KeySelector")
 
     def route(self, batch: list[Any], channel_count: int) -> list[tuple[int, list[Any]]]:
-        max_p, get_key = self.max_parallelism, self._get_key
+        if channel_count == 1:
+            return [(0, batch)] if batch else []
         parts: list[list[Any]] = [[] for _ in range(channel_count)]
-        for value in batch:
-            key_group = assign_to_key_group(get_key(value), max_p)
-            parts[subtask_for_key_group(max_p, channel_count, key_group)].append(value)
+        for value, channel in zip(batch, self._channels(batch, channel_count), strict=True):
+            parts[channel].append(value)
         return [(channel, part) for channel, part in enumerate(parts) if part]
 
     def route_with_timestamps(
         self, values: list[Any], timestamps: list[int], channel_count: int
     ) -> list[tuple[int, list[Any], list[int]]]:
-        max_p, get_key = self.max_parallelism, self._get_key
+        if channel_count == 1:
+            return [(0, values, timestamps)] if values else []
         parts: list[list[Any]] = [[] for _ in range(channel_count)]
         stamps: list[list[int]] = [[] for _ in range(channel_count)]
-        for value, timestamp in zip(values, timestamps, strict=True):
-            channel = subtask_for_key_group(
-                max_p, channel_count, assign_to_key_group(get_key(value), max_p)
-            )
+        channels = self._channels(values, channel_count)
+        for value, timestamp, channel in zip(values, timestamps, channels, strict=True):
             parts[channel].append(value)
             stamps[channel].append(timestamp)
         return [(channel, part, stamps[channel]) for channel, part in enumerate(parts) if part]
+
+    def _channels(self, values: list[Any], channel_count: int) -> list[int]:
+        max_p = self.max_parallelism
+        groups = assign_to_key_groups(map(self._get_key, values), max_p)
+        return [group * channel_count // max_p for group in groups]
+
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        channels = self.channels_of(batch, channel_count)
+        if len(channels) == 0:
+            return []
+        first = int(channels[0])
+        if (channels == first).all():
+            return [(first, batch)]
+        order = np.argsort(channels, kind="stable")
+        counts = np.bincount(channels, minlength=channel_count)
+        taken = batch.take(order)
+        parts, start = [], 0
+        for channel, count in enumerate(counts.tolist()):
+            if count:
+                parts.append((channel, taken.slice(start, start + count)))
+                start += count
+        return parts
+
+    def channels_of(self, batch: ColumnarBatch, channel_count: int) -> np.ndarray:
+        """The channel of every row of `batch` (int64)."""
+        max_p = self.max_parallelism
+        selector = self.key_selector
+        if isinstance(selector, ColumnKey):
+            index = batch.data.schema.get_field_index(selector.name)
+            if index < 0:
+                raise KeyError(
+                    f"key_by({selector.name!r}): the records have no column {selector.name!r}; "
+                    f"their columns are {batch.data.schema.names}"
+                )
+            groups = key_groups_of_array(batch.data.column(index), max_p)
+        else:
+            groups = np.array(
+                assign_to_key_groups(map(self._get_key, batch.values), max_p), dtype=np.int64
+            )
+        return groups * channel_count // max_p
 
     def __repr__(self) -> str:
         return "HASH"

@@ -37,6 +37,7 @@ from barrierflow.runtime import mails
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.attempt_outcome import AttemptEnd, AttemptEnded, TaskCancelled
 from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.columnar import ColumnarBatch
 from barrierflow.runtime.deployment import SubtaskId, TaskDescriptor, TaskSettings
 from barrierflow.runtime.elements import (
     END_OF_PARTITION,
@@ -380,7 +381,7 @@ class StreamTask:
             return
         channel, element = polled.channel, polled.element
         kind = type(element)
-        if kind is RecordBatch:
+        if kind is RecordBatch or kind is ColumnarBatch:
             self.chain.metrics[0].records_in += len(element)
             inputs.records(channel, element)
         elif kind is Watermark:

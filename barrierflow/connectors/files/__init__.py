@@ -2,12 +2,14 @@
 
 `FileSource.for_lines(path)` and `FileSource.for_json_lines(path)` read a file or a folder
 of files, and with `.monitor_continuously(interval)` keep watching the folder for new files;
-`FileSink.for_rows(path)` writes JSON Lines or Parquet part files (partition folders, a
-`RollingPolicy`) by two-phase commit. Paths are local paths or URIs of any filesystem
-pyarrow knows (`file://`, `s3://`, `hdfs://`).
+`ParquetSource(path)` reads Parquet as Arrow record batches (a row group per split) that
+stay columnar through the job; `FileSink.for_rows(path)` writes JSON Lines or Parquet part
+files (partition folders, a `RollingPolicy`) by two-phase commit. Paths are local paths or
+URIs of any filesystem pyarrow knows (`file://`, `s3://`, `hdfs://`).
 """
 
+from barrierflow.connectors.files._parquet_source import ParquetSource
 from barrierflow.connectors.files._sink import FileSink, RollingPolicy
 from barrierflow.connectors.files._source import FileSource
 
-__all__ = ["FileSink", "FileSource", "RollingPolicy"]
+__all__ = ["FileSink", "FileSource", "ParquetSource", "RollingPolicy"]

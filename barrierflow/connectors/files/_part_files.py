@@ -13,9 +13,13 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from barrierflow.errors import SinkError
+
+_encode_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+"""JSON text of a str, as JSONEncoder(ensure_ascii=False) writes it (C when available)."""
 
 PARQUET_ROW_GROUP_ROWS = 64 * 1024
 """Rows buffered in memory before a Parquet part file gets a row group."""
@@ -45,6 +49,10 @@ class PartFileFormat(ABC):
     @abstractmethod
     def encode(self, rows: list[Any]) -> Any:
         """The rows in this format, or a `SinkError` naming the first row that does not fit."""
+
+    def encode_arrow(self, data: pa.RecordBatch) -> Any:
+        """What `append` takes, from Arrow data whose rows are dicts (column -> value)."""
+        return self.encode(data.to_pylist())
 
     @abstractmethod
     def open(self, stream: Any) -> PartFile:
@@ -92,11 +100,54 @@ class JsonLinesFormat(PartFileFormat):
                 ) from None
         raise AssertionError("a batch failed to encode but each record encodes")
 
+    def encode_arrow(self, data: pa.RecordBatch) -> bytes:
+        """JSON Lines without a dict per row: each column is encoded to JSON text once
+        (numbers by Arrow's cast, strings by json's C escaper, other types per value), and
+        each line is one format of its row's texts. Equal to `encode(data.to_pylist())`."""
+        if data.num_rows == 0:
+            return b""
+        names = data.schema.names
+        texts = [_json_texts(column, self._encode) for column in data.columns]
+        if len(set(names)) == len(names) and all(text is not None for text in texts):
+            keys = [self._encode(str(name)) for name in names]
+            template = "{" + ",".join(f"{key}:%s" for key in _percent_safe(keys)) + "}"
+            lines = [template % row for row in zip(*texts, strict=True)]
+            return ("\n".join(lines) + "\n").encode("utf-8")
+        return self.encode(data.to_pylist())
+
     def open(self, stream: Any) -> PartFile:
         return _JsonLinesFile(stream)
 
     def read(self, data: bytes) -> list[Any]:
         return [json.loads(line) for line in data.decode("utf-8").splitlines() if line]
+
+
+def _percent_safe(keys: list[str]) -> list[str]:
+    return [key.replace("%", "%%") for key in keys]
+
+
+def _json_texts(column: pa.Array, encode: Any) -> list[str] | None:
+    """The JSON text of every value of `column` (None: the type is not handled here)."""
+    kind = column.type
+    if column.null_count and not (pa.types.is_integer(kind) or pa.types.is_string(kind)):
+        return None
+    if pa.types.is_integer(kind):
+        return pc.cast(column, pa.string()).fill_null("null").to_pylist()
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if column.null_count:
+            return [
+                "null" if value is None else _encode_string(value) for value in column.to_pylist()
+            ]
+        return list(map(_encode_string, column.to_pylist()))
+    if pa.types.is_boolean(kind):
+        return ["true" if value else "false" for value in column.to_pylist()]
+    if pa.types.is_floating(kind):
+        values = column.to_pylist()
+        try:
+            return list(map(encode, values))
+        except ValueError:  # NaN or infinity: json.dumps writes them, encode() does too
+            return None
+    return None
 
 
 class _JsonLinesFile(PartFile):
@@ -157,6 +208,34 @@ class ParquetFormat(PartFileFormat):
                     f"a row does not fit the parquet schema ({columns}): {error}: {row!r:.200}"
                 ) from None
         raise AssertionError("a batch failed to convert but each row converts")
+
+    def encode_arrow(self, data: pa.RecordBatch) -> pa.Table:
+        """The batch as it is, cast to the sink's schema (inferred from the first batch)."""
+        if self.schema is None:
+            self.schema = data.schema
+        schema = self.schema
+        if data.schema.equals(schema):
+            return pa.Table.from_batches([data])
+        extra = sorted(set(data.schema.names) - set(schema.names))
+        if extra:
+            raise SinkError(
+                f"a batch has column(s) {extra} that the parquet schema "
+                f"({', '.join(schema.names)}) lacks"
+            )
+        try:
+            columns = [
+                data.column(field.name).cast(field.type)
+                if field.name in data.schema.names
+                else pa.nulls(data.num_rows, field.type)
+                for field in schema
+            ]
+            return pa.Table.from_arrays(columns, schema=schema)
+        except (pa.ArrowException, ValueError) as error:
+            columns = ", ".join(f"{f.name}: {f.type}" for f in self.schema)
+            given = ", ".join(f"{f.name}: {f.type}" for f in data.schema)
+            raise SinkError(
+                f"a batch ({given}) does not fit the parquet schema ({columns}): {error}"
+            ) from None
 
     def open(self, stream: Any) -> PartFile:
         assert self.schema is not None, "encode runs before the first file opens"

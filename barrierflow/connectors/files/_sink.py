@@ -249,6 +249,14 @@ class FileSink(TwoPhaseCommitSink[Any]):
     def write(self, transaction: int, records: list[Any]) -> None:
         self._files().write(transaction, records)
 
+    def write_arrow(self, transaction: int, data: pa.RecordBatch) -> None:
+        """Arrow data straight into the part file (Parquet: the batch itself, cast to the
+        schema; JSON Lines: encoded column by column); rows as dicts when partitioned."""
+        if self.partitioner is not None:
+            self._files().write(transaction, data.to_pylist())
+        else:
+            self._files().write_encoded(transaction, self.format.encode_arrow(data))
+
     def pre_commit(self, transaction: int, checkpoint_id: int) -> dict[str, Any]:
         """Close the transaction's part files; the pending handle lists them."""
         return {"files": self._files().close_transaction(transaction)}
@@ -361,7 +369,6 @@ class _TaskFiles:
         return number
 
     def write(self, number: int, records: list[Any]) -> None:
-        transaction = self.transactions[number]
         partitioner = self.sink.partitioner
         if partitioner is None:
             groups = {"": records}
@@ -369,7 +376,16 @@ class _TaskFiles:
             groups = {}
             for record in records:
                 groups.setdefault(self._folder_of(partitioner, record), []).append(record)
-        encoded = {folder: self.sink.format.encode(rows) for folder, rows in groups.items()}
+        self._append(
+            number, {folder: self.sink.format.encode(rows) for folder, rows in groups.items()}
+        )
+
+    def write_encoded(self, number: int, data: Any) -> None:
+        """Data the format already encoded, for the unpartitioned output folder."""
+        self._append(number, {"": data})
+
+    def _append(self, number: int, encoded: dict[str, Any]) -> None:
+        transaction = self.transactions[number]
         now = self.sink.clock.epoch_millis()
         for folder, data in encoded.items():
             part = transaction.open_parts.get(folder)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.columnar import is_record_batch
 from barrierflow.runtime.network import codec
 
 
@@ -70,7 +70,7 @@ class InputGate:
             if queue and not is_blocked(channel):
                 self._next = (channel + 1) % count
                 element, _, returns_credit = queue.popleft()
-                if returns_credit and type(element) is RecordBatch:
+                if returns_credit and is_record_batch(element):
                     conn = self._connections[channel]
                     assert conn is not None
                     # A sender that is gone is the JobMaster's to handle, not ours.
@@ -92,6 +92,6 @@ class InputGate:
 def _frame_of(element: Any, frame: bytes | None) -> bytes:
     if frame is not None:
         return frame
-    if type(element) is RecordBatch:
-        return codec.encode_batch(element.values, element.timestamps)
+    if is_record_batch(element):
+        return codec.encode_records(element)
     return codec.encode_event(element)

@@ -6,6 +6,12 @@ is kept. A latency marker goes to one random channel of each edge (as Flink's
 `randomEmit`), after that channel's buffered records. A buffer keeps timestamps only
 while some record in it has one: records without a timestamp that join such a buffer
 get `NO_TIMESTAMP`.
+
+A `ColumnarBatch` whose converter can travel (`codec.travels_as_arrow`) is routed with
+`Partitioner.route_columnar` and buffered per channel as Arrow parts, sent as one Arrow
+frame (the parts concatenated) once they hold a buffer's worth of rows; a channel's
+buffer holds one kind at a time, so a part of the other kind, schema, converter or
+timestamp presence first flushes what is buffered (order per channel is kept).
 """
 
 from __future__ import annotations
@@ -13,7 +19,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
+import numpy as np
+import pyarrow as pa
+
+from barrierflow.runtime.batch import NO_TIMESTAMP
+from barrierflow.runtime.columnar import AnyBatch, ColumnarBatch
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import OutputChannel
 from barrierflow.runtime.partitioners import Partitioner
@@ -41,15 +51,22 @@ class EdgeWriter:
         """The OutputTag id this edge carries, or None for the operator's main output."""
         self._pending: list[list[Any]] = [[] for _ in channels]
         self._stamps: list[list[int] | None] = [None for _ in channels]
+        self._columnar: list[list[ColumnarBatch]] = [[] for _ in channels]
+        self._columnar_rows = [0 for _ in channels]
         self._buffer_size = buffer_size
         self.random = random.Random()
         """Picks the channel of each latency marker (a test may seed it)."""
 
-    def emit(self, batch: RecordBatch) -> None:
-        pending, size = self._pending, self._buffer_size
+    def emit(self, batch: AnyBatch) -> None:
+        if type(batch) is ColumnarBatch and codec.travels_as_arrow(batch.converter):
+            self._emit_columnar(batch)
+            return
+        pending, size, columnar = self._pending, self._buffer_size, self._columnar
         if batch.timestamps is None:
             stamps = self._stamps
             for channel, part in self.partitioner.route(batch.values, len(self.channels)):
+                if columnar[channel]:
+                    self._flush_columnar(channel)
                 buffer = pending[channel]
                 if stamps[channel] is not None:
                     stamps[channel].extend([NO_TIMESTAMP] * len(part))  # type: ignore[union-attr]
@@ -60,6 +77,8 @@ class EdgeWriter:
         for channel, part, timestamps in self.partitioner.route_with_timestamps(
             batch.values, batch.timestamps, len(self.channels)
         ):
+            if columnar[channel]:
+                self._flush_columnar(channel)
             buffer = pending[channel]
             channel_stamps = self._stamps[channel]
             if channel_stamps is None:
@@ -69,10 +88,45 @@ class EdgeWriter:
             if len(buffer) >= size:
                 self._flush(channel)
 
+    def _emit_columnar(self, batch: ColumnarBatch) -> None:
+        pending, columnar, rows, size = (
+            self._pending,
+            self._columnar,
+            self._columnar_rows,
+            self._buffer_size,
+        )
+        for channel, part in self.partitioner.route_columnar(batch, len(self.channels)):
+            if pending[channel]:
+                self._flush(channel)
+            parts = columnar[channel]
+            if parts and not _joinable(parts[0], part):
+                self._flush_columnar(channel)
+            parts.append(part)
+            rows[channel] += len(part)
+            if rows[channel] >= size:
+                self._flush_columnar(channel)
+
     def flush(self) -> None:
         for channel, buffer in enumerate(self._pending):
             if buffer:
                 self._flush(channel)
+        for channel, parts in enumerate(self._columnar):
+            if parts:
+                self._flush_columnar(channel)
+
+    def _flush_columnar(self, channel: int) -> None:
+        parts = self._columnar[channel]
+        first = parts[0]
+        if len(parts) == 1:
+            data, stamps = first.data, first.timestamp_array
+        else:
+            data = pa.concat_batches([part.data for part in parts])
+            stamps = None
+            if first.timestamp_array is not None:
+                stamps = np.concatenate([part.timestamp_array for part in parts])  # type: ignore[misc]
+        self.channels[channel].send_buffer(codec.encode_arrow(data, stamps, first.converter))
+        self._columnar[channel] = []
+        self._columnar_rows[channel] = 0
 
     def _flush(self, channel: int) -> None:
         self.channels[channel].send_buffer(
@@ -94,6 +148,8 @@ class EdgeWriter:
         channel = self.random.randrange(len(channels))
         if self._pending[channel]:
             self._flush(channel)
+        if self._columnar[channel]:
+            self._flush_columnar(channel)
         channels[channel].send_event(frame)
 
     def broadcast_priority_event(self, frame: bytes) -> list[list[bytes]]:
@@ -101,6 +157,15 @@ class EdgeWriter:
         per channel, the queued stream frames it overtook (`OutputChannel.send_priority_event`)."""
         self.flush()
         return [channel.send_priority_event(frame) for channel in self.channels]
+
+
+def _joinable(buffered: ColumnarBatch, part: ColumnarBatch) -> bool:
+    """Whether `part` may share an Arrow frame with what a channel buffered."""
+    return (
+        part.converter is buffered.converter
+        and (part.timestamp_array is None) == (buffered.timestamp_array is None)
+        and (part.data.schema is buffered.data.schema or part.data.schema == buffered.data.schema)
+    )
 
 
 class RecordWriter:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from barrierflow.connectors.base import (
     DEAD_LETTERS,
     BadRecord,
@@ -16,12 +18,19 @@ from barrierflow.connectors.base import (
     Source,
     SourceReader,
     SourceSplit,
+    SplitBatch,
 )
 from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.errors import SourceError
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
+from barrierflow.runtime.columnar import AnyBatch, ColumnarBatch, arrow_rows
 from barrierflow.runtime.elements import MAX_WATERMARK, StreamStatus, Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
+from barrierflow.runtime.timestamp_columns import (
+    column_timestamps,
+    row_timestamps,
+    summarizes_batches,
+)
 from barrierflow.runtime.watermark_outputs import SplitWatermarkMultiplexer
 from barrierflow.runtime.watermarks import MIN_WATERMARK
 
@@ -32,9 +41,15 @@ class SourceOperator(StreamOperator):
     On restore it takes the union of all old subtasks' positions, so splits may move
     between subtasks when the parallelism changes.
 
+    A reader may return a `pyarrow.RecordBatch` as a SplitBatch's records (with a row
+    converter, default `to_pylist()` dicts): it leaves as a `ColumnarBatch`.
+
     Event time (Flink's SourceOperator with its watermark strategy): each record gets
-    the assigner's timestamp (given the reader's own timestamp, if any, else
-    `NO_TIMESTAMP`); each split the reader reports gets its own watermark generator,
+    the strategy's timestamp column (`with_timestamp_column`, a batch at a time;
+    `runtime/timestamp_columns.py`) or the assigner's timestamp (given the reader's own
+    timestamp, if any, else `NO_TIMESTAMP`); a built-in generator is fed each batch's
+    greatest timestamp once (exact: it keeps only the greatest), a custom one every
+    record; each split the reader reports gets its own watermark generator,
     combined by a `SplitWatermarkMultiplexer` and asked for a watermark every
     `auto_watermark_interval_ms` of processing time (`next_wakeup`). A subtask
     without splits goes IDLE at once. When the input ends, the operator emits
@@ -68,6 +83,7 @@ class SourceOperator(StreamOperator):
         self.splits: Sequence[SourceSplit] = ()
         self.reader: SourceReader | None = None
         self._assigner: TimestampAssigner | None = None
+        self._summarizes = True
         self._watermarks: SplitWatermarkMultiplexer | None = None
         self._output = _TrackingWatermarkOutput(self)
         self._started = False
@@ -89,6 +105,7 @@ class SourceOperator(StreamOperator):
         strategy = self.watermark_strategy
         if strategy.timestamp_assigner is not None:
             self._assigner = strategy.create_timestamp_assigner()
+        self._summarizes = summarizes_batches(strategy)
         if not strategy.is_no_watermarks:
             context = self.context
             assert context is not None
@@ -112,10 +129,8 @@ class SourceOperator(StreamOperator):
             self._end_input()
             return self.END_OF_INPUT
         records = polled.records
-        if records:
-            timestamps = polled.timestamps
-            if self._assigner is not None:
-                timestamps = self._assign(records, timestamps)
+        if len(records):
+            batch = self._stamped(records, polled)
             watermarks = self._watermarks
             tracked = watermarks is not None and polled.split_id not in self._finished_splits
             if tracked and polled.split_id not in watermarks.live_splits:
@@ -124,14 +139,8 @@ class SourceOperator(StreamOperator):
                 # Idle since it started without splits; a split appeared (a monitored folder).
                 self._output.emit_stream_status(StreamStatus.ACTIVE)
             if tracked:
-                on_event, split_id = watermarks.on_event, polled.split_id
-                if timestamps is None:
-                    for value in records:
-                        on_event(split_id, value, NO_TIMESTAMP)
-                else:
-                    for value, timestamp in zip(records, timestamps, strict=True):
-                        on_event(split_id, value, timestamp)
-            self.output.collect(RecordBatch(records, timestamps))
+                self._on_events(polled.split_id, batch)
+            self.output.collect(batch)
         if polled.bad:
             self._on_bad_records(polled.bad)
         if polled.finished:
@@ -196,6 +205,52 @@ class SourceOperator(StreamOperator):
                 self._next_periodic = self.context.processing_time() + self._interval()
         if not split_ids:
             self._output.emit_stream_status(StreamStatus.IDLE)
+
+    def _stamped(self, records: Any, polled: SplitBatch) -> AnyBatch:
+        """The polled records as a batch, with the timestamps the strategy gives them."""
+        column = self.watermark_strategy.timestamp_column
+        if isinstance(records, pa.RecordBatch):
+            converter = polled.converter or arrow_rows
+            if column is not None:
+                return ColumnarBatch(records, column_timestamps(records, column), converter)
+            batch = ColumnarBatch(records, polled.timestamps, converter)
+            if self._assigner is not None:
+                return ColumnarBatch(
+                    records, self._assign(batch.values, batch.timestamps), converter
+                )
+            return batch
+        if not isinstance(records, list):
+            records = list(records)  # a tuple or other sequence of values
+        timestamps = polled.timestamps
+        if column is not None:
+            timestamps = row_timestamps(records, column)
+        elif self._assigner is not None:
+            timestamps = self._assign(records, timestamps)
+        elif timestamps is not None and not isinstance(timestamps, list):
+            timestamps = list(timestamps)
+        return RecordBatch(records, timestamps)
+
+    def _on_events(self, split_id: str, batch: AnyBatch) -> None:
+        """Feed the split's watermark generator: the batch's greatest timestamp once when
+        the generator only keeps the greatest (exact), otherwise every record."""
+        watermarks = self._watermarks
+        assert watermarks is not None
+        on_event = watermarks.on_event
+        if self._summarizes:
+            if type(batch) is ColumnarBatch:
+                stamps = batch.timestamp_array
+                latest = NO_TIMESTAMP if stamps is None else int(stamps.max())
+            else:
+                latest = NO_TIMESTAMP if batch.timestamps is None else max(batch.timestamps)
+            on_event(split_id, None, latest)
+            return
+        timestamps = batch.timestamps
+        if timestamps is None:
+            for value in batch.values:
+                on_event(split_id, value, NO_TIMESTAMP)
+        else:
+            for value, timestamp in zip(batch.values, timestamps, strict=True):
+                on_event(split_id, value, timestamp)
 
     def _assign(self, records: list[Any], timestamps: list[int] | None) -> list[int]:
         assert self._assigner is not None
@@ -279,9 +334,14 @@ class SinkOperator(StreamOperator):
         ]
         self.writer.restore(mine)
 
-    def process_batch(self, batch: RecordBatch) -> None:
+    def process_batch(self, batch: AnyBatch) -> None:
+        """Columnar records whose rows would be `to_pylist()` dicts go to the writer as Arrow
+        (`write_arrow`: the Arrow data is the batch, rows or not); the rest as Python values."""
         assert self.writer is not None
-        self.writer.write_batch(batch.values)
+        if type(batch) is ColumnarBatch and batch.converter is arrow_rows:
+            self.writer.write_arrow(batch.data)
+        else:
+            self.writer.write_batch(batch.values)
 
     def process_watermark(self, watermark: Watermark) -> None:
         pass  # sinks ignore event time
