@@ -185,7 +185,9 @@ def cleanup(folder: str | None) -> None:
 
 
 def count_lines(path: str) -> int:
-    """Lines in a file: the events in a JSON Lines events file."""
+    """The events in a JSON Lines events file, or in the files of a folder (one a line)."""
+    if os.path.isdir(path):
+        return sum(count_lines(os.path.join(path, name)) for name in sorted(os.listdir(path)))
     count = 0
     with open(path, "rb") as handle:
         while chunk := handle.read(1 << 22):

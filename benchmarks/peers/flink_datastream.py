@@ -111,7 +111,7 @@ def discard(out) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--query", required=True, choices=QUERIES)
-    parser.add_argument("--input", required=True, help="JSON Lines events file")
+    parser.add_argument("--input", required=True, help="JSON Lines events file or folder")
     parser.add_argument("--par", type=int, default=1, help="parallelism")
     parser.add_argument("--ckpt", type=int, default=0, help="checkpoint interval ms (0: none)")
     parser.add_argument("--events", type=int, default=0, help="events in the file (0: count)")
@@ -120,8 +120,8 @@ def main() -> None:
         "--check", action="store_true", help="small files: collect and count the output rows"
     )
     args = parser.parse_args()
-    if not os.path.isfile(args.input):
-        parser.error(f"no events file at {args.input}")
+    if not os.path.exists(args.input):
+        parser.error(f"no events file or folder at {args.input}")
     events = args.events or common.count_lines(args.input)
     if args.mode == "thread":
         common.thread_mode_pythonpath()

@@ -302,15 +302,15 @@ def statements(query: str, path: str, out: str | None) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--query", required=True, choices=sorted(QUERIES, key=lambda q: int(q[1:])))
-    parser.add_argument("--input", required=True, help="JSON Lines events file")
+    parser.add_argument("--input", required=True, help="JSON Lines events file or folder")
     parser.add_argument("--par", type=int, default=1, help="parallelism")
     parser.add_argument("--ckpt", type=int, default=0, help="checkpoint interval ms (0: none)")
     parser.add_argument("--events", type=int, default=0, help="events in the file (0: count)")
     parser.add_argument("--out", default="", help="write the results as JSON here instead")
     parser.add_argument("--no-minibatch", action="store_true", help="no mini-batch settings")
     args = parser.parse_args()
-    if not os.path.isfile(args.input):
-        parser.error(f"no events file at {args.input}")
+    if not os.path.exists(args.input):
+        parser.error(f"no events file or folder at {args.input}")
     events = args.events or common.count_lines(args.input)
 
     from pyflink.table import EnvironmentSettings, TableEnvironment
