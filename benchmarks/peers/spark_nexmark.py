@@ -499,14 +499,19 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
         while time.time() < deadline and running.isActive:
             running.awaitTermination(timeout=1)
         feeder.stopped.set()
+        feeder.join()
         error = running.exception()
+        if error is None:
+            # stopping in the middle of a batch ends in a StackOverflowError in Spark's
+            # stream thread: let it finish what was fed (left out of the figures) first
+            running.processAllAvailable()
         running.stop()
         spark.stop()
         if error is not None:
             raise SystemExit(f"the query failed: {error}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    kept = [(lat, rows) for since, lat, rows in samples if since >= args.warmup]
+    kept = [(lat, rows) for since, lat, rows in samples if args.warmup <= since <= args.seconds]
     gaps = [b - a for a, b in itertools.pairwise(batches)]
     return {
         "system": "spark-ss",
