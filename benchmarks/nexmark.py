@@ -27,6 +27,13 @@ Peers live in `$PEERS_ROOT` (default `~/peers`): `flink/venv` with apache-flink 
 cannot run is reported in one line, and the others and barrierflow still run. The table is
 printed (Markdown), the figures written as JSON (`--json-out`) and drawn as a bar chart
 (`--plot`, matplotlib). `--check-peers` only reports which peers can run.
+
+Latency (`--latency-rate R`, off by default), for q0 and q5 (`--latency-queries`): barrierflow
+paced at R events/s (`barrierflow nexmark run --events R*S --rate R`: from an event's
+creation by the generator to its result leaving the last operator) and Spark SS fed R
+events/s as files (`spark_nexmark.py --latency`: from the time written into the event to
+the end of the micro-batch that outputs its result; for q5 from the window's end), for
+`--latency-seconds S` each. Flink has no paced run here.
 """
 
 from __future__ import annotations
@@ -436,6 +443,44 @@ def run_one(line: list[str], system: str, query: str, timeout: float) -> Run:
     return Run(system, query, figures)
 
 
+def latency_command(
+    system: str, query: str, rate: int, seconds: int, parallelism: int, path: str
+) -> list[str]:
+    """The command line of a paced run of `query` at `rate` events/s for `seconds`."""
+    if system == BARRIERFLOW:
+        line = [str(Path(sys.executable).with_name("barrierflow")), "nexmark", "run"]
+        line += ["--query", query, "--events", str(rate * seconds), "--rate", str(rate)]
+        return [*line, "--parallelism", str(parallelism), "--json"]
+    line = [sys.executable, str(PEER_SCRIPTS / "spark_nexmark.py"), "--latency"]
+    line += ["--query", query, "--input", path, "--rate", str(rate), "--seconds", str(seconds)]
+    return [*line, "--warmup", str(min(15, seconds // 4)), "--par", str(parallelism)]
+
+
+def latency_table(runs: Iterable[Run]) -> str:
+    """A Markdown table of each latency run's p50 / p95 / p99 / max in milliseconds.
+
+    >>> print(latency_table([Run("spark-ss", "q5", {"latency_ms": {"p50": 6700.0,
+    ...     "p95": 12400.0, "p99": 14000.0, "max": 14500.0}}), Run("barrierflow", "q5",
+    ...     error="timed out")]))
+    | query | system | p50 ms | p95 ms | p99 ms | max ms |
+    |---|---|---:|---:|---:|---:|
+    | q5 | Spark SS | 6,700 | 12,400 | 14,000 | 14,500 |
+    | q5 | barrierflow | timed out | - | - | - |
+    """
+    lines = [
+        "| query | system | p50 ms | p95 ms | p99 ms | max ms |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        latency = (run.figures or {}).get("latency_ms")
+        if latency:
+            cells = [f"{latency[k]:,.0f}" for k in ("p50", "p95", "p99", "max")]
+        else:
+            cells = [run.error or "no latency figures", "-", "-", "-"]
+        lines.append(f"| {run.query} | {LABELS[run.system]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def ensure_events(path: Path, events: int, seed: int) -> None:
     """Generate the events file with `barrierflow nexmark generate` unless it exists."""
     if path.exists():
@@ -494,6 +539,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per run")
     parser.add_argument("--install-peers", action="store_true")
     parser.add_argument("--check-peers", action="store_true", help="only say which peers run")
+    parser.add_argument("--latency-rate", type=int, default=0, help="events/s (0: no latency)")
+    parser.add_argument("--latency-seconds", type=int, default=60)
+    parser.add_argument("--latency-queries", default="q0,q5")
     parser.add_argument("--json-out", default=str(REPO / "docs" / "images" / "nexmark.json"))
     parser.add_argument("--plot", default=str(REPO / "docs" / "images" / "nexmark.png"))
     args = parser.parse_args(argv)
@@ -546,17 +594,39 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"[{round_number}/{args.repeat}] {query} {system}: {shown} ({took:.0f} s)")
                 sys.stdout.flush()
 
+    latency_runs: list[Run] = []
+    if args.latency_rate:
+        for query in [q.strip() for q in args.latency_queries.split(",") if q.strip()]:
+            for system in [BARRIERFLOW] + (["spark-ss"] if "spark-ss" in peers else []):
+                line = latency_command(
+                    system, query, args.latency_rate, args.latency_seconds, args.parallelism,
+                    str(path),
+                )  # fmt: skip
+                run = run_one(line, system, query, args.timeout)
+                latency_runs.append(run)
+                shown = (run.figures or {}).get("latency_ms") or run.error
+                print(f"latency {query} {system}: {shown}")
+                sys.stdout.flush()
+
     cells = summarize(runs)
     print()
     print(table(cells, queries, systems))
     print("\nincluding start-up (whole process):\n")
     print(table(cells, queries, systems, wall=True))
+    print()
     for peer in peers:
         mean = geometric_mean_ratio(cells, peer, queries)
         if mean:
             print(f"geometric mean barrierflow/{LABELS[peer]}: {mean:.2f}x")
+    for peer in peers:
+        missing = [q for q in queries if not supports(peer, q)]
+        if missing:
+            print(f"{LABELS[peer]} has no version of {', '.join(missing)}")
     for line in notes(cells):
         print(line)
+    if latency_runs:
+        print(f"\nlatency at {args.latency_rate:,} events/s:\n")
+        print(latency_table(latency_runs))
     title = f"Nexmark, {events:,} events, parallelism {args.parallelism}"
     if args.plot and plot(cells, queries, systems, args.plot, title):
         print(f"chart: {args.plot}")
@@ -571,6 +641,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "machine": machine(),
             "peers_not_run": problems,
             "runs": [vars(run) for run in runs],
+            "latency_rate": args.latency_rate or None,
+            "latency_runs": [vars(run) for run in latency_runs],
             "medians": {q: {s: vars(c) for s, c in row.items()} for q, row in cells.items()},
         }
         Path(args.json_out).write_text(json.dumps(report, indent=1) + "\n")
