@@ -14,13 +14,12 @@ from typing import Any
 
 from barrierflow import _check_run
 from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
+from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError
 
 Clock = Callable[[], float]
 """Seconds from an arbitrary start, never going back (`time.monotonic`)."""
 
-BACKLOG_SECONDS = 1.0
-"""A throttled reader that fell behind catches up by at most this many seconds of records."""
 
 
 class DataGeneratorSource(Source):
@@ -106,7 +105,7 @@ class DataGeneratorReader(SourceReader):
 
     Exactly-once: its snapshot is the next index of every split. Throttled readers return
     `[]` while ahead of schedule; one that fell behind (backpressure) catches up by at most
-    `BACKLOG_SECONDS` worth of records, so the rate stays a ceiling.
+    `pacing.BACKLOG_SECONDS` worth of records, so the rate stays a ceiling.
     """
 
     def __init__(
@@ -122,11 +121,7 @@ class DataGeneratorReader(SourceReader):
         self._count = count
         self._stride = num_splits
         self._positions: dict[str, int] = {split.split_id: int(split.payload) for split in splits}
-        self._rate = records_per_second
-        self._clock = clock
-        self._started: float | None = None
-        self._emitted = 0
-        """Records emitted since `_started`, to compare with the schedule."""
+        self._pace = None if records_per_second is None else Pace(records_per_second, clock=clock)
 
     def restore(self, positions: dict[str, Any]) -> None:
         for split_id in self._positions:
@@ -157,7 +152,7 @@ class DataGeneratorReader(SourceReader):
             indexes.extend(range(position, end, stride))
             self._positions[split_id] = end
         indexes.sort()
-        self._emitted += len(indexes)
+        self._took(len(indexes))
         return list(map(self._generator, indexes))
 
     def snapshot(self) -> dict[str, Any]:
@@ -185,25 +180,18 @@ class DataGeneratorReader(SourceReader):
             wanted = min(wanted, -((position - count) // stride))
         end = position + wanted * stride
         self._positions[split_id] = end
-        self._emitted += wanted
+        self._took(wanted)
         finished = count is not None and end >= count
         records = list(map(self._generator, range(position, end, stride)))
         return SplitBatch(split_id, records, finished=finished)
 
     def _allowed(self, max_records: int) -> int:
         """How many records may go out now: `max_records`, or fewer to keep to the rate."""
-        if self._rate is None:
-            return max_records
-        now = self._clock()
-        if self._started is None:
-            self._started, self._emitted = now, 0
-        # The epsilon keeps float error in clock differences from costing a record.
-        due = math.floor((now - self._started) * self._rate + 1e-6) - self._emitted
-        backlog = max(1, int(self._rate * BACKLOG_SECONDS))
-        if due > backlog:  # fell behind: forget what cannot be caught up
-            self._started += (due - backlog) / self._rate
-            due = backlog
-        return min(max_records, due)
+        return max_records if self._pace is None else self._pace.allowed(max_records)
+
+    def _took(self, records: int) -> None:
+        if self._pace is not None:
+            self._pace.took(records)
 
 
 class _Offset:

@@ -154,6 +154,17 @@ def record_batch_of(events: GeneratedEvents | Sequence[Event]) -> pa.RecordBatch
     return _assemble(kinds, columns)
 
 
+def event_times(batch: pa.RecordBatch | pa.Table) -> np.ndarray:
+    """Each event's `dateTime` (epoch ms, int64), whichever of the three structs holds it:
+    flink-nexmark's computed `dateTime` column, for event time without Python objects."""
+    times = pc.coalesce(
+        *(pc.struct_field(batch.column(column), "dateTime") for _, column, _ in _KINDS)
+    )
+    if isinstance(times, pa.ChunkedArray):
+        times = times.combine_chunks()
+    return times.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
 def events_from_record_batch(batch: pa.RecordBatch | pa.Table) -> list[Event]:
     """The model events of an `EVENTS_SCHEMA` batch, in order (assumes a valid batch:
     `event_type` 0, 1 or 2 and its struct and fields set; a reader checks that first)."""

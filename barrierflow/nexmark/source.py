@@ -6,8 +6,13 @@ number, so a restore makes exactly the events that were not emitted yet, on any 
 
 `NexmarkFileSource` reads a file `write_events` wrote, in parallel: a JSON Lines file is cut
 into byte ranges at line starts, a Parquet file into its row groups; positions are byte
-offsets (JSON Lines) or row numbers within the row group (Parquet). pyarrow parses (C++);
-the events are then made column by column.
+offsets (JSON Lines) or row numbers within the row group (Parquet). pyarrow parses (C++).
+
+Both hand out events as Arrow record batches in flink-nexmark's table shape, each event's
+`dateTime` as its timestamp, with `events_from_record_batch` as the batch's converter: the
+events stay columnar through the job (`DataStream.map_batches` reads them as Arrow) and
+become `Person`, `Auction` and `Bid` objects, column by column, only where Python code
+reads them. `poll_batch` gives those objects.
 
 >>> from barrierflow.nexmark.generator import GeneratorConfig, event_at
 >>> config = GeneratorConfig()
@@ -15,8 +20,10 @@ the events are then made column by column.
 >>> reader = source.create_reader(source.create_splits())
 >>> reader.restore({"1-of-4": 41})  # split 1 resumes at event 41
 >>> batch = reader.poll_split_batch(3)
->>> batch.split_id, batch.records == [event_at(config, n) for n in (0, 4, 8)]
+>>> batch.split_id, batch.converter(batch.records) == [event_at(config, n) for n in (0, 4, 8)]
 ('0-of-4', True)
+>>> list(batch.timestamps) == [event_at(config, n).date_time for n in (0, 4, 8)]
+True
 >>> reader.snapshot()
 {'0-of-4': 12, '1-of-4': 41, '2-of-4': 2, '3-of-4': 3}
 """
@@ -44,8 +51,15 @@ from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.connectors.base import BadRecord, Source, SourceReader, SourceSplit, SplitBatch
 from barrierflow.connectors.files._lines import line_number_at
 from barrierflow.connectors.files._source import BadLine
+from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError, SourceError
-from barrierflow.nexmark.events_file import EVENTS_SCHEMA, events_from_record_batch, is_parquet
+from barrierflow.nexmark.events_file import (
+    EVENTS_SCHEMA,
+    event_times,
+    events_from_record_batch,
+    is_parquet,
+    record_batch_of,
+)
 from barrierflow.nexmark.generator import GeneratorConfig, generate_numbers
 from barrierflow.nexmark.model import AUCTION, BID, PERSON, TABLE_NAMES, Auction, Bid, Person
 
@@ -159,8 +173,8 @@ class NexmarkSourceReader(SourceReader):
 
     def poll_batch(self, max_records: int) -> list[Any] | None:
         while (batch := self.poll_split_batch(max_records)) is not None:
-            if batch.records or not batch.finished:
-                return batch.records
+            if len(batch.records) or not batch.finished:
+                return _events_of(batch)
         return None
 
     def poll_split_batch(self, max_records: int) -> SplitBatch | None:
@@ -169,8 +183,10 @@ class NexmarkSourceReader(SourceReader):
         if numbers is None:
             return None
         split_id, taken, finished = numbers
-        return SplitBatch(
-            split_id, generate_numbers(self._config, taken).events(), finished=finished
+        if not taken:
+            return SplitBatch(split_id, [], finished=finished)
+        return _arrow_split_batch(
+            split_id, record_batch_of(generate_numbers(self._config, taken)), finished
         )
 
     def next_numbers(self, max_records: int) -> tuple[str, range, bool] | None:
@@ -208,6 +224,28 @@ class NexmarkSourceReader(SourceReader):
             elapsed = now - self._anchor
         # The epsilon keeps float error in clock differences from costing an event.
         return math.floor(elapsed * self._rate + 1e-6)
+
+
+def _arrow_split_batch(
+    split_id: str, batch: pa.RecordBatch, finished: bool, bad: Sequence[BadRecord] = ()
+) -> SplitBatch:
+    """Events as Arrow (flink-nexmark's table shape), each with its `dateTime` as its own
+    timestamp: they stay columnar through the job until Python code reads them, as
+    `Person`, `Auction` and `Bid` (`events_from_record_batch`)."""
+    return SplitBatch(
+        split_id,
+        batch,
+        timestamps=event_times(batch),
+        finished=finished,
+        bad=bad,
+        converter=events_from_record_batch,
+    )
+
+
+def _events_of(batch: SplitBatch) -> list[Any]:
+    """A split batch's events as Python objects (`poll_batch`'s list form)."""
+    records = batch.records
+    return events_from_record_batch(records) if isinstance(records, pa.RecordBatch) else records
 
 
 # ---- events files ----------------------------------------------------------------------------
@@ -273,12 +311,30 @@ class NexmarkFileSource(Source):
         self.min_splits = min_splits
         self.max_split_bytes = max_split_bytes
         self.chunk_bytes = chunk_bytes
+        self.rate_per_reader: float | None = None
+        """Events/s each reader emits at most (`with_rate_per_reader`); None: unpaced."""
 
     def with_dead_letters(self, enabled: bool = True) -> NexmarkFileSource:
         """This source, sending lines (rows) that are not events to the `DEAD_LETTERS` side
         output instead of failing the job."""
         configured = copy.copy(self)
         configured.dead_letters = enabled
+        return configured
+
+    def with_rate_per_reader(self, events_per_second: float) -> NexmarkFileSource:
+        """This source, each reader (source subtask) emitting at most `events_per_second`:
+        to replay a file over a chosen time (tests that fail a task mid-run, latency runs).
+        Dropped in the failure-free run of `barrierflow chaos` (`_check_run.source_rate`)."""
+        if not (
+            isinstance(events_per_second, int | float)
+            and not isinstance(events_per_second, bool)
+            and 0 < events_per_second < math.inf
+        ):
+            raise ConfigurationError(
+                f"events_per_second must be a positive number, got {events_per_second!r}"
+            )
+        configured = copy.copy(self)
+        configured.rate_per_reader = _check_run.source_rate(events_per_second)
         return configured
 
     def storage_locations(self) -> list[str]:
@@ -313,7 +369,12 @@ class NexmarkFileSource(Source):
         ]
 
     def create_reader(self, splits: Sequence[SourceSplit]) -> NexmarkFileReader:
-        return NexmarkFileReader(splits, parquet=self.parquet, chunk_bytes=self.chunk_bytes)
+        pace = None
+        if self.rate_per_reader is not None:
+            pace = Pace(self.rate_per_reader, clock=SYSTEM_CLOCK.monotonic)
+        return NexmarkFileReader(
+            splits, parquet=self.parquet, chunk_bytes=self.chunk_bytes, pace=pace
+        )
 
 
 def _line_start_at(stream: Any, offset: int) -> int:
@@ -355,8 +416,10 @@ class NexmarkFileReader(SourceReader):
         *,
         parquet: bool,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        pace: Pace | None = None,
     ) -> None:
         self._splits = list(splits)
+        self._pace = pace
         self._parquet = parquet
         self._chunk_bytes = chunk_bytes
         self._positions: dict[str, int] = {
@@ -385,17 +448,25 @@ class NexmarkFileReader(SourceReader):
             if batch.bad:
                 bad = batch.bad[0]
                 raise SourceError(bad.message() if isinstance(bad, BadLine) else bad.error)
-            if batch.records:
-                return batch.records
+            if len(batch.records):
+                return _events_of(batch)
         return None
 
     def poll_split_batch(self, max_records: int) -> SplitBatch | None:
+        if self._pace is not None:
+            max_records = self._pace.allowed(max_records)
+            if max_records == 0:  # paced: nothing is due yet
+                if self._current >= len(self._splits):
+                    return None
+                return SplitBatch(self._splits[self._current].split_id, [])
         stretch = self._next_stretch(max_records)
         if stretch is None:
             return None
         split_id, buffer, start, stop, bad = stretch
-        records = buffer.events(start, stop) if buffer is not None else []
-        return SplitBatch(split_id, records, finished=buffer is None, bad=bad)
+        if buffer is None or stop <= start:
+            return SplitBatch(split_id, [], finished=buffer is None, bad=bad)
+        batch = buffer.batch.slice(start, stop - start)
+        return _arrow_split_batch(split_id, batch, False, bad)
 
     def poll_record_batch(self, max_records: int) -> ArrowPoll | None:
         """Up to `max_records` next events of the split being read, as an `EVENTS_SCHEMA`
@@ -427,6 +498,8 @@ class NexmarkFileReader(SourceReader):
             buffer = self._buffer
             start, stop, bad, position = buffer.take(max_records)
             self._positions[split.split_id] = position
+            if self._pace is not None:
+                self._pace.took(stop - start)
             if stop > start or bad:
                 return split.split_id, buffer, start, stop, bad
         return None

@@ -144,13 +144,14 @@ def run_query(
     env.enable_checkpointing(checkpoint_ms)
     env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 200))
+    # Paced when a task is killed: each source subtask reads a part of the file.
+    rate = _line_count(events_path) / KILL_RUN_SECONDS / parallelism if kill else None
     if until is None:
-        events = events_from_file(env, str(events_path))
+        events = events_from_file(env, str(events_path), rate_per_reader=rate)
     else:
         events = _watched_events(env, tmp_path, Path(events_path))
-    if kill is not None:  # each source subtask reads a part of the file
-        rate = _line_count(events_path) / KILL_RUN_SECONDS / parallelism
-        events = events.map(Throttle(rate)).uid("test-pace")
+        if rate is not None:
+            events = events.map(Throttle(rate)).uid("test-pace")
     output = tmp_path / "out"
     query_output(events, name, str(output))
     job = env.execute_async(f"nexmark-{name}" + ("-kill" if kill else ""))

@@ -21,6 +21,7 @@ from operator_harness import started_source
 from barrierflow import _check_run
 from barrierflow._clock import ManualClock
 from barrierflow.connectors.files._source import BadLine
+from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError, SourceError
 from barrierflow.nexmark.events_file import EVENTS_SCHEMA, record_batch_of, write_events
 from barrierflow.nexmark.generator import GeneratorConfig, event_at, generate_events
@@ -42,13 +43,23 @@ def readers_for(source, parallelism, positions=None):
     return readers
 
 
+def events_of(batch) -> list:
+    """A split batch's events as Python code sees them: Arrow records through the batch's
+    converter, whose event times must be the batch's timestamps."""
+    if not isinstance(batch.records, pa.RecordBatch):
+        return batch.records
+    events = batch.converter(batch.records)
+    assert [e.date_time for e in events] == list(batch.timestamps)
+    return events
+
+
 def drain_splits(reader, max_records):
     """Every record the reader gives, per split in the order given."""
     per_split: dict[str, list] = {}
     while (batch := reader.poll_split_batch(max_records)) is not None:
         assert not batch.bad, batch.bad
         assert len(batch.records) <= max_records
-        per_split.setdefault(batch.split_id, []).extend(batch.records)
+        per_split.setdefault(batch.split_id, []).extend(events_of(batch))
     return per_split
 
 
@@ -356,7 +367,7 @@ def test_reading_goes_on_past_a_reported_bad_line_and_a_restore_does_not_read_it
     (reader,) = readers_for(source, 1)
     good, bad = [], []
     while (batch := reader.poll_split_batch(300)) is not None:
-        good.extend(batch.records)
+        good.extend(events_of(batch))
         bad.extend(batch.bad)
         if bad and len(good) < 1_500:
             snapshot = reader.snapshot()
@@ -444,3 +455,25 @@ def test_a_source_paced_from_a_later_instant_makes_nothing_before_it():
     assert [e.date_time for e in reader.poll_batch(50)] == [1_005_000]
     clock.advance(10)  # ten more: event time is the wall clock at which each is made
     assert [e.date_time for e in reader.poll_batch(50)] == list(range(1_005_001, 1_005_011))
+
+
+def test_a_file_source_paced_per_reader_emits_no_more_than_its_rate(tmp_path):
+    path = tmp_path / "events.jsonl"
+    write_events(path, GeneratorConfig(), 2_000)
+    now = [0.0]
+    source = NexmarkFileSource(path, min_splits=2).with_rate_per_reader(1_000)
+    (reader,) = readers_for(source, 1)
+    reader._pace = Pace(1_000, clock=lambda: now[0])  # the same pace on a hand-moved clock
+    assert len(reader.poll_split_batch(500).records) == 0  # the clock starts now
+    now[0] = 0.2
+    assert len(reader.poll_split_batch(500).records) == 200
+    assert len(reader.poll_split_batch(500).records) == 0
+    now[0] = 5.0  # far behind: it catches up by at most one second's worth (over splits)
+    caught_up = sum(len(reader.poll_split_batch(5_000).records) for _ in range(10))
+    assert caught_up == 1_000
+    assert source.rate_per_reader == 1_000
+
+
+def test_a_file_source_refuses_a_rate_that_is_not_positive(tmp_path):
+    with pytest.raises(ConfigurationError, match="events_per_second must be a positive"):
+        NexmarkFileSource(tmp_path / "events.jsonl").with_rate_per_reader(0)

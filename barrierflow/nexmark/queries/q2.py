@@ -1,35 +1,39 @@
-"""Q2 (selection): the bids on auctions whose id is a multiple of 123, as (auction, price).
+"""Q2 (selection): the auction and price of every bid on an auction whose id is a multiple of 123.
 
-Built as two filters (bids, then the auction ids) and a map; nothing is kept.
+Built as one vectorized step (`map_batches`) on the events' Arrow columns: a filter on the
+bid's auction id, then a projection.
+
+>>> from barrierflow.nexmark.events_file import record_batch_of
+>>> from barrierflow.nexmark.model import Bid
+>>> events = record_batch_of([
+...     Bid(246, 1001, 52, "Google", "https://www.nexmark.com/a", 7, ""),
+...     Bid(247, 1001, 53, "Google", "https://www.nexmark.com/a", 8, ""),
+... ])
+>>> selected_bids(events).to_pylist()
+[{'auction': 246, 'price': 52}]
 """
 
 from __future__ import annotations
 
-from typing import Any
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from barrierflow import DataStream
-from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.queries._columns import bid_field, bids_of, column, rows
 
-__all__ = ["COLUMNS", "UPDATING", "build"]
+__all__ = ["COLUMNS", "UPDATING", "build", "selected_bids"]
 
 COLUMNS = ("auction", "price")
 UPDATING = False
 
-AUCTION_DIVISOR = 123
+MODULUS = 123
 
 
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
-
-
-def on_selected_auction(bid: Bid) -> bool:
-    # SQL's MOD keeps the dividend's sign, Python's % the divisor's: they agree on zero.
-    return bid.auction % AUCTION_DIVISOR == 0
-
-
-def auction_price_row(bid: Bid) -> dict[str, Any]:
-    return {"auction": bid.auction, "price": bid.price}
+def selected_bids(events: pa.RecordBatch) -> pa.RecordBatch:
+    """The auction and price of the bids on auctions whose id is a multiple of 123."""
+    bids = bids_of(events, pc.equal(pc.remainder(bid_field("auction"), MODULUS), 0))
+    return rows(bids, {name: column(bids, name) for name in COLUMNS})
 
 
 def build(events: DataStream) -> DataStream:
-    return events.filter(is_bid).filter(on_selected_auction).map(auction_price_row)
+    return events.map_batches(selected_bids).name("q2")
