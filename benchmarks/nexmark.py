@@ -310,6 +310,7 @@ def plot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     shown = [q for q in queries if any(cells.get(q, {}).get(s) for s in systems)]
     values = [
@@ -332,6 +333,7 @@ def plot(
     axes.set_ylabel("events/s (more is better)")
     if max(values) / min(values) > 20:
         axes.set_yscale("log")
+    axes.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     axes.set_title(title)
     axes.legend(fontsize="small")
     axes.grid(axis="y", alpha=0.3)
