@@ -13,10 +13,10 @@ file, `dateTime` is `timestamp_millis` of the event's own `dateTime`, then
 projections as in flink-nexmark's views. The query writes to the `noop` sink with
 `trigger(availableNow=True)`: the whole file is one micro-batch (Spark's JSON reader cuts
 the file into input partitions of at most 128 MB, at least one per core, so reading and
-parsing use every core), plus the no-data batches that move the watermark. Spark checkpoints offsets and state at every
-micro-batch. Spark has no end-of-input watermark: windows not yet closed by the last
-watermark (the final 4 s of event time) are never emitted, where Flink and barrierflow
-flush them at the end of a bounded input.
+parsing use every core), plus the no-data batches that move the watermark. Spark
+checkpoints offsets and state at every micro-batch. Spark has no end-of-input watermark:
+windows not yet closed by the last watermark (the final 4 s of event time) are never
+emitted, where Flink and barrierflow flush them at the end of a bounded input.
 
 Queries, and those Structured Streaming cannot express (they are refused with a reason):
 
