@@ -116,15 +116,15 @@ class RunReport:
                 f"p95 {lat['p95']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms"
             )
         checkpoints = self.checkpoints
-        if checkpoints["completed"]:
+        if self.checkpoint_interval_ms is None:
+            lines.append("checkpoints: off (only the final one, at the end of the input)")
+        elif checkpoints["completed"]:
             duration, size = checkpoints["duration_ms"], checkpoints["size_bytes"]
             lines.append(
                 f"checkpoints: {checkpoints['completed']} completed every "
                 f"{self.checkpoint_interval_ms} ms, duration p50 {duration['p50']:.0f} ms / max "
                 f"{duration['max']:.0f} ms, size p50 {size['p50']:,.0f} B / max {size['max']:,} B"
             )
-        elif self.checkpoint_interval_ms is None:
-            lines.append("checkpoints: off")
         if self.restarts:
             lines.append(f"restarts: {self.restarts}")
         return lines
