@@ -166,6 +166,7 @@ def test_query_equals_duckdb(spark, tmp_path, events, expected, name):
     assert result_of(name, rows) == expected[name]
 
 
+@pytest.mark.chaos  # CI runs it; `-m "not chaos"` skips it locally
 @pytest.mark.parametrize("name", sorted(SQL, key=lambda n: int(n[1:])))
 def test_query_equals_duckdb_with_a_task_killed(spark, tmp_path, events, expected, name):
     rows = run_query(tmp_path, name, events, kill=KILLED[name])
