@@ -23,7 +23,8 @@ from typing import Any
 
 from barrierflow import StreamExecutionEnvironment
 from barrierflow._clock import SYSTEM_CLOCK
-from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
+from barrierflow.connectors.base import Sink
+from barrierflow.connectors.discarding import DiscardingSink
 from barrierflow.connectors.files import FileSink
 from barrierflow.errors import ConfigurationError
 from barrierflow.nexmark.generator import GeneratorConfig
@@ -144,7 +145,7 @@ def build_job(env: StreamExecutionEnvironment, settings: RunSettings) -> None:
     results = query(settings.query).build(events)
     if settings.events_per_second is not None:
         results = results.process(LatencyProbe()).uid(PROBE_UID).name("latency probe")
-    sink: Sink = _NoOutput() if settings.output is None else FileSink.for_rows(settings.output)
+    sink: Sink = DiscardingSink() if settings.output is None else FileSink.for_rows(settings.output)
     results.sink_to(sink).uid(SINK_UID).name(f"{settings.query} sink")
 
 
@@ -246,27 +247,3 @@ def _checkpoint_figures(checkpoints: list[Any]) -> dict[str, Any]:
         "duration_ms": {"p50": statistics.median(durations), "max": max(durations)},
         "size_bytes": {"p50": statistics.median(sizes), "max": max(sizes)},
     }
-
-
-class _NoOutput(Sink):
-    """Keeps nothing: the results are measured, not stored."""
-
-    def create_writer(self, context: SinkContext) -> SinkWriter:
-        return _NoOutputWriter()
-
-
-class _NoOutputWriter(SinkWriter):
-    def write_batch(self, records: list[Any]) -> None:
-        pass
-
-    def pre_commit(self, checkpoint_id: int) -> None:
-        pass
-
-    def snapshot_state(self) -> Any:
-        return None
-
-    def commit(self, checkpoint_id: int) -> None:
-        pass
-
-    def restore(self, states: list[Any]) -> None:
-        pass
