@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Bid
 from barrierflow.nexmark.queries import q0, q1, q2, q5, q7, q8, q11, q12, q14, q21, q22
+from barrierflow.nexmark.queries._columns import with_event_times
 from barrierflow.window import TimeWindow
 
 
@@ -165,65 +166,76 @@ class WindowContext:
         return self._window
 
 
-def test_most_bids_keeps_every_auction_tied_at_the_maximum():
-    most = q5.MostBids()
-    halves = []
-    for counts in ([(1, 4), (2, 9)], [(3, 9), (4, 2), (5, 9)]):
-        accumulator = most.create_accumulator()
-        for auction, num in counts:
-            accumulator = most.add(q5.WindowCount(10_000, auction, num), accumulator)
-        halves.append(accumulator)
-    merged = most.merge(*halves)
-    rows = list(q5.AuctionsAtMax().process(10_000, None, [most.get_result(merged)]))
-    assert rows == [{"auction": 2, "num": 9}, {"auction": 3, "num": 9}, {"auction": 5, "num": 9}]
-
-
-def q5_counts_by_its_functions(bids: list[Bid]) -> Counter:
-    """q5's first two steps by hand: counts per slice, summed in sliding windows."""
-    slices: dict[tuple[int, TimeWindow], int] = {}
-    count_bids = q5.CountBids()
-    for one in bids:
-        (window,) = q5.TumblingEventTimeWindows.of(q5.SLIDE).assign_windows(
-            one, one.date_time, None
-        )
-        key = (one.auction, window)
-        slices[key] = count_bids.add(one, slices.get(key, count_bids.create_accumulator()))
-    sums: dict[tuple[int, TimeWindow], int] = {}
-    sum_counts = q5.SumCounts()
+def q5_by_its_functions(bids: list[Bid], batch_size: int) -> Counter:
+    """q5's steps by hand, as (window end, auction, num) rows: `slice_counts` on batches of
+    `batch_size` bids, `SliceTotals` per slice (keyed by the rows' slice, windowed by their
+    timestamps), then `HotItems` and `AuctionsAtMax` per sliding window."""
+    tumbling = q5.TumblingEventTimeWindows.of(q5.SLIDE)
+    totals = q5.SliceTotals()
+    slices: dict[TimeWindow, Any] = {}
+    for first in range(0, len(bids), batch_size):
+        batch = with_event_times(record_batch_of(bids[first : first + batch_size]))
+        for row in q5.slice_counts(batch).to_pylist():
+            (window,) = tumbling.assign_windows(row, row["_timestamp"], None)
+            assert window.start == row["slice"]  # keyed by the window it falls in
+            slices[window] = totals.add(row, slices.get(window, totals.create_accumulator()))
+    hot = q5.HotItems()
     hop = q5.SlidingEventTimeWindows.of(q5.WINDOW, q5.SLIDE)
-    for (auction, window), num in slices.items():
-        (count,) = q5.AuctionSlice().process(auction, WindowContext(window), [num])
-        for hop_window in hop.assign_windows(count, window.max_timestamp(), None):
-            key = (auction, hop_window)
-            sums[key] = sum_counts.add(count, sums.get(key, sum_counts.create_accumulator()))
-    return Counter(
-        {
-            (count.window_end, count.auction): count.num
-            for (auction, window), num in sums.items()
-            for count in q5.AuctionCount().process(auction, WindowContext(window), [num])
-        }
-    )
+    windows: dict[TimeWindow, Any] = {}
+    for window, accumulator in slices.items():
+        counts = totals.get_result(accumulator)
+        for hop_window in hop.assign_windows(counts, window.max_timestamp(), None):
+            windows[hop_window] = hot.add(counts, windows.get(hop_window, hot.create_accumulator()))
+    rows: Counter = Counter()
+    for window, accumulator in windows.items():
+        context = WindowContext(window)
+        for row in q5.AuctionsAtMax().process(0, context, [hot.get_result(accumulator)]):
+            rows[(window.end, row["auction"], row["num"])] += 1
+    return rows
 
 
-def q5_counts_by_its_sql(bids: list[Bid]) -> Counter:
-    """HOP(10 s, 2 s) counts: a bid is in the windows ending in (dateTime, dateTime + 10 s]."""
+def q5_by_its_sql(bids: list[Bid]) -> Counter:
+    """HOP(10 s, 2 s) counts (a bid is in the windows ending in (dateTime, dateTime + 10 s])
+    joined with each window's maximum: (window end, auction, num) rows."""
     counts: Counter = Counter()
     for one in bids:
         first_end = one.date_time - one.date_time % 2_000 + 2_000
         for end in range(first_end, one.date_time + 10_001, 2_000):
             counts[(end, one.auction)] += 1
-    return counts
+    maxima: dict[int, int] = {}
+    for (end, _), num in counts.items():
+        maxima[end] = max(maxima.get(end, 0), num)
+    return Counter(
+        (end, auction, num) for (end, auction), num in counts.items() if num == maxima[end]
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.builds(bid, st.integers(-3_000, 25_000), auction=st.integers(1, 4))))
-def test_q5_slice_counts_summed_are_the_hop_window_counts(bids):
-    assert q5_counts_by_its_functions(bids) == q5_counts_by_its_sql(bids)
+@given(
+    st.lists(st.builds(bid, st.integers(-3_000, 25_000), auction=st.integers(1, 4))),
+    st.integers(1, 12),
+)
+def test_q5_finds_the_auctions_at_each_hop_windows_maximum(bids, batch_size):
+    assert q5_by_its_functions(bids, batch_size) == q5_by_its_sql(bids)
 
 
-def test_auction_count_tags_the_count_with_its_window_end():
-    context = WindowContext(TimeWindow(-8_000, 2_000))
-    assert list(q5.AuctionCount().process(7, context, [3])) == [q5.WindowCount(2_000, 7, 3)]
+def test_q5_keeps_every_auction_tied_at_the_maximum():
+    bids = [bid(100, auction=a) for a in (1, 2, 2, 3, 3, 4)] + [bid(2_100, auction=1)]
+    rows = q5_by_its_functions(bids, 3)
+    assert {(auction, num) for end, auction, num in rows if end == 2_000} == {(2, 2), (3, 2)}
+    assert {(auction, num) for end, auction, num in rows if end == 4_000} == {
+        (1, 2),
+        (2, 2),
+        (3, 2),
+    }
+    assert {(auction, num) for end, auction, num in rows if end == 12_000} == {(1, 1)}
+    assert rows == q5_by_its_sql(bids)
+
+
+def test_q5_sums_counts_exactly_as_integers():
+    big = 2**53 + 1  # a float sum would lose the last unit
+    counts = q5.summed([7, 7, 8], [big, 2, 1])
+    assert counts.auctions.tolist() == [7, 8] and counts.nums.tolist() == [big + 2, 1]
 
 
 # ---- q8: distinct new sellers --------------------------------------------------------------------
@@ -394,7 +406,7 @@ ROWS = {
     q0: lambda: q0.bid_columns(record_batch_of([HOT_BID])).to_pylist()[0],
     q1: lambda: q1.euro_bids(record_batch_of([HOT_BID])).to_pylist()[0],
     q2: lambda: q2.selected_bids(record_batch_of([HOT_BID._replace(auction=246)])).to_pylist()[0],
-    q5: lambda: next(q5.AuctionsAtMax().process(10_000, None, [[3, [1]]])),
+    q5: lambda: next(q5.AuctionsAtMax().process(0, None, [q5.summed([1], [3])])),
     q7: lambda: q7.bid_row(HOT_BID),
     q8: lambda: q8_window([q8.NewPerson(1, "Ann"), q8.Seller(1)])[0],
     q11: lambda: next(q11.SessionRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
