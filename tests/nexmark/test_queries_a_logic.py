@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barrierflow.nexmark.events_file import record_batch_of
-from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.model import Auction, Bid, Person
 from barrierflow.nexmark.queries import q0, q1, q2, q5, q7, q8, q11, q12, q14, q21, q22
 from barrierflow.nexmark.queries._columns import with_event_times
 from barrierflow.window import TimeWindow
@@ -241,7 +241,7 @@ def test_q5_sums_counts_exactly_as_integers():
 # ---- q8: distinct new sellers --------------------------------------------------------------------
 
 
-def q8_window(values: list[Any], start: int = 10_000) -> list[dict]:
+def q8_window(values: list[dict[str, Any]], start: int = 10_000) -> list[dict]:
     new_sellers = q8.NewSellers()
     halves = [new_sellers.create_accumulator(), new_sellers.create_accumulator()]
     for n, value in enumerate(values):
@@ -252,19 +252,68 @@ def q8_window(values: list[Any], start: int = 10_000) -> list[dict]:
     )
 
 
+ANN = {"id": 7, "name": "Ann", "sells": False}
+SALE = {"id": 7, "name": None, "sells": True}
+
+
 def test_new_sellers_need_a_sale_in_the_window_and_come_once():
-    ann, sale = q8.NewPerson(7, "Ann"), q8.Seller(7)
-    assert q8_window([sale, ann, ann, sale]) == [{"id": 7, "name": "Ann", "stime": 10_000}]
-    assert q8_window([ann]) == []
-    assert q8_window([sale]) == []
+    assert q8_window([SALE, ANN, ANN, SALE]) == [{"id": 7, "name": "Ann", "stime": 10_000}]
+    assert q8_window([ANN]) == []
+    assert q8_window([SALE]) == []
 
 
-def test_persons_and_sellers_are_keyed_by_person_id():
-    person = q8.Person(7, "Ann", "", "", "", "", 29_999, "")
-    auction = q8.Auction(1, "", "", 0, 0, 29_999, 40_000, 7, 10, "")
-    values = [v for event in (person, auction, bid(0)) for v in q8.person_or_seller(event)]
-    assert values == [q8.NewPerson(7, "Ann"), q8.Seller(7)]
-    assert {q8.person_id(value) for value in values} == {7}
+def q8_by_its_functions(events: list[Any], batch_size: int) -> Counter:
+    """q8 by hand: `persons_and_sellers` on batches, rows keyed by id in tumbling windows."""
+    tumbling = q8.TumblingEventTimeWindows.of(q8.WINDOW)
+    new_sellers = q8.NewSellers()
+    windows: dict[tuple[int, TimeWindow], Any] = {}
+    for first in range(0, len(events), batch_size):
+        batch = with_event_times(record_batch_of(events[first : first + batch_size]))
+        for row in q8.persons_and_sellers(batch).to_pylist():
+            (window,) = tumbling.assign_windows(row, row["_timestamp"], None)
+            key = (row["id"], window)
+            accumulator = windows.get(key, new_sellers.create_accumulator())
+            windows[key] = new_sellers.add(row, accumulator)
+    return Counter(
+        tuple(row.values())
+        for (person_id, window), accumulator in windows.items()
+        for row in q8.WithWindowStart().process(
+            person_id, WindowContext(window), [new_sellers.get_result(accumulator)]
+        )
+    )
+
+
+def q8_by_its_sql(events: list[Any]) -> Counter:
+    """flink-nexmark's join of distinct (id, name, window) persons with distinct
+    (seller, window) auctions."""
+    persons = {(e.id, e.name, e.date_time // 10_000 * 10_000) for e in events if type(e) is Person}
+    sellers = {(e.seller, e.date_time // 10_000 * 10_000) for e in events if type(e) is Auction}
+    return Counter((pid, name, start) for pid, name, start in persons if (pid, start) in sellers)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                lambda t, i, n: Person(i, n, "", "", "", "", t, ""),
+                st.integers(-15_000, 35_000),
+                st.integers(1, 3),
+                st.sampled_from(["Ann", "Bob"]),
+            ),
+            st.builds(
+                lambda t, s: Auction(1, "", "", 0, 0, t, t + 1, s, 10, ""),
+                st.integers(-15_000, 35_000),
+                st.integers(1, 3),
+            ),
+            st.builds(bid, st.integers(-15_000, 35_000)),
+        ),
+        max_size=30,
+    ),
+    st.integers(1, 8),
+)
+def test_q8_finds_what_its_sql_join_finds(events, batch_size):
+    assert q8_by_its_functions(events, batch_size) == q8_by_its_sql(events)
 
 
 # ---- q7: the highest bids, window ends included --------------------------------------------------
@@ -408,7 +457,7 @@ ROWS = {
     q2: lambda: q2.selected_bids(record_batch_of([HOT_BID._replace(auction=246)])).to_pylist()[0],
     q5: lambda: next(q5.AuctionsAtMax().process(0, None, [q5.summed([1], [3])])),
     q7: lambda: q7.bid_row(HOT_BID),
-    q8: lambda: q8_window([q8.NewPerson(1, "Ann"), q8.Seller(1)])[0],
+    q8: lambda: q8_window([ANN, SALE])[0],
     q11: lambda: next(q11.SessionRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
     q12: lambda: next(q12.WindowRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
     q14: lambda: q14.calculated_row(HOT_BID),

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Auction, Bid, Person
-from barrierflow.nexmark.queries import q5
+from barrierflow.nexmark.queries import q5, q8
 from barrierflow.nexmark.queries._columns import with_event_times
 from barrierflow.window import TimeWindow
 
@@ -73,3 +73,32 @@ def test_q5_slice_counts_count_each_auctions_bids_per_slice(events):
 
 def test_q5_slice_counts_of_a_batch_without_bids_is_empty():
     assert q5.slice_counts(batch_of([a_person(5), an_auction(7)])).num_rows == 0
+
+
+# ---- q8: distinct persons and sellers per 10 s window --------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(events_lists)
+def test_q8_rows_are_the_distinct_persons_and_sellers_per_window(events):
+    rows = q8.persons_and_sellers(batch_of(events)).to_pylist()
+    as_found = [
+        (row["id"], row["name"], row["sells"], start_of(row["_timestamp"], 10_000)) for row in rows
+    ]
+    assert len(set(as_found)) == len(as_found)
+    stood_for: dict[tuple, list[int]] = {}
+    for event in events:
+        if type(event) is Person:
+            group = (event.id, event.name, False, start_of(event.date_time, 10_000))
+        elif type(event) is Auction:
+            group = (event.seller, None, True, start_of(event.date_time, 10_000))
+        else:
+            continue
+        stood_for.setdefault(group, []).append(event.date_time)
+    assert set(as_found) == set(stood_for)
+    for group, row in zip(as_found, rows, strict=True):
+        assert row["_timestamp"] == min(stood_for[group])
+
+
+def test_q8_keeps_nothing_of_the_bids():
+    assert q8.persons_and_sellers(batch_of([a_bid(5), a_bid(7, bidder=2)])).num_rows == 0
