@@ -22,7 +22,13 @@ from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Auction, Bid, Person
 from barrierflow.nexmark.queries import q0, q1, q2, q5, q7, q8, q11, q12, q14, q21, q22
 from barrierflow.nexmark.queries._columns import with_event_times
-from barrierflow.window import TimeWindow
+from barrierflow.runtime.windowing import (
+    AggregatingWindowContents,
+    InMemoryWindowState,
+    InMemoryWindowTimers,
+    WindowLogic,
+)
+from barrierflow.window import EventTimeSessionWindows, TimeWindow
 
 
 def bid(date_time: int, price: int = 1, auction: int = 1, bidder: int = 1, **fields: Any) -> Bid:
@@ -314,6 +320,110 @@ def q8_by_its_sql(events: list[Any]) -> Counter:
 )
 def test_q8_finds_what_its_sql_join_finds(events, batch_size):
     assert q8_by_its_functions(events, batch_size) == q8_by_its_sql(events)
+
+
+# ---- q11: sessions from a batch's bids per bidder ------------------------------------------------
+
+
+class CountEach(q11.CountBids):
+    """flink-nexmark's count(*): one per bid (the plain query, for reference)."""
+
+    def add(self, value: Any, accumulator: int) -> int:
+        return accumulator + 1
+
+
+def session_rows(bids: list[list[Bid]], lags: list[int], rows_of, assigner, count) -> Counter:
+    """The real window logic over what `rows_of(batch)` makes of each batch of `bids`
+    ((bidder, value, timestamp) rows), as the window operator runs it: before batch i the
+    watermark moves to the largest bid time before it minus lags[i] (never back; the
+    source's watermark trails what it emitted) and the due timers fire; at the end
+    everything fires."""
+    timers = InMemoryWindowTimers()
+    logic = WindowLogic(
+        assigner,
+        AggregatingWindowContents(count, q11.SessionRow()),
+        InMemoryWindowState(),
+        timers,
+    )
+    rows: Counter = Counter()
+
+    def advance(watermark: int) -> None:
+        while (timer := timers.poll_event_time_timer(watermark)) is not None:
+            for result in logic.on_event_time(timer.key, timer.window, timer.timestamp, watermark):
+                rows[tuple(result.value.values())] += 1
+
+    watermark, latest = -(2**62), -(2**62)
+    for batch, lag in zip(bids, lags, strict=True):
+        watermark = max(watermark, latest - lag)
+        advance(watermark)
+        for bidder, value, timestamp in rows_of(batch):
+            logic.process_element(bidder, value, timestamp, watermark)
+        latest = max([latest, *(one.date_time for one in batch)])
+    advance(2**62)
+    return rows
+
+
+def q11_one_by_one(batches: list[list[Bid]], lags: list[int]) -> Counter:
+    """The plain query: each bid in a session window of 10 s, counted."""
+
+    def rows_of(batch: list[Bid]) -> list[tuple[Any, Any, int]]:
+        return [(one.bidder, one, one.date_time) for one in batch]
+
+    assigner = EventTimeSessionWindows.with_gap(q11.GAP_MS)
+    return session_rows(batches, lags, rows_of, assigner, CountEach())
+
+
+def q11_by_its_functions(batches: list[list[Bid]], lags: list[int]) -> Counter:
+    """q11 as built: `BidsPerBidder` rows (one step, remembering across batches) in
+    sessions whose gap each row sets."""
+    step = q11.BidsPerBidder()
+
+    def rows_of(batch: list[Bid]) -> list[tuple[Any, Any, int]]:
+        rows = step(with_event_times(record_batch_of(batch))).to_pylist() if batch else []
+        return [(row["bidder"], row, row.pop("_timestamp")) for row in rows]
+
+    assigner = q11.DynamicEventTimeSessionWindows.with_dynamic_gap(q11.run_gap)
+    return session_rows(batches, lags, rows_of, assigner, q11.CountBids())
+
+
+session_bids = st.builds(
+    bid,
+    st.one_of(st.integers(0, 60_000), st.sampled_from([0, 10_000, 20_000, 20_001, 30_000])),
+    bidder=st.integers(1, 3),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(session_bids, max_size=8), st.integers(0, 15_000)), max_size=8))
+def test_q11_rows_make_the_sessions_the_bids_make_one_by_one_late_bids_included(batches):
+    """Whatever the watermark (at most the largest time seen, as the source's), with bids
+    far out of order, some late: the same sessions and counts as the plain query."""
+    bids, lags = [batch for batch, _ in batches], [lag for _, lag in batches]
+    assert q11_by_its_functions(bids, lags) == q11_one_by_one(bids, lags)
+
+
+def test_q11_groups_a_bidders_bids_in_a_batch_into_one_row():
+    step = q11.BidsPerBidder()
+    rows = step(
+        with_event_times(
+            record_batch_of([bid(t, bidder=b) for b, t in [(1, 5_000), (2, 6_000), (1, 9_000)]])
+        )
+    )
+    assert rows.to_pylist() == [
+        {"bidder": 1, "bids": 2, "first": 5_000, "last": 9_000, "_timestamp": 5_000},
+        {"bidder": 2, "bids": 1, "first": 6_000, "last": 6_000, "_timestamp": 6_000},
+    ]
+    assert q11.run_gap(rows.to_pylist()[0]) == 9_000 - 5_000 + q11.GAP_MS
+
+
+def test_q11_keeps_a_bidders_bids_as_they_came_when_one_may_be_late():
+    step = q11.BidsPerBidder()
+    step(with_event_times(record_batch_of([bid(30_000, bidder=9)])))
+    # 20,001 + 9,999 = 30,000 <= the latest time: bidder 1's window may be late
+    rows = step(with_event_times(record_batch_of([bid(t, bidder=1) for t in (25_000, 20_001)])))
+    assert [(row["bids"], row["first"]) for row in rows.to_pylist()] == [(1, 25_000), (1, 20_001)]
+    rows = step(with_event_times(record_batch_of([bid(t, bidder=1) for t in (25_000, 20_002)])))
+    assert [(row["bids"], row["first"]) for row in rows.to_pylist()] == [(2, 20_002)]
 
 
 # ---- q7: the highest bids, window ends included --------------------------------------------------

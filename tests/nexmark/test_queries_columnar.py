@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Auction, Bid, Person
-from barrierflow.nexmark.queries import q5, q8
+from barrierflow.nexmark.queries import q5, q8, q11
 from barrierflow.nexmark.queries._columns import with_event_times
 from barrierflow.window import TimeWindow
 
@@ -102,3 +102,26 @@ def test_q8_rows_are_the_distinct_persons_and_sellers_per_window(events):
 
 def test_q8_keeps_nothing_of_the_bids():
     assert q8.persons_and_sellers(batch_of([a_bid(5), a_bid(7, bidder=2)])).num_rows == 0
+
+
+# ---- q11: a batch's bids per bidder --------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(events_lists)
+def test_q11_rows_are_one_per_bidder_or_its_bids_as_they_came(events):
+    rows = q11.BidsPerBidder()(batch_of(events)).to_pylist()
+    latest = max(event.date_time for event in events)
+    for bidder in {event.bidder for event in events if type(event) is Bid}:
+        times = [e.date_time for e in events if type(e) is Bid and e.bidder == bidder]
+        mine = [row for row in rows if row["bidder"] == bidder]
+        if min(times) <= latest - (q11.GAP_MS - 1):  # a window that may be late: as they came
+            assert [(row["bids"], row["first"], row["last"]) for row in mine] == [
+                (1, time, time) for time in times
+            ]
+        else:
+            assert [(row["bids"], row["first"], row["last"]) for row in mine] == [
+                (len(times), min(times), max(times))
+            ]
+        assert all(row["_timestamp"] == row["first"] for row in mine)
+    assert sum(row["bids"] for row in rows) == sum(type(event) is Bid for event in events)
