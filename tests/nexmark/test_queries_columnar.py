@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Auction, Bid, Person
-from barrierflow.nexmark.queries import q5, q8, q11
+from barrierflow.nexmark.queries import q5, q7, q8, q11
 from barrierflow.nexmark.queries._columns import with_event_times
 from barrierflow.window import TimeWindow
 
@@ -125,3 +125,50 @@ def test_q11_rows_are_one_per_bidder_or_its_bids_as_they_came(events):
             ]
         assert all(row["_timestamp"] == row["first"] for row in mine)
     assert sum(row["bids"] for row in rows) == sum(type(event) is Bid for event in events)
+
+
+# ---- q7: bids that may be at their window's highest price ----------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.builds(
+                a_bid,
+                st.integers(0, 30_000) | st.sampled_from([0, 10_000, 20_000]),
+                price=st.integers(1, 5),
+            )
+            | others,
+            max_size=12,
+        ),
+        max_size=5,
+    )
+)
+def test_q7_passes_a_bid_unless_a_higher_one_of_its_window_passed(batches):
+    may_be_highest = q7.MayBeHighest()
+    may_be_highest.WINDOWS_REMEMBERED = 100  # remembers every window of this test
+    passed_highest: dict[int, int] = {}
+    for events in batches:
+        if not events:
+            continue
+        rows = may_be_highest(batch_of(events)).to_pylist()
+        bids = [event for event in events if type(event) is Bid]
+        for one in bids:
+            if one.date_time % q7.SIZE:
+                start = start_of(one.date_time, q7.SIZE)
+                passed_highest[start] = max(passed_highest.get(start, 0), one.price)
+        expected = [
+            {
+                "auction": one.auction,
+                "bidder": one.bidder,
+                "price": one.price,
+                "dateTime": one.date_time,
+                "extra": one.extra,
+                "_timestamp": one.date_time,
+            }
+            for one in bids
+            if one.date_time % q7.SIZE == 0
+            or one.price >= passed_highest[start_of(one.date_time, q7.SIZE)]
+        ]
+        assert rows == expected

@@ -4,7 +4,10 @@ flink-nexmark joins every bid with each window's highest price on `price = maxpr
 dateTime BETWEEN window_end - 10 s AND window_end`, both ends inclusive: a bid at a whole
 multiple of 10 s is the first instant of one window (where it counts towards the highest)
 and the last of the window before (where it only matches). Built in two steps, after
-`MayBeHighest` drops in each subtask the bids below one it already passed in their window:
+`MayBeHighest` (a `map_batches` step, on Arrow columns) keeps the bids of a batch that may
+be at their window's highest price (the bids at whole multiples of 10 s, and the others at
+no less than the highest price this subtask passed in their window, this batch included)
+as rows with flink-nexmark's columns:
 
 1. bids keyed by auction, in sliding event-time windows of 10 s + 1 ms every 10 s, so each
    window also sees the bids at its end; `HighestBids` keeps the highest bids and sets
@@ -12,6 +15,12 @@ and the last of the window before (where it only matches). Built in two steps, a
    the window (start: they count; end: they only match);
 2. those parts keyed by window end; `WindowHighest` merges them and, once the watermark
    reaches the window's end, emits the bids at the highest price.
+
+Exact: a bid is dropped only below another bid of its one window (a bid not at a whole
+multiple of 10 s is in one window) that went on before it or with it, which reaches the
+window, so the dropped bid could be neither at the window's highest price nor matched.
+(With bids that come late, behind the watermark, the plain query's answer too depends on
+when each window operator's watermark moves: that other bid may be late where it goes.)
 
 Columns: flink-nexmark's INSERT lists `B.price, B.bidder` where its sink table has
 `bidder, price`, so that sink's `bidder` column receives the price; here each column holds
@@ -23,14 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from barrierflow import DataStream
-from barrierflow.functions import (
-    AggregateFunction,
-    FilterFunction,
-    KeyedProcessFunction,
-    ProcessWindowFunction,
-)
-from barrierflow.nexmark.model import Bid
+from barrierflow.functions import AggregateFunction, KeyedProcessFunction, ProcessWindowFunction
+from barrierflow.nexmark.queries._columns import bids_of, column, rows
 from barrierflow.state import ValueStateDescriptor
 from barrierflow.window import SlidingEventTimeWindows
 
@@ -52,6 +59,20 @@ UPDATING = False
 SIZE = 10_000
 """The tumbling window's size (ms)."""
 
+BidRow = dict[str, Any]
+"""A bid as a row: flink-nexmark's columns (`COLUMNS`)."""
+
+
+def a_bid(price: int, date_time: int = 1, auction: int = 1, bidder: int = 2) -> BidRow:
+    """A bid row (for examples and tests)."""
+    return {
+        "auction": auction,
+        "bidder": bidder,
+        "price": price,
+        "dateTime": date_time,
+        "extra": "",
+    }
+
 
 @dataclass(slots=True)
 class Highest:
@@ -59,19 +80,20 @@ class Highest:
 
     >>> highest = Highest()
     >>> for price in (5, 7, 3, 7):
-    ...     highest.add(Bid(1, 2, price, "", "", 0, ""))
+    ...     highest.add(a_bid(price))
     >>> highest.price, len(highest.bids)
     (7, 2)
     """
 
     price: int = -1
-    bids: list[Bid] = field(default_factory=list)
+    bids: list[BidRow] = field(default_factory=list)
 
-    def add(self, bid: Bid) -> None:
-        if bid.price > self.price:
-            self.price = bid.price
+    def add(self, bid: BidRow) -> None:
+        price = bid["price"]
+        if price > self.price:
+            self.price = price
             self.bids = [bid]
-        elif bid.price == self.price:
+        elif price == self.price:
             self.bids.append(bid)
 
     def merge(self, other: Highest) -> None:
@@ -87,7 +109,7 @@ class Candidates:
     """A window's bids so far: the highest of those inside, and those at its edges."""
 
     highest: Highest = field(default_factory=Highest)
-    edges: list[Bid] = field(default_factory=list)
+    edges: list[BidRow] = field(default_factory=list)
     """Bids at a whole multiple of SIZE: the window's first or its last instant."""
 
 
@@ -97,20 +119,29 @@ class WindowPart:
 
     window_end: int
     highest: Highest
-    at_end: list[Bid]
+    at_end: list[BidRow]
     """Bids at `window_end` itself, as high as `highest` (they match, but do not count)."""
 
 
-class MayBeHighest(FilterFunction):
-    """Passes a bid unless this subtask already passed a higher one in its window (then it
-    cannot be at the window's highest price); bids at whole multiples of SIZE always pass.
+class MayBeHighest:
+    """The `map_batches` function: the bids of a batch that may be at their window's
+    highest price, as rows with flink-nexmark's columns (and their event time): those at
+    whole multiples of SIZE, and the others at no less than the highest price this subtask
+    passed in their window, this batch's included.
 
     What it remembers is an optimization, not state: after a restore it starts empty and
     passes more bids, never fewer than it must.
 
+    >>> from barrierflow.nexmark.events_file import record_batch_of
+    >>> from barrierflow.nexmark.model import Bid
     >>> may_be_highest = MayBeHighest()
-    >>> [may_be_highest.filter(Bid(1, 2, price, "", "", 1, "")) for price in (5, 3, 5, 8, 7)]
-    [True, False, True, True, False]
+    >>> def prices(*bids):
+    ...     events = record_batch_of([Bid(1, 2, p, "", "", t, "") for p, t in bids])
+    ...     return may_be_highest(events).column("price").to_pylist()
+    >>> prices((5, 1), (3, 2), (5, 3), (8, 10_001), (4, 10_000))
+    [5, 5, 8, 4]
+    >>> prices((4, 4), (7, 5), (6, 10_002))
+    [7]
     """
 
     WINDOWS_REMEMBERED = 4
@@ -119,18 +150,28 @@ class MayBeHighest(FilterFunction):
         self.highest: dict[int, int] = {}
         """Window start -> the highest price passed in that window."""
 
-    def filter(self, value: Bid) -> bool:
-        offset = value.date_time % SIZE
-        if not offset:
-            return True
-        start = value.date_time - offset
-        highest = self.highest.get(start)
-        if highest is not None and value.price < highest:
-            return False
-        if highest is None and len(self.highest) >= self.WINDOWS_REMEMBERED:
-            del self.highest[min(self.highest)]
-        self.highest[start] = value.price
-        return True
+    def __call__(self, events: pa.RecordBatch) -> pa.RecordBatch:
+        bids = bids_of(events)
+        times = column(bids, "dateTime").to_numpy(zero_copy_only=False)
+        prices = column(bids, "price").to_numpy(zero_copy_only=False)
+        offsets = np.mod(times, SIZE)
+        inside = offsets != 0
+        starts = times - offsets
+        windows, window_of = np.unique(starts[inside], return_inverse=True)
+        highest = np.full(len(windows), np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(highest, window_of, prices[inside])
+        remembered = self.highest
+        for n, (start, price) in enumerate(zip(windows.tolist(), highest.tolist(), strict=True)):
+            before = remembered.get(start)
+            if before is not None and before > price:
+                highest[n] = price = before
+            remembered[start] = price
+        while len(remembered) > self.WINDOWS_REMEMBERED:
+            del remembered[min(remembered)]
+        keep = ~inside
+        keep[inside] = prices[inside] >= highest[window_of]
+        kept = bids.filter(pa.array(keep))
+        return rows(kept, {name: column(kept, name) for name in COLUMNS})
 
 
 class HighestBids(AggregateFunction):
@@ -139,8 +180,8 @@ class HighestBids(AggregateFunction):
     def create_accumulator(self) -> Candidates:
         return Candidates()
 
-    def add(self, value: Bid, accumulator: Candidates) -> Candidates:
-        if value.date_time % SIZE:
+    def add(self, value: BidRow, accumulator: Candidates) -> Candidates:
+        if value["dateTime"] % SIZE:
             accumulator.highest.add(value)
         else:
             accumulator.edges.append(value)
@@ -167,11 +208,11 @@ class AuctionHighest(ProcessWindowFunction):
             highest = Highest(candidates.highest.price, list(candidates.highest.bids))
             at_end = []
             for bid in candidates.edges:
-                if bid.date_time == start:
+                if bid["dateTime"] == start:
                     highest.add(bid)
                 else:
                     at_end.append(bid)
-            at_end = [bid for bid in at_end if bid.price >= highest.price]
+            at_end = [bid for bid in at_end if bid["price"] >= highest.price]
             yield WindowPart(start + SIZE, highest, at_end)
 
 
@@ -198,26 +239,12 @@ class WindowHighest(KeyedProcessFunction):
         for bid in merged.highest.bids:
             yield bid_row(bid)
         for bid in merged.at_end:
-            if bid.price == price:
+            if bid["price"] == price:
                 yield bid_row(bid)
 
 
-def bid_row(bid: Bid) -> dict[str, Any]:
-    return {
-        "auction": bid.auction,
-        "bidder": bid.bidder,
-        "price": bid.price,
-        "dateTime": bid.date_time,
-        "extra": bid.extra,
-    }
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
-
-
-def auction_of(bid: Bid) -> int:
-    return bid.auction
+def bid_row(bid: BidRow) -> dict[str, Any]:
+    return {name: bid[name] for name in COLUMNS}
 
 
 def window_end_of(part: WindowPart) -> int:
@@ -226,9 +253,9 @@ def window_end_of(part: WindowPart) -> int:
 
 def build(events: DataStream) -> DataStream:
     parts = (
-        events.filter(is_bid)
-        .filter(MayBeHighest())
-        .key_by(auction_of)
+        events.map_batches(MayBeHighest())
+        .name("q7-may-be-highest")
+        .key_by("auction")
         .window(SlidingEventTimeWindows.of(SIZE + 1, SIZE))
         .aggregate(HighestBids(), AuctionHighest())
         .uid("q7-highest-per-auction")
