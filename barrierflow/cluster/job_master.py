@@ -351,6 +351,9 @@ class JobMaster:
         if attempt is self.attempt:
             self.attempt = None
             self.savepoints.job_finished()
+            # Every task sent its last metrics before finishing: publish them now, not at
+            # the next 200 ms tick that never comes, so a finished job's view is its last.
+            self.metrics.publish()
             self.publisher.publish(state="FINISHED")
             self._end(self.checkpoint_stats)
 

@@ -12,6 +12,7 @@ from job_master_builder import (
     failure,
     job_master_builder,
 )
+from metrics_reports import report
 
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.cluster.attempt import LOST_PEER_GRACE_MS, SPARK_END_GRACE_MS
@@ -68,6 +69,21 @@ def test_the_job_finishes_when_its_spark_job_ends_after_every_task_finished(tmp_
     job.end_spark_job(0)
     assert job.master.ended and job.master.status.state == "FINISHED"
     assert job.master.result() == []
+
+
+def test_a_finished_jobs_metrics_view_holds_every_tasks_last_report(tmp_path):
+    # The tasks' last reports come within the store's publish interval of earlier ones; the
+    # view a finished job leaves must still be those last reports (nexmark run reads it).
+    job = job_master_builder(tmp_path)
+    job.run_all()
+    for partition in PARTITIONS:
+        job.send(partition, report(1_000, partition=partition, records_in=10))
+    for partition in PARTITIONS:
+        job.send(partition, report(1_050, partition=partition, records_in=25))
+        job.send(partition, msg.TaskFinished(0, partition))
+    job.end_spark_job(0)
+    assert job.master.status.state == "FINISHED"
+    assert [s.records_in for s in job.master.metrics.snapshot.subtasks] == [25] * len(PARTITIONS)
 
 
 def test_a_finished_message_still_on_its_way_when_the_spark_job_ends_finishes_the_job(tmp_path):
