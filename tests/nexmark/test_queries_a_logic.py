@@ -1,9 +1,11 @@
-"""The pure parts of queries q1, q5, q7, q8, q14, q21 and q22, checked against the SQL they
-stand for (flink-nexmark's), without Spark.
+"""The pure parts of queries q1, q5, q7, q8, q11, q14, q21 and q22, checked against the SQL
+they stand for (flink-nexmark's), or against plain Python, without Spark.
 
-q7's two steps are driven by hand (the window assigner, the aggregate and window
-function, then the keyed process function with its state and timer) and compared with
-a brute-force evaluation of its SQL join on bids crowded onto window edges.
+The windowed queries are driven by hand from their vectorized steps on Arrow batches of
+any size: q5's, q7's and q8's steps (window assigners, aggregate and window functions, q7's
+keyed process function with its state and timer) are compared with brute-force
+evaluations of their SQL; q11's rows go through the real window logic with its timers
+under watermarks that move between batches and compared with its bids one by one there.
 """
 
 from __future__ import annotations
@@ -64,10 +66,16 @@ def test_a_price_whose_euro_thousandths_a_double_cannot_hold_exactly_is_an_error
     ],
 )
 def test_q14_keeps_prices_strictly_between_the_bounds_in_euros(price, kept):
-    assert q14.in_price_range(bid(0, price)) is kept
-    assert q14.in_price_range(bid(0, price)) is (
-        1_000_000 < Decimal(price) * Decimal("0.908") < 50_000_000
-    )
+    assert q14.in_price_range(pa.array([price])).to_pylist() == [kept]
+    assert kept is (1_000_000 < Decimal(price) * Decimal("0.908") < 50_000_000)
+    rows = q14.calculated_bids(record_batch_of([bid(0, price)])).to_pylist()
+    assert len(rows) == kept
+
+
+@given(st.integers(-(2**63), 2**63 - 1))
+def test_q14_price_range_is_exact_for_every_int64_price(price):
+    in_range = q14.MIN_THOUSANDTHS < price * 908 < q14.MAX_THOUSANDTHS  # Python ints: exact
+    assert q14.in_price_range(pa.array([price], pa.int64())).to_pylist() == [in_range]
 
 
 @pytest.mark.parametrize(
@@ -85,15 +93,33 @@ def test_q14_keeps_prices_strictly_between_the_bounds_in_euros(price, kept):
 )
 def test_bid_time_type_follows_the_utc_hour(hour, kind):
     day = 20_454 * q14.DAY_MS  # 2026-01-01
-    assert q14.bid_time_type(day + hour * q14.HOUR_MS) == kind
-    assert q14.bid_time_type(day + (hour + 1) * q14.HOUR_MS - 1) == kind
+    times = [day + hour * q14.HOUR_MS, day + (hour + 1) * q14.HOUR_MS - 1]
+    assert q14.bid_time_types(pa.array(times)).to_pylist() == [kind, kind]
+
+
+def utc_hour_kind(date_time: int) -> str:
+    """The hour bucket in plain Python (floor arithmetic, any int)."""
+    hour = date_time % q14.DAY_MS // q14.HOUR_MS
+    if 8 <= hour <= 18:
+        return "dayTime"
+    return "nightTime" if hour <= 6 or hour >= 20 else "otherTime"
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-(10**9), 10**9), max_size=20))
+def test_bid_time_types_are_the_utc_hour_buckets_of_any_int64_time(times):
+    expected = [utc_hour_kind(time) for time in times]
+    assert q14.bid_time_types(pa.array(times, pa.int64())).to_pylist() == expected
 
 
 def test_count_char_counts_the_character_and_none_is_zero():
-    assert q14.count_char("ccc-abc", "c") == 4
-    assert q14.count_char("", "c") == 0
-    assert q14.count_char(None, "c") == 0
-    assert q14.count_char("çc", "c") == 1  # 'ç' is two UTF-8 bytes, neither of them 'c'
+    texts = pa.array(["ccc-abc", "", None, "çc"])  # 'ç' is two UTF-8 bytes, neither of them 'c'
+    assert q14.count_char(texts, "c").to_pylist() == [4, 0, 0, 1]
+
+
+@given(st.lists(st.text() | st.none(), max_size=10))
+def test_count_char_is_pythons_count(texts):
+    expected = [0 if text is None else text.count("c") for text in texts]
+    assert q14.count_char(pa.array(texts, pa.string()), "c").to_pylist() == expected
 
 
 # ---- q21: REGEXP_EXTRACT -------------------------------------------------------------------------
@@ -115,7 +141,21 @@ PATTERN = r"(&|^)channel_id=([^&]*)"
     ],
 )
 def test_regexp_extract_is_the_first_matchs_group_or_none(url, expected):
-    assert q21.regexp_extract(url, re.compile(PATTERN), 2) == expected
+    found = q21.regexp_extract(pa.array([url], pa.string()), q21.CHANNEL_ID_PARAMETER, "channel_id")
+    assert found.to_pylist() == [expected]
+    match = None if url is None else re.search(PATTERN, url)  # what the SQL's regex says
+    assert (None if match is None else match.group(2)) == expected
+
+
+def python_regexp_extract(text: str | None) -> str | None:
+    match = None if text is None else re.search(PATTERN, text)
+    return None if match is None else match.group(2)
+
+
+@given(st.lists(st.text(alphabet="&=_^?/\nachnel_id1é") | st.none(), max_size=10))
+def test_regexp_extract_is_pythons_re_search(texts):
+    found = q21.regexp_extract(pa.array(texts, pa.string()), q21.CHANNEL_ID_PARAMETER, "channel_id")
+    assert found.to_pylist() == [python_regexp_extract(text) for text in texts]
 
 
 @pytest.mark.parametrize(
@@ -125,14 +165,33 @@ def test_regexp_extract_is_the_first_matchs_group_or_none(url, expected):
         ("GOOGLE", "https://x", "1"),
         ("facebook", "https://x", "2"),
         ("Baidu", "https://x", "3"),
+        ("FACEBOO\u212a", "https://x", "2"),  # the Kelvin sign's lower case is 'k'
+        ("BA\u0130DU", "https://x", None),  # 'İ'.lower() is 'i' and a combining dot
         ("channel-3", "https://x/item.htm?query=1&channel_id=9", "9"),
         ("channel-3", "https://x/item.htm?query=1", None),
+        (None, "https://x/item.htm?query=1&channel_id=9", "9"),  # no channel: not hot
     ],
 )
 def test_channel_id_is_fixed_for_hot_channels_else_from_the_url(channel, url, expected):
-    assert q21.channel_id(channel, url) == expected
-    rows = q21.with_channel_id(bid(0, channel=channel, url=url))
+    found = q21.channel_ids(pa.array([channel], pa.string()), pa.array([url]))
+    assert found.to_pylist() == [expected]
+    rows = q21.with_channel_ids(record_batch_of([bid(0, channel=channel, url=url)])).to_pylist()
     assert [row["channel_id"] for row in rows] == ([] if expected is None else [expected])
+
+
+@given(
+    st.lists(st.text(alphabet="aAbBcCdDeEfFgGiIkKlLoOpPuU\u212a\u0130\u0131\u017f"), max_size=10)
+)
+def test_a_channel_is_hot_when_pythons_lower_case_is_a_hot_name(channels):
+    hot = q21.hot_channel_ids(pa.array(channels, pa.string())).to_pylist()
+    assert hot == [q21.HOT_CHANNEL_IDS.get(channel.lower()) for channel in channels]
+
+
+@pytest.mark.parametrize("channel", ["apple", "Google", "FaceBook", "BAIDU", "FACEBOO\u212a"])
+def test_every_hot_channel_spelling_is_found(channel):
+    assert q21.hot_channel_ids(pa.array([channel])).to_pylist() == [
+        q21.HOT_CHANNEL_IDS[channel.lower()]
+    ]
 
 
 # ---- q22: SPLIT_INDEX ----------------------------------------------------------------------------
@@ -151,12 +210,28 @@ def test_channel_id_is_fixed_for_hot_channels_else_from_the_url(channel, url, ex
     ],
 )
 def test_split_index_is_zero_based_and_none_out_of_range(text, index, expected):
-    assert q22.split_index(text, "/", index) == expected
+    assert q22.split_index(pa.array([text], pa.string()), "/", index).to_pylist() == [expected]
 
 
-@given(st.text(alphabet="/ab", max_size=12) | st.none())
-def test_url_directories_are_split_index_3_4_5(url):
-    assert q22.url_directories(url) == tuple(q22.split_index(url, "/", n) for n in (3, 4, 5))
+def python_split_index(text: str | None, index: int) -> str | None:
+    if not text or index < 0:
+        return None
+    pieces = text.split("/")
+    return pieces[index] if index < len(pieces) else None
+
+
+@given(st.lists(st.text(alphabet="/ab") | st.none(), max_size=10), st.integers(-2, 7))
+def test_split_index_is_pythons_split(texts, index):
+    found = q22.split_index(pa.array(texts, pa.string()), "/", index)
+    assert found.to_pylist() == [python_split_index(text, index) for text in texts]
+
+
+@given(st.lists(st.text(alphabet="/ab") | st.none(), max_size=10))
+def test_url_directories_are_split_index_3_4_5(urls):
+    directories = q22.url_directories(pa.array(urls, pa.string()))
+    assert [found.to_pylist() for found in directories] == [
+        [python_split_index(url, n) for url in urls] for n in (3, 4, 5)
+    ]
 
 
 # ---- q5: the auctions at a window's maximum ------------------------------------------------------
@@ -575,9 +650,9 @@ ROWS = {
     q8: lambda: q8_window([ANN, SALE])[0],
     q11: lambda: next(q11.SessionRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
     q12: lambda: next(q12.WindowRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
-    q14: lambda: q14.calculated_row(HOT_BID),
-    q21: lambda: q21.with_channel_id(HOT_BID)[0],
-    q22: lambda: q22.with_directories(HOT_BID),
+    q14: lambda: q14.calculated_bids(record_batch_of([HOT_BID])).to_pylist()[0],
+    q21: lambda: q21.with_channel_ids(record_batch_of([HOT_BID])).to_pylist()[0],
+    q22: lambda: q22.with_directories(record_batch_of([HOT_BID])).to_pylist()[0],
 }
 
 

@@ -8,6 +8,7 @@ step that keeps bids must drop them.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Auction, Bid, Person
-from barrierflow.nexmark.queries import q5, q7, q8, q11
+from barrierflow.nexmark.queries import q5, q7, q8, q11, q14, q21, q22
 from barrierflow.nexmark.queries._columns import with_event_times
 from barrierflow.window import TimeWindow
 
@@ -172,3 +173,102 @@ def test_q7_passes_a_bid_unless_a_higher_one_of_its_window_passed(batches):
             or one.price >= passed_highest[start_of(one.date_time, q7.SIZE)]
         ]
         assert rows == expected
+
+
+# ---- q14, q21, q22: one row per bid, as plain Python computes it --------------------------------
+
+urls = st.sampled_from(
+    [
+        "https://www.nexmark.com/a/b/c/item.htm?query=1&channel_id=7",
+        "https://www.nexmark.com/a/b/c/item.htm?query=1",
+        "channel_id=&x",
+        "a/b",
+        "",
+    ]
+)
+stateless_bids = st.builds(
+    Bid,
+    auction=st.integers(1, 5),
+    bidder=st.integers(1, 5),
+    price=st.integers(0, 60_000_000) | st.sampled_from([1_101_321, 1_101_322, 55_066_080]),
+    channel=st.sampled_from(["Google", "baidu", "channel-3", "APPLE"]),
+    url=urls,
+    date_time=st.integers(-(10**13), 10**13),
+    extra=st.text(alphabet="abcç", max_size=6),
+)
+stateless_events = st.lists(stateless_bids | others, max_size=20)
+
+
+def hour_kind(date_time: int) -> str:
+    hour = date_time % 86_400_000 // 3_600_000
+    if 8 <= hour <= 18:
+        return "dayTime"
+    return "nightTime" if hour <= 6 or hour >= 20 else "otherTime"
+
+
+@settings(max_examples=100, deadline=None)
+@given(stateless_events)
+def test_q14_rows_are_the_bids_in_range_computed_one_by_one(events):
+    expected = [
+        {
+            "auction": one.auction,
+            "bidder": one.bidder,
+            "price": one.price * 908 / 1000,
+            "bidTimeType": hour_kind(one.date_time),
+            "dateTime": one.date_time,
+            "extra": one.extra,
+            "c_counts": one.extra.count("c"),
+            "_timestamp": one.date_time,
+        }
+        for one in events
+        if type(one) is Bid and 1_000_000_000 < one.price * 908 < 50_000_000_000
+    ]
+    assert q14.calculated_bids(batch_of(events)).to_pylist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(stateless_events)
+def test_q21_rows_are_the_bids_with_a_channel_id_one_by_one(events):
+    hot = {"apple": "0", "google": "1", "facebook": "2", "baidu": "3"}
+    expected = []
+    for one in events:
+        if type(one) is not Bid:
+            continue
+        match = re.search(r"(&|^)channel_id=([^&]*)", one.url)
+        found = hot.get(one.channel.lower(), None if match is None else match.group(2))
+        if found is not None:
+            expected.append(
+                {
+                    "auction": one.auction,
+                    "bidder": one.bidder,
+                    "price": one.price,
+                    "channel": one.channel,
+                    "channel_id": found,
+                    "_timestamp": one.date_time,
+                }
+            )
+    assert q21.with_channel_ids(batch_of(events)).to_pylist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(stateless_events)
+def test_q22_rows_are_every_bid_with_its_directories_one_by_one(events):
+    def piece(url: str, n: int) -> str | None:
+        pieces = url.split("/") if url else []
+        return pieces[n] if n < len(pieces) else None
+
+    expected = [
+        {
+            "auction": one.auction,
+            "bidder": one.bidder,
+            "price": one.price,
+            "channel": one.channel,
+            "dir1": piece(one.url, 3),
+            "dir2": piece(one.url, 4),
+            "dir3": piece(one.url, 5),
+            "_timestamp": one.date_time,
+        }
+        for one in events
+        if type(one) is Bid
+    ]
+    assert q22.with_directories(batch_of(events)).to_pylist() == expected
