@@ -1,4 +1,5 @@
-"""Bids as Arrow columns: what the columnar queries (q0, q1, q2) share.
+"""Events as Arrow columns: what the columnar queries (q0-q2, q5, q7, q8, q11, q14, q21, q22)
+share.
 
 The events reach `DataStream.map_batches` as Arrow record batches in flink-nexmark's table
 shape, with their event time in the `_timestamp` column; a query keeps that column in
