@@ -2,7 +2,7 @@
 Spark (optionally with a task killed mid-run) and the committed rows as multisets.
 
     path = events_file(tmp_path, 20_000)
-    rows = run_query(tmp_path / "run", "q5", path, kill="q5-count")
+    rows = run_query(tmp_path / "run", "q5", path, kill="q5-slices")
     con = duckdb.connect()
     duckdb_views(con, path)           # person, auction, bid with flink-nexmark's columns
     assert as_multiset(rows) == as_multiset(sql_rows(con, "SELECT ..."))
@@ -125,7 +125,7 @@ def run_query(
 ) -> list[dict[str, Any]]:
     """Run query `name` over the events file on Spark and return every committed row.
 
-    With `kill` (the uid of one of the query's operators, e.g. "q5-count"), the events are
+    With `kill` (the uid of one of the query's operators, e.g. "q5-slices"), the events are
     paced to last about `KILL_RUN_SECONDS`; once two checkpoints completed, the stream-task
     process of subtask `kill_subtask` of the vertex holding that operator is killed
     (SIGKILL), and the run must have restarted at least once.

@@ -105,7 +105,7 @@ def test_the_latency_is_the_probes_worst_subtask_figure_and_all_results_counted(
         subtasks=(
             _probe(0, 10, 2, 5, 9, 12),
             _probe(1, 20, 3, 4, 8, 30),
-            _subtask(0, "q5-count", latency_p99_ms=70.0),
+            _subtask(0, "q5-slices", latency_p99_ms=70.0),
             _probe(1, 0, 99, 99, 99, 99),  # a subtask that measured nothing yet
         ),
     )
