@@ -27,7 +27,7 @@ from barrierflow._bytes import format_bytes
 from barrierflow.errors import BarrierflowError
 from barrierflow.nexmark.events_file import write_events
 from barrierflow.nexmark.generator import GeneratorConfig
-from barrierflow.nexmark.queries import QUERY_NAMES
+from barrierflow.nexmark.queries import EXTRA_QUERY_NAMES, QUERY_NAMES
 from barrierflow.nexmark.runner import RunSettings
 from barrierflow.nexmark.runner import run as run_query
 
@@ -81,7 +81,7 @@ def generate(count: int, path: str, seed: int, rate: int, group_size: int) -> No
 
 
 @nexmark.command(context_settings={"max_content_width": 100})
-@click.option("--query", "name", type=click.Choice(QUERY_NAMES), required=True)
+@click.option("--query", "name", type=click.Choice(QUERY_NAMES + EXTRA_QUERY_NAMES), required=True)
 @click.option("--events", "count", type=click.IntRange(min=1), help="Generate this many events.")
 @click.option("--input", "input_path", help="Read the events of this file (JSON Lines or Parquet).")
 @click.option("--parallelism", "-p", type=click.IntRange(min=1), default=2, show_default=True)

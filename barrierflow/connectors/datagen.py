@@ -21,7 +21,6 @@ Clock = Callable[[], float]
 """Seconds from an arbitrary start, never going back (`time.monotonic`)."""
 
 
-
 class DataGeneratorSource(Source):
     """Emits `generator(i)` for each `i` in `range(count)` exactly once (forever if count is None).
 
