@@ -24,6 +24,7 @@ from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Auction, Bid, Person
 from barrierflow.nexmark.queries import q0, q1, q2, q5, q7, q8, q11, q12, q14, q21, q22
 from barrierflow.nexmark.queries._columns import with_event_times
+from barrierflow.nexmark.queries._window_rows import BidderWindowRow
 from barrierflow.runtime.windowing import (
     AggregatingWindowContents,
     InMemoryWindowState,
@@ -416,7 +417,7 @@ def session_rows(bids: list[list[Bid]], lags: list[int], rows_of, assigner, coun
     timers = InMemoryWindowTimers()
     logic = WindowLogic(
         assigner,
-        AggregatingWindowContents(count, q11.SessionRow()),
+        AggregatingWindowContents(count, BidderWindowRow()),
         InMemoryWindowState(),
         timers,
     )
@@ -648,8 +649,8 @@ ROWS = {
     q5: lambda: next(q5.AuctionsAtMax().process(0, None, [q5.summed([1], [3])])),
     q7: lambda: q7.bid_row(q7.MayBeHighest()(record_batch_of([HOT_BID])).to_pylist()[0]),
     q8: lambda: q8_window([ANN, SALE])[0],
-    q11: lambda: next(q11.SessionRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
-    q12: lambda: next(q12.WindowRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
+    q11: lambda: next(BidderWindowRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
+    q12: lambda: next(BidderWindowRow().process(1, WindowContext(TimeWindow(0, 10)), [2])),
     q14: lambda: q14.calculated_bids(record_batch_of([HOT_BID])).to_pylist()[0],
     q21: lambda: q21.with_channel_ids(record_batch_of([HOT_BID])).to_pylist()[0],
     q22: lambda: q22.with_directories(record_batch_of([HOT_BID])).to_pylist()[0],

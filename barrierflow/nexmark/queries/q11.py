@@ -10,7 +10,7 @@ Built as one vectorized step and one windowed step:
 2. those rows keyed by bidder in event-time session windows whose gap each row sets
    (`last - first + 10 s`, so a row's window is [first, last + 10 s)), counted
    (`CountBids`: the rows' `bids` added) and written with the session's bounds
-   (`SessionRow`).
+   (`BidderWindowRow`).
 
 Exact when the row's window is its bids' own [time, time + 10 s) windows merged, which
 needs them at most 10 s apart, and when merging them at once is merging them one by one,
@@ -48,11 +48,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from barrierflow import DataStream
-from barrierflow.functions import AggregateFunction, ProcessWindowFunction
+from barrierflow.functions import AggregateFunction
 from barrierflow.nexmark.queries._columns import EVENT_TIME, bids_of, column, event_times_of
+from barrierflow.nexmark.queries._window_rows import BidderWindowRow
 from barrierflow.window import DynamicEventTimeSessionWindows
 
-__all__ = ["COLUMNS", "UPDATING", "BidsPerBidder", "CountBids", "SessionRow", "build"]
+__all__ = ["COLUMNS", "UPDATING", "BidsPerBidder", "CountBids", "build"]
 
 COLUMNS = ("bidder", "bid_count", "starttime", "endtime")
 UPDATING = False
@@ -134,26 +135,12 @@ class CountBids(AggregateFunction):
         return acc_a + acc_b
 
 
-class SessionRow(ProcessWindowFunction):
-    """The bidder's count in the session, with the session's start and end."""
-
-    def process(self, bidder: int, context: Any, counts: Any) -> Any:
-        window = context.window()
-        for count in counts:
-            yield {
-                "bidder": bidder,
-                "bid_count": count,
-                "starttime": window.start,
-                "endtime": window.end,
-            }
-
-
 def build(events: DataStream) -> DataStream:
     return (
         events.map_batches(BidsPerBidder())
         .name("q11-bid-runs")
         .key_by("bidder")
         .window(DynamicEventTimeSessionWindows.with_dynamic_gap(run_gap))
-        .aggregate(CountBids(), SessionRow())
+        .aggregate(CountBids(), BidderWindowRow())
         .uid("q11-sessions")
     )

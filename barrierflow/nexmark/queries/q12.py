@@ -3,7 +3,7 @@
 Rows carry the window's start and end (epoch ms of the wall clock).
 
 Built as bids keyed by bidder in tumbling processing-time windows, counted (`CountBids`)
-and written with the window's bounds (`WindowRow`). Which window a bid falls in depends
+and written with the window's bounds (`BidderWindowRow`). Which window a bid falls in depends
 on when it is processed, so only the totals per bidder and the windows' alignment (whole
 multiples of 10 s of the wall clock, epoch ms) are reproducible.
 """
@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow import DataStream, Duration
-from barrierflow.functions import AggregateFunction, ProcessWindowFunction
+from barrierflow.functions import AggregateFunction
 from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.queries._window_rows import BidderWindowRow
 from barrierflow.window import TumblingProcessingTimeWindows
 
 __all__ = ["COLUMNS", "UPDATING", "build"]
@@ -41,20 +42,6 @@ class CountBids(AggregateFunction):
         return acc_a + acc_b
 
 
-class WindowRow(ProcessWindowFunction):
-    """The bidder's count in the window, with the window's start and end."""
-
-    def process(self, bidder: int, context: Any, counts: Any) -> Any:
-        window = context.window()
-        for count in counts:
-            yield {
-                "bidder": bidder,
-                "bid_count": count,
-                "starttime": window.start,
-                "endtime": window.end,
-            }
-
-
 def is_bid(event: Any) -> bool:
     return type(event) is Bid
 
@@ -68,6 +55,6 @@ def build(events: DataStream) -> DataStream:
         events.filter(is_bid)
         .key_by(bidder_of)
         .window(TumblingProcessingTimeWindows.of(WINDOW))
-        .aggregate(CountBids(), WindowRow())
+        .aggregate(CountBids(), BidderWindowRow())
         .uid("q12-count")
     )
