@@ -29,6 +29,7 @@ __all__ = [
     "Person",
     "event_type_of",
     "from_table_row",
+    "is_bid",
     "to_table_row",
 ]
 
@@ -105,6 +106,11 @@ TABLE_NAMES: dict[type, tuple[str, ...]] = {
 def event_type_of(event: Event) -> int:
     """0 for a Person, 1 for an Auction, 2 for a Bid."""
     return _TYPE_OF[type(event)]
+
+
+def is_bid(event: Any) -> bool:
+    """Whether the event is a Bid (for `filter`)."""
+    return type(event) is Bid
 
 
 def to_table_row(event: Event) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from barrierflow import DataStream, Duration
 from barrierflow.functions import AggregateFunction
-from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.model import Bid, is_bid
 from barrierflow.nexmark.queries._window_rows import BidderWindowRow
 from barrierflow.window import TumblingProcessingTimeWindows
 
@@ -40,10 +40,6 @@ class CountBids(AggregateFunction):
 
     def merge(self, acc_a: int, acc_b: int) -> int:
         return acc_a + acc_b
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
 
 
 def bidder_of(bid: Bid) -> int:

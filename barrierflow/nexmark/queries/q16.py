@@ -11,10 +11,8 @@ watermark after it changed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from barrierflow import DataStream
-from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.model import Bid, is_bid
 from barrierflow.nexmark.queries._bid_statistics import BidStatistics, day_of, minute_of
 from barrierflow.nexmark.queries._changelog import MiniBatchAggregate
 
@@ -27,10 +25,6 @@ COLUMNS = (
     "total_auctions", "rank1_auctions", "rank2_auctions", "rank3_auctions",
 )  # fmt: skip
 UPDATING = True
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
 
 
 def channel_and_day(bid: Bid) -> tuple[str, str]:

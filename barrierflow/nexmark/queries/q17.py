@@ -11,10 +11,8 @@ numbers; each row is emitted again at the next watermark after it changed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from barrierflow import DataStream
-from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.model import Bid, is_bid
 from barrierflow.nexmark.queries._bid_statistics import day_of, flink_avg, price_rank
 from barrierflow.nexmark.queries._changelog import MiniBatchAggregate
 
@@ -26,10 +24,6 @@ COLUMNS = (
     "min_price", "max_price", "avg_price", "sum_price",
 )  # fmt: skip
 UPDATING = True
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
 
 
 def auction_and_day(bid: Bid) -> tuple[int, str]:

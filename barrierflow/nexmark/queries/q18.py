@@ -15,7 +15,7 @@ from typing import Any
 
 from barrierflow import DataStream
 from barrierflow.functions import KeyedProcessFunction
-from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.model import Bid, is_bid
 from barrierflow.nexmark.queries._changelog import changes
 from barrierflow.state import ValueStateDescriptor
 
@@ -23,10 +23,6 @@ __all__ = ["COLUMNS", "UPDATING", "build"]
 
 COLUMNS = ("auction", "bidder", "price", "channel", "url", "dateTime", "extra")
 UPDATING = True
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
 
 
 def bidder_and_auction(bid: Bid) -> tuple[int, int]:

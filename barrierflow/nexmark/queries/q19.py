@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from typing import Any
 
 from barrierflow import DataStream
-from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.model import Bid, is_bid
 from barrierflow.nexmark.queries._changelog import MiniBatchAggregate, rank_changes
 
 __all__ = ["COLUMNS", "UPDATING", "build"]
@@ -27,10 +26,6 @@ COLUMNS = ("auction", "bidder", "price", "channel", "url", "dateTime", "extra", 
 UPDATING = True
 
 TOP = 10
-
-
-def is_bid(event: Any) -> bool:
-    return type(event) is Bid
 
 
 def bid_auction(bid: Bid) -> int:
