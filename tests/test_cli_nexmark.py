@@ -6,6 +6,7 @@ import json
 import re
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from barrierflow.cli import main
@@ -62,3 +63,21 @@ def test_the_nexmark_group_is_listed_in_the_help():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
     assert re.search(r"^\s+nexmark\s+The Nexmark benchmark", result.output, re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--query", "q0"], "error: give either a number of events to generate or an input file"),
+        (["--query", "q0", "--input", "/nonexistent/events.json"], "error: no events file at"),
+        (
+            ["--query", "q0", "--input", __file__, "--rate", "1000"],
+            "error: a rate paces the generator; it cannot pace an input file",
+        ),
+    ],
+)
+def test_run_refuses_bad_settings_in_one_line_before_starting_spark(arguments, message):
+    result = CliRunner().invoke(main, ["nexmark", "run", *arguments])
+    assert result.exit_code == 1
+    assert result.output.strip().startswith(message), result.output
+    assert len(result.output.strip().splitlines()) == 1
