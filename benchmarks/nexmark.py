@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from barrierflow.nexmark.runner import count_events
+
 REPO = Path(__file__).resolve().parent.parent
 PEER_SCRIPTS = REPO / "benchmarks" / "peers"
 
@@ -518,15 +520,6 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def count_lines(path: Path) -> int:
-    """The events in a JSON Lines events file (one a line)."""
-    count = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 22):
-            count += chunk.count(b"\n")
-    return count
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2_000_000, help="events in the file")
@@ -577,7 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     path = Path(args.input or os.path.join(args.workdir, f"events-{args.events}.json"))
     ensure_events(path, args.events, args.seed)
-    events = count_lines(path)
+    events = count_events(str(path))
     print(f"events file {path} ({events:,} events); queries {', '.join(queries)}")
     runs: list[Run] = []
     for round_number in range(1, args.repeat + 1):

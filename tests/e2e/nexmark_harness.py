@@ -137,6 +137,7 @@ def run_query(
     """
     from barrierflow import RestartStrategies, StreamExecutionEnvironment
     from barrierflow.nexmark.job import events_from_file, query_output
+    from barrierflow.nexmark.runner import count_events
 
     tmp_path = Path(tmp_path)
     env = StreamExecutionEnvironment.get_execution_environment()
@@ -145,7 +146,7 @@ def run_query(
     env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 200))
     # Paced when a task is killed: each source subtask reads a part of the file.
-    rate = _line_count(events_path) / KILL_RUN_SECONDS / parallelism if kill else None
+    rate = count_events(str(events_path)) / KILL_RUN_SECONDS / parallelism if kill else None
     if until is None:
         events = events_from_file(env, str(events_path), rate_per_reader=rate)
     else:
@@ -210,11 +211,6 @@ def _cancel_once(job: Any, done: Callable[[], bool], timeout: float) -> None:
         job.wait(timeout=120)
     except JobExecutionError as cancelled:
         assert "cancelled" in str(cancelled), cancelled
-
-
-def _line_count(path: Path) -> int:
-    with open(path, "rb") as file:
-        return sum(1 for _ in file)
 
 
 def _vertex_of(job_graph: Any, uid: str) -> int:
