@@ -37,7 +37,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -391,18 +391,6 @@ def _line_start_at(stream: Any, offset: int) -> int:
     return position
 
 
-@dataclass
-class ArrowPoll:
-    """What `NexmarkFileReader.poll_record_batch` read: a stretch of one split."""
-
-    split_id: str
-    batch: pa.RecordBatch | None
-    """The next events, `EVENTS_SCHEMA` rows (None: none this time)."""
-    bad: list[BadRecord] = field(default_factory=list)
-    """Lines (rows) after `batch` that are not events; the position has passed them."""
-    finished: bool = False
-
-
 class NexmarkFileReader(SourceReader):
     """Reads its splits one after another. Mailbox thread only.
 
@@ -467,19 +455,6 @@ class NexmarkFileReader(SourceReader):
             return SplitBatch(split_id, [], finished=buffer is None, bad=bad)
         batch = buffer.batch.slice(start, stop - start)
         return _arrow_split_batch(split_id, batch, False, bad)
-
-    def poll_record_batch(self, max_records: int) -> ArrowPoll | None:
-        """Up to `max_records` next events of the split being read, as an `EVENTS_SCHEMA`
-        record batch (for a columnar consumer), with the bad lines after them, or that
-        split's end; None once every split is read."""
-        stretch = self._next_stretch(max_records)
-        if stretch is None:
-            return None
-        split_id, buffer, start, stop, bad = stretch
-        if buffer is None:
-            return ArrowPoll(split_id, None, finished=True)
-        batch = buffer.batch.slice(start, stop - start) if stop > start else None
-        return ArrowPoll(split_id, batch, bad)
 
     def _next_stretch(
         self, max_records: int
@@ -571,10 +546,6 @@ class NexmarkFileReader(SourceReader):
         return _parse_lines(split, position, data)
 
 
-_CONVERT_ROWS = 8192
-"""How many rows of a parsed stretch become model events at a time."""
-
-
 @dataclass
 class _Parsed:
     """A parsed stretch of a split: good rows with the offset of each, then maybe a bad one."""
@@ -588,8 +559,6 @@ class _Parsed:
     """The position after the bad line."""
     next_row: int = 0
     bad_reported: bool = False
-    _converted: tuple[int, list[Any]] = (0, [])
-    """Events made from rows `start:` of `batch`, a window at a time: (start, events)."""
 
     @property
     def exhausted(self) -> bool:
@@ -604,17 +573,6 @@ class _Parsed:
             return start, stop, [], int(self.offsets[stop])
         self.bad_reported = True
         return start, stop, [self.bad], self.after_bad
-
-    def events(self, start: int, stop: int) -> list[Any]:
-        """The model events of rows `start:stop`, made a window of rows at a time (fewer,
-        larger Arrow-to-Python conversions than one per poll)."""
-        first, events = self._converted
-        if not (first <= start and stop <= first + len(events)):
-            first = start
-            size = max(stop - start, _CONVERT_ROWS)
-            events = events_from_record_batch(self.batch.slice(start, size))
-            self._converted = (first, events)
-        return events[start - first : stop - first]
 
     @classmethod
     def checked(cls, batch: pa.RecordBatch, offsets: np.ndarray, bad_at: Any) -> _Parsed:

@@ -285,15 +285,15 @@ def test_a_restore_from_a_snapshot_continues_exactly_where_it_stood(
     assert before == EVENTS[: len(before)]  # one reader, splits in order
 
 
-def test_the_columnar_poll_gives_table_shaped_record_batches(files):
+def test_the_file_reader_gives_table_shaped_record_batches(files):
     source = NexmarkFileSource(files / "events.jsonl", min_splits=2)
     (reader,) = readers_for(source, 1)
     rows = []
-    while (polled := reader.poll_record_batch(500)) is not None:
-        if polled.batch is not None:
-            assert polled.batch.schema == EVENTS_SCHEMA
-            assert polled.batch.num_rows <= 500
-            rows.extend(polled.batch.to_pylist())
+    while (polled := reader.poll_split_batch(500)) is not None:
+        if len(polled.records):
+            assert polled.records.schema == EVENTS_SCHEMA
+            assert polled.records.num_rows <= 500
+            rows.extend(polled.records.to_pylist())
     assert rows == [to_table_row(e) for e in EVENTS]
 
 
