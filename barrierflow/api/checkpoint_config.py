@@ -34,6 +34,7 @@ import enum
 import os
 from typing import Any
 
+from barrierflow.cluster.repeated_failures import DEFAULT_LIMIT, check_limit
 from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.errors import ConfigurationError
 
@@ -69,6 +70,7 @@ class CheckpointConfig:
         self.aligned_timeout_ms: int = 0
         self.default_savepoint_dir: str | None = None
         self.externalized_retention = ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+        self.repeated_failure_limit: int | None = DEFAULT_LIMIT
 
     def __repr__(self) -> str:
         return (
@@ -190,6 +192,22 @@ class CheckpointConfig:
 
     def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
         return self.externalized_retention
+
+    def set_repeated_failure_limit(self, limit: int | None) -> CheckpointConfig:
+        """Fail the job when the same failure (task, exception type and message) comes
+        `limit` times in a row from the same restored checkpoint, no checkpoint completed in
+        between: a record that always fails, which restarts would replay for good. Whatever
+        the restart strategy; chaos failures, lost processes and unreachable systems never
+        count. Default 3; 0 or None: restart as the strategy says.
+
+        >>> CheckpointConfig().set_repeated_failure_limit(5).get_repeated_failure_limit()
+        5
+        """
+        self.repeated_failure_limit = check_limit(limit)
+        return self
+
+    def get_repeated_failure_limit(self) -> int | None:
+        return self.repeated_failure_limit
 
 
 def _at_least(value: int, minimum: int, what: str) -> int:

@@ -324,6 +324,7 @@ integer >= 1, got 0
             task_log_level=os.environ.get(TASK_LOG_LEVEL_ENV) or "WARNING",
             metrics_interval_ms=self._config.get_metrics_interval(),
             latency_interval_ms=self._config.get_latency_tracking_interval(),
+            repeated_failure_limit=config.repeated_failure_limit,
         )
         options = (command_line_defaults.spark_options or SparkOptions()).merged(
             SparkOptions(py_files=tuple(self._python_files))

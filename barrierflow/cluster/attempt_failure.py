@@ -9,6 +9,7 @@ original type and message first and the task-side stack below it.
 from __future__ import annotations
 
 import pickle
+import re
 from dataclasses import dataclass
 
 from barrierflow.errors import RemoteTaskError
@@ -32,6 +33,14 @@ class AttemptFailure:
     """The task it came from (e.g. "'count' (1/2)"), for the exception history."""
     traceback: str | None = None
     """The task's remote traceback, if it sent one."""
+    position: str | None = None
+    """Where in the input it happened, if the task knew (the source split and offset of the
+    batch a user function chained to the source was processing)."""
+    signature: str | None = None
+    """What makes two failures the same (task, exception type, message), for telling a record
+    that always fails (repeated_failures.py); None for a failure that may not come again at
+    the same record (injected by chaos, a lost process or connection, an unreachable
+    system)."""
 
 
 class AttemptFailed(Exception):
@@ -45,13 +54,32 @@ class AttemptFailed(Exception):
 def task_failure(failure: TaskFailure, task: str) -> AttemptFailure:
     """The failure a task reported, named by `task` (e.g. "'count' (1/2)")."""
     headline = failure.headline.splitlines()[0] if failure.headline else failure.type_name
+    at = f"; at {failure.position}" if failure.position else ""
+    deterministic = not (failure.transient or failure.lost_peer)
     return AttemptFailure(
-        summary=f"{headline} (task {task})",
+        summary=f"{headline} (task {task}{at})",
         cause=rebuild_exception(failure, task),
         secondary=failure.lost_peer,
         task=task,
         traceback=failure.traceback or None,
+        position=failure.position,
+        signature=failure_signature(task, failure.type_name, failure.message)
+        if deterministic
+        else None,
     )
+
+
+def failure_signature(task: str, type_name: str, message: str) -> str:
+    """The same for the same error of the same task: the message with memory addresses
+    (`0x7f3a...`, which differ between processes) left out.
+
+    >>> failure_signature("'m' (1/1)", "builtins.ValueError", "bad <Row at 0x7f3a2c>")
+    "'m' (1/1) builtins.ValueError: bad <Row at 0x?>"
+    """
+    return f"{task} {type_name}: {_ADDRESS.sub('0x?', message)}"
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
 def rebuild_exception(failure: TaskFailure, task: str) -> BaseException:

@@ -67,6 +67,7 @@ from barrierflow.cluster.mails import (
     TaskMessageReceived,
 )
 from barrierflow.cluster.metrics_store import MetricsStore
+from barrierflow.cluster.repeated_failures import RepeatedFailures
 from barrierflow.cluster.rest import FailureEntry, resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
 from barrierflow.cluster.restore_point import GiveUp
@@ -76,6 +77,7 @@ from barrierflow.cluster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.shared_storage import check_job_storage
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
 from barrierflow.cluster.task_logs import JobLogs
+from barrierflow.core.restart_strategies import RestartDecision
 from barrierflow.errors import (
     CheckpointStorageError,
     JobExecutionError,
@@ -166,6 +168,9 @@ class JobMaster:
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
         self.restoring = JobRestore(graph, settings, self.storage, self.history)
+        self.repeated_failures = RepeatedFailures(settings.repeated_failure_limit)
+        """Fails the job on a record that always fails (the same failure from one restore
+        point, again and again), whatever the restart strategy."""
         self.savepoints = SavepointRequests(
             self.job_id, graph.job_name, self.publisher, self._default_savepoint_root,
             self.mailbox.put,
@@ -477,7 +482,7 @@ class JobMaster:
                 self._fail_job(decision.error)
                 return
             if decision is None:
-                decision = self._restart_tracker.decide(self.clock.epoch_millis())
+                decision = self._restart_decision(failure)
         if decision is not None and decision.restart:
             rollback = roll_back(self.attempt, self._stage, failure, decision.delay_ms,
                                  lambda: cancel(group))  # fmt: skip
@@ -514,6 +519,18 @@ class JobMaster:
             lambda: self._start_attempt(number + 1),
             f"restart as attempt {number + 1}",
         )
+
+    def _restart_decision(self, failure: AttemptFailure) -> RestartDecision:
+        """The restart strategy's decision, unless it would restart though the same failure
+        keeps coming back from the same restore point (a record that always fails): then the
+        job fails (a strategy that gives up anyway keeps its own explanation)."""
+        point = self.restoring.point
+        restored = None if point is None else point.candidate.describe()
+        give_up = self.repeated_failures.failed(restored, failure.signature)
+        decision = self._restart_tracker.decide(self.clock.epoch_millis())
+        if decision.restart and give_up is not None:
+            return RestartDecision(False, 0, give_up)
+        return decision
 
     def _record_failure(
         self, failure: AttemptFailure, attempt: int, recovery: str, delay_ms: int | None,
@@ -586,6 +603,8 @@ class JobMaster:
         except CheckpointStorageError as error:
             log.warning("checkpoint %d is missing from the history: %s", stats.checkpoint_id, error)
         self.publisher.mark_dirty()
+        if stats.status is CheckpointStatsStatus.COMPLETED:
+            self.repeated_failures.progressed()
         if stats.status is CheckpointStatsStatus.COMPLETED and not stats.is_savepoint:
             self.restoring.release_claimed(self.checkpoint_stats)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barrierflow.checkpoint import coordinator as cc
+from barrierflow.cluster.repeated_failures import DEFAULT_LIMIT
 from barrierflow.cluster.restore_point import SavepointRestoreSettings
 from barrierflow.core.restart_strategies import RestartStrategyConfiguration
 from barrierflow.graph.job_graph import SubtaskId
@@ -43,6 +44,10 @@ class JobSettings:
     """The lowest level of the tasks' Python log records sent to the task log files."""
     latency_interval_ms: int = 0
     """How often each source subtask emits a latency marker (0: never)."""
+    repeated_failure_limit: int | None = DEFAULT_LIMIT
+    """The same failure this many times in a row from one restore point (a record that
+    always fails) fails the job, whatever the restart strategy (repeated_failures.py);
+    0 or None: never."""
 
     def task_settings(
         self,

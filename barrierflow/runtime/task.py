@@ -558,10 +558,14 @@ class StreamTask:
         # The JobMaster reports every failure in one line, naming the root cause; this line
         # is for the executor's log only (INFO), or a warning when the JobMaster is gone.
         log.info("task %s (%d/%d) failed: %s", name, *position, error)
+        source = self.chain.source
+        position = None if source is None else source.failed_at
         try:
             self._send(
                 msg.TaskFailed(
-                    self.settings.attempt, self.partition, msg.TaskFailure.of(error, name)
+                    self.settings.attempt,
+                    self.partition,
+                    msg.TaskFailure.of(error, name, position),
                 )
             )
         except TaskCancelled:

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from barrierflow.checkpoint.handles import OperatorRestore, SubtaskStateHandle
 from barrierflow.connectors.base import SourceSplit
-from barrierflow.errors import ChannelLostError
+from barrierflow.errors import (
+    ChannelLostError,
+    ChaosFailure,
+    ConnectionSetupError,
+    ExternalSystemUnavailableError,
+)
 
 if TYPE_CHECKING:
     from barrierflow.runtime.deployment import TaskSettings
@@ -109,10 +114,17 @@ class TaskFailure:
     """A secondary failure: the task lost a channel because a peer failed."""
     pickled: bytes | None = None
     """The exception itself (cloudpickle), None if it could not be pickled."""
+    position: str | None = None
+    """Where in the input it happened, when the task knows: the source split and offset of
+    the batch a user function chained to the source was processing."""
+    transient: bool = False
+    """Not a property of the input: injected by chaos, a lost channel, or an unreachable
+    system or file (OSError), itself or an error it was raised from; never counted as a repeated
+    failure of the same record (cluster/repeated_failures.py)."""
 
     @classmethod
-    def of(cls, error: BaseException, where: str) -> TaskFailure:
-        """Capture `error` (raised in chain `where`) for the JobMaster."""
+    def of(cls, error: BaseException, where: str, position: str | None = None) -> TaskFailure:
+        """Capture `error` (raised in chain `where`, at input `position`) for the JobMaster."""
         from pyspark import cloudpickle
 
         try:
@@ -127,6 +139,8 @@ class TaskFailure:
             where=where,
             lost_peer=isinstance(error, ChannelLostError),
             pickled=pickled,
+            position=position,
+            transient=_is_transient(error),
         )
 
     @property
@@ -135,6 +149,28 @@ class TaskFailure:
         short = self.type_name.rsplit(".", 1)[-1]
         return f"{short}: {self.message}" if self.message else short
 
+
+TRANSIENT_ERRORS = (
+    ChaosFailure,
+    ChannelLostError,
+    ConnectionSetupError,
+    ExternalSystemUnavailableError,
+    OSError,
+)
+"""Failures that say nothing about the input: they may not happen again at the same record."""
+
+
+def _is_transient(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from (`raise ... from`), is one of
+    TRANSIENT_ERRORS."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, TRANSIENT_ERRORS):
+            return True
+        seen.add(id(current))
+        current = current.__cause__
+    return False
 
 @dataclass(frozen=True)
 class TaskFailed:
