@@ -14,13 +14,28 @@ Filesystems differ in one way that matters for a commit, and only this module kn
   a commit object is uploaded once under its final name, after everything it refers to,
   and a name is never overwritten by a different commit (checkpoint ids never repeat),
   which also keeps readers of stores without read-after-overwrite consistency correct.
+
+Durability differs too. On local disks and network mounts a closed file may still sit in
+the page cache: a power loss can leave a committed file empty. What a checkpoint or a
+commit relies on is therefore fsynced, with its folder (`sync_file`, `sync_dir`), before
+the commit that names it; `write_atomic` and `commit_file` do it themselves. Object stores
+need nothing (an upload is durable once acknowledged). HDFS has no fsync in pyarrow: a
+closed HDFS file is on its datanodes (replicated), not necessarily on their disks.
+
+A storage hook (`add_hook`) sees every operation before it runs and may raise: tests
+observe the syncs with it, and `BARRIERFLOW_STORAGE_FAULTS` injects transient faults
+into any process (`FaultInjector`), for tests and `barrierflow chaos`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fnmatch
 import os
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -136,6 +151,7 @@ def supports_atomic_rename(loc: Location) -> bool:
 
 
 def exists(loc: Location) -> bool:
+    _before("stat", loc)
     return loc.filesystem.get_file_info(loc.path).type != pafs.FileType.NotFound
 
 
@@ -149,6 +165,7 @@ def make_dirs(loc: Location) -> None:
 
 def list_dir(loc: Location) -> list[str]:
     """Names (not paths) of the entries directly in `loc`, sorted; empty if it is missing."""
+    _before("list", loc)
     fs = loc.filesystem
     if fs.get_file_info(loc.path).type != pafs.FileType.Directory:
         return []
@@ -157,11 +174,13 @@ def list_dir(loc: Location) -> list[str]:
 
 
 def read_bytes(loc: Location) -> bytes:
+    _before("read", loc)
     with loc.filesystem.open_input_stream(loc.path) as stream:
         return stream.read()
 
 
 def write_bytes(loc: Location, data: bytes) -> None:
+    _before("write", loc)
     with loc.filesystem.open_output_stream(loc.path) as stream:
         stream.write(data)
 
@@ -173,8 +192,10 @@ def write_atomic(loc: Location, data: bytes) -> None:
     Where renames are atomic, into a hidden temporary name renamed into place; on an
     object store, one upload under the final name (atomic there; no temporary object
     would help, as a "rename" is a copy). Callers write a commit object after everything
-    it names, and under a name no earlier commit used.
+    it names, and under a name no earlier commit used. Durable when it returns: the
+    temporary file is fsynced before the rename, and the folder after it.
     """
+    _before("write", loc)
     fs, path = loc.filesystem, loc.path
     if not supports_atomic_rename(loc):
         with fs.open_output_stream(path) as stream:
@@ -184,7 +205,9 @@ def write_atomic(loc: Location, data: bytes) -> None:
     tmp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
     with fs.open_output_stream(tmp) as stream:
         stream.write(data)
+    _sync_path(fs, tmp, directory=False)
     fs.move(tmp, path)
+    sync_dir(loc.parent)
 
 
 def commit_file(staged: Location, final: Location) -> None:
@@ -195,7 +218,10 @@ def commit_file(staged: Location, final: Location) -> None:
     appears whole or not at all) and then the deletion of `staged`; a crash between the
     two leaves both, and the repeated commit copies again (same bytes) and deletes.
     Raises FileNotFoundError when `staged` is missing and `final` does not exist either.
+    Durable when it returns where renames are atomic: the folder of `final` is fsynced
+    (the caller fsynced `staged` when it closed it, `sync_file`).
     """
+    _before("commit", final)
     fs = staged.filesystem
     if exists(staged):
         if supports_atomic_rename(staged):
@@ -205,18 +231,134 @@ def commit_file(staged: Location, final: Location) -> None:
             delete_file(staged)
     elif not exists(final):
         raise FileNotFoundError(f"neither {staged} nor {final} exists")
+    sync_dir(final.parent)  # also on a repeat: the crash may have come before this
 
 
 def delete_file(loc: Location) -> None:
     """Delete a file; a missing file is not an error."""
+    _before("delete", loc)
     with contextlib.suppress(FileNotFoundError):
         loc.filesystem.delete_file(loc.path)
 
 
 def delete_dir(loc: Location) -> None:
     """Delete a folder and everything in it; a missing folder is not an error."""
+    _before("delete", loc)
     with contextlib.suppress(FileNotFoundError):
         loc.filesystem.delete_dir(loc.path)
+
+
+# ---- durability -----------------------------------------------------------------------------
+
+
+def sync_file(loc: Location) -> None:
+    """Make the closed file `loc` durable: its bytes, and its name in its folder (an fsync
+    of each), where files can sit in a page cache (local disks, network mounts). Nothing
+    on object stores (an upload is durable once acknowledged) or HDFS (no fsync in
+    pyarrow). Raises OSError."""
+    if isinstance(loc.filesystem, pafs.LocalFileSystem):
+        _sync_path(loc.filesystem, loc.path, directory=False)
+        sync_dir(loc.parent)
+
+
+def sync_dir(loc: Location) -> None:
+    """Make the entries of the folder `loc` durable (after a file was created or renamed
+    into it); as `sync_file`, only where that means something. Raises OSError."""
+    _sync_path(loc.filesystem, loc.path, directory=True)
+
+
+def _sync_path(fs: pafs.FileSystem, path: str, directory: bool) -> None:
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return
+    _before("sync", Location("file://" + path))
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    except OSError as error:  # some mounts (FUSE, CIFS) cannot fsync a folder: nothing to do
+        if not directory or error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+# ---- the storage hook: observing and injecting faults ------------------------------------------
+
+StorageHook = Callable[[str, Location], None]
+"""Called before each storage operation with its kind (`read`, `stat`, `list`, `write`,
+`delete`, `commit`, `sync`) and location; it may raise an OSError, as the storage would."""
+
+_hooks: list[StorageHook] = []
+
+
+def add_hook(hook: StorageHook) -> Callable[[], None]:
+    """Call `hook` before every storage operation of this process from now on; returns the
+    function that removes it."""
+    _hooks.append(hook)
+    return lambda: _hooks.remove(hook)
+
+
+def _before(kind: str, loc: Location) -> None:
+    for hook in list(_hooks):
+        hook(kind, loc)
+
+
+FAULTS_ENV = "BARRIERFLOW_STORAGE_FAULTS"
+"""`kind:pattern:n[:count]`, comma-separated: the n-th operation (1-based, counted in
+each process) of `kind` whose URI matches the glob `pattern`, and the `count - 1` (default
+0) matching ones after it, raise a transient OSError (EIO). E.g. `read:*/_metadata:1:3`."""
+
+
+class FaultInjector:
+    """Raises a transient OSError at chosen storage operations (`FAULTS_ENV`). Thread-safe.
+
+    >>> inject = FaultInjector.parse("read:*/_metadata:2")
+    >>> inject("read", Location("file:///c/chk-1/_metadata"))  # the first: passes
+    >>> inject("read", Location("file:///c/chk-1/_metadata"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 5] injected storage fault: read file:///c/chk-1/_metadata (2nd of ...)
+    """
+
+    def __init__(self, rules: list[tuple[str, str, int, int]]) -> None:
+        self._rules = rules
+        self._seen = [0] * len(rules)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def parse(cls, spec: str) -> FaultInjector:
+        rules = []
+        for item in filter(None, (part.strip() for part in spec.split(","))):
+            fields = item.split(":")
+            try:
+                kind, pattern, nth = fields[0], fields[1], int(fields[2])
+                count = int(fields[3]) if len(fields) > 3 else 1
+            except (IndexError, ValueError):
+                raise ValueError(f"{FAULTS_ENV}: {item!r} is not kind:pattern:n[:count]") from None
+            rules.append((kind, pattern, nth, count))
+        return cls(rules)
+
+    def __call__(self, kind: str, loc: Location) -> None:
+        for i, (rule_kind, pattern, nth, count) in enumerate(self._rules):
+            if rule_kind != kind or not fnmatch.fnmatchcase(loc.uri, pattern):
+                continue
+            with self._lock:
+                self._seen[i] += 1
+                seen = self._seen[i]
+            if nth <= seen < nth + count:
+                suffix = (
+                    "th"
+                    if 10 <= seen % 100 < 20
+                    else {1: "st", 2: "nd", 3: "rd"}.get(seen % 10, "th")
+                )
+                raise OSError(
+                    errno.EIO,
+                    f"injected storage fault: {kind} {loc} ({seen}{suffix} of {pattern})",
+                )
+
+
+if os.environ.get(FAULTS_ENV):
+    add_hook(FaultInjector.parse(os.environ[FAULTS_ENV]))
 
 
 # ---- used by the file connectors ------------------------------------------------------------
@@ -228,6 +370,7 @@ def is_file(loc: Location) -> bool:
 
 def file_size(loc: Location) -> int:
     """Size in bytes of a file; `FileNotFoundError` if it is missing."""
+    _before("stat", loc)
     info = loc.filesystem.get_file_info(loc.path)
     if info.type == pafs.FileType.NotFound:
         raise FileNotFoundError(f"no such file: {loc}")

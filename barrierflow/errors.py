@@ -13,9 +13,13 @@ BarrierflowError
   ConnectionSetupError        a connection to a peer could not be set up in time or authenticated
   RemoteTaskError             a task failed with an exception the driver cannot rebuild
   JobExecutionError           the job failed and the restart strategy gave up
+  JobAlreadyRunningError      another run of the job holds its checkpoint folder's lease
+  LeaseLostError              another run took over the lease of this run's checkpoint folder
   InsufficientResourcesError  the cluster has fewer task slots than the job needs
   ChaosFailure                a failure `barrierflow chaos` injected into a task on purpose
   JobMasterUnreachableError   a task cannot connect to the JobMaster (names the settings to fix)
+  ExternalSystemUnavailableError  a source's, sink's or checkpoint storage's system is
+                              unreachable for now (transient: the restart strategy decides)
 """
 
 from __future__ import annotations
@@ -73,6 +77,17 @@ class JobExecutionError(BarrierflowError):
     """The job failed and the restart strategy gave up; the cause is chained."""
 
 
+class JobAlreadyRunningError(BarrierflowError):
+    """Another run of the job holds the lease of its checkpoint folder (checkpoint/lease.py):
+    the start is refused before it touches anything, naming that run (id, host, pid, REST
+    address) and what to do (cancel it, or wait for its lease to expire if it died)."""
+
+
+class LeaseLostError(BarrierflowError):
+    """Another run took over the lease of this run's checkpoint folder (this run could not
+    renew it in time): this run stops, so that two runs never write the same checkpoints."""
+
+
 class InsufficientResourcesError(BarrierflowError):
     """The Spark cluster has fewer task slots than the job has subtasks."""
 
@@ -108,3 +123,10 @@ class SourceUnavailableError(SourceError, ExternalSystemUnavailableError):
 
 class SinkUnavailableError(SinkError, ExternalSystemUnavailableError):
     """A sink cannot reach its database or store (down at a restart, or lost mid-run)."""
+
+
+class CheckpointStorageUnavailableError(CheckpointStorageError, ExternalSystemUnavailableError):
+    """Checkpoint storage failed to answer a read (an S3 503, a reset connection, a timeout,
+    an NFS I/O error) even after retries: a fault of the storage, not damage. The attempt
+    fails and the restart strategy alone decides; the next attempt reads the same
+    checkpoint again (it is never skipped as damaged). Names the file or folder."""

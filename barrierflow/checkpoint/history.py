@@ -141,6 +141,7 @@ class CheckpointHistoryFile:
             try:
                 with self.location.filesystem.open_append_stream(self.location.path) as stream:
                     stream.write(line.encode())
+                _fs.sync_file(self.location)
             except NotImplementedError:  # object stores cannot append
                 self._rewrite(line, keep=2 * self.limit - 1)
                 return

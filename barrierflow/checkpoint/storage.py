@@ -19,7 +19,7 @@ from typing import Any
 
 from barrierflow import _envelope as state_format
 from barrierflow import _fs
-from barrierflow.checkpoint.files import file_error, read_checkpoint_file
+from barrierflow.checkpoint.files import file_error, read_checkpoint_file, read_storage
 from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 
@@ -43,6 +43,8 @@ class FileSystemCheckpointStorage:
         self.job_dir = self.root.child(job_folder_name(job_name))
         self.protected: set[int] = set()
         """Checkpoints retention never deletes: one a job restored from in no-claim mode."""
+        self._leftovers: dict[str, _fs.Location] = {}
+        """Folders a discard could not delete (by URI), tried again by each `retain`."""
 
     def prepare(self) -> None:
         """Create the folder and prove it is writable, before any task starts."""
@@ -52,19 +54,19 @@ class FileSystemCheckpointStorage:
         return self.job_dir.child(f"chk-{checkpoint_id}")
 
     def _checkpoint_ids(self) -> list[int]:
-        try:
-            names = _fs.list_dir(self.job_dir)
-        except OSError as error:
-            raise CheckpointStorageError(f"cannot list {self.job_dir}: {error}") from error
+        """Ids of the `chk-*` folders, ascending. Storage faults are retried, then raise
+        CheckpointStorageUnavailableError (checkpoint/files.py)."""
+        names = read_storage(lambda: _fs.list_dir(self.job_dir), self.job_dir, "the folder")
         return sorted(int(m.group(1)) for name in names if (m := _CHK.match(name)))
 
     def completed_checkpoint_ids(self) -> list[int]:
         """Ids of the folders holding `_metadata`, ascending."""
         ids = self._checkpoint_ids()
-        try:
-            return [n for n in ids if _fs.exists(self.checkpoint_dir(n).child(METADATA))]
-        except OSError as error:
-            raise CheckpointStorageError(f"cannot list {self.job_dir}: {error}") from error
+        return [n for n in ids if self._holds_metadata(n)]
+
+    def _holds_metadata(self, checkpoint_id: int) -> bool:
+        target = self.checkpoint_dir(checkpoint_id).child(METADATA)
+        return read_storage(lambda: _fs.exists(target), target, "the file")
 
     def incomplete_checkpoint_ids(self) -> list[int]:
         """Ids of the folders without `_metadata` (never completed, or their `_metadata` was
@@ -78,16 +80,21 @@ class FileSystemCheckpointStorage:
         return ids[-1] + 1 if ids else 1
 
     def write_metadata(self, checkpoint_id: int, metadata: dict[str, Any]) -> None:
+        """Commit a checkpoint: `_metadata` written atomically and made durable, with the
+        folder's own entry in the job folder (its state files were made durable by the
+        tasks before they acknowledged). Raises CheckpointStorageError: the checkpoint
+        fails, the job goes on (the checkpoint failure manager's tolerance decides)."""
         target = self.checkpoint_dir(checkpoint_id).child(METADATA)
         try:
             _fs.make_dirs(self.checkpoint_dir(checkpoint_id))
             _fs.write_atomic(target, state_format.encode(METADATA_KIND, metadata))
+            _fs.sync_dir(self.job_dir)
         except OSError as error:
             raise CheckpointStorageError(f"cannot write {target}: {error}") from error
 
     def load_metadata(self, checkpoint_id: int) -> dict[str, Any]:
-        """The `_metadata` of a checkpoint. Raises CheckpointStorageError (unreadable) or
-        StateRestoreError (damaged), each naming the file."""
+        """The `_metadata` of a checkpoint. Raises StateRestoreError (damaged or missing) or
+        CheckpointStorageUnavailableError (the storage kept failing), each naming the file."""
         return load_metadata(self.checkpoint_dir(checkpoint_id))
 
     def is_savepoint(self, checkpoint_id: int) -> bool:
@@ -100,6 +107,19 @@ class FileSystemCheckpointStorage:
 
     def discard(self, checkpoint_id: int) -> None:
         _fs.delete_dir(self.checkpoint_dir(checkpoint_id))
+
+    def discard_folder(self, folder: _fs.Location) -> bool:
+        """Delete the folder of an aborted checkpoint or savepoint. A storage error is
+        logged and the folder remembered: each `retain` tries it again. Never raises."""
+        try:
+            _fs.delete_dir(folder)
+        except (OSError, ValueError) as error:
+            log.warning("cannot delete %s now (tried again after the next checkpoint): %s",
+                        folder, error)  # fmt: skip
+            self._leftovers[folder.uri] = folder
+            return False
+        self._leftovers.pop(folder.uri, None)
+        return True
 
     def discard_all(self) -> None:
         """Delete every `chk-*` folder of the job (retention DELETE_ON_CANCELLATION) but the
@@ -115,8 +135,12 @@ class FileSystemCheckpointStorage:
         Savepoints are never deleted and do not count among the `count` (they belong to
         the user, as in Flink). A completed folder whose `_metadata` cannot be read is
         kept too: it might be a savepoint. Folders newer than the newest completed one
-        may still be in flight and are left alone.
+        may still be in flight and are left alone. A folder that cannot be deleted now
+        is left for the next call (which finds it again); raises CheckpointStorageError
+        only when the folder cannot be listed.
         """
+        for folder in list(self._leftovers.values()):
+            self.discard_folder(folder)
         completed = self.completed_checkpoint_ids()
         checkpoints, kept = [], set()
         for n in completed:
@@ -132,9 +156,16 @@ class FileSystemCheckpointStorage:
         kept.update(checkpoints[-count:])
         kept.update(self.protected)
         newest = completed[-1] if completed else 0
-        removed = [n for n in self._checkpoint_ids() if n < newest and n not in kept]
-        for n in removed:
-            self.discard(n)
+        removed = []
+        for n in self._checkpoint_ids():
+            if n < newest and n not in kept:
+                try:
+                    self.discard(n)
+                except OSError as error:
+                    log.warning("retention cannot delete %s now (retried after the next "
+                                "checkpoint): %s", self.checkpoint_dir(n), error)  # fmt: skip
+                    continue
+                removed.append(n)
         return removed
 
 
@@ -151,8 +182,9 @@ def make_writable_dir(folder: _fs.Location, what: str) -> None:
 
 
 def load_metadata(folder: _fs.Location) -> dict[str, Any]:
-    """The `_metadata` of the checkpoint or savepoint in `folder`. Raises
-    CheckpointStorageError (unreadable) or StateRestoreError (damaged), each naming the file."""
+    """The `_metadata` of the checkpoint or savepoint in `folder`. Raises StateRestoreError
+    (damaged or missing) or CheckpointStorageUnavailableError (the storage kept failing),
+    each naming the file."""
     target = folder.child(METADATA)
     header, _ = read_checkpoint_file(target, METADATA_KIND)
     if not isinstance(header, dict):
@@ -179,8 +211,8 @@ def restore_folder(path: str) -> _fs.Location:
 def check_files(folder: _fs.Location, metadata: dict[str, Any]) -> None:
     """Cheaply check, before any task is deployed, that every state file `_metadata` names
     exists and is long enough for the sections it holds (checksums are checked where the
-    files are read). Raises CheckpointStorageError (missing) or StateRestoreError (too
-    short), each naming the file."""
+    files are read). Raises StateRestoreError (missing or too short: damaged) or
+    CheckpointStorageUnavailableError (the storage kept failing), each naming the file."""
     needed: dict[str, int] = {}
     for operator in metadata.get("operators", {}).values():
         for entry in operator["subtasks"]:
@@ -196,11 +228,7 @@ def check_files(folder: _fs.Location, metadata: dict[str, Any]) -> None:
         needed[entry["file"]] = max(needed.get(entry["file"], 0), end)
     for name, end in sorted(needed.items()):
         target = folder.child(name)
-        try:
-            size = _fs.file_size(target)
-        except (OSError, ValueError) as error:
-            message = f"cannot read the state file {target}: {error}"
-            raise file_error(CheckpointStorageError(message), target) from error
+        size = read_storage(lambda t=target: _fs.file_size(t), target, "the state file")
         if size < end:
             message = f"state file {target} is truncated: {size} bytes, its sections need {end}"
             raise file_error(StateRestoreError(message), target)

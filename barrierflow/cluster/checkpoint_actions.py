@@ -13,7 +13,6 @@ hears how each requested savepoint ended (`SavepointRequests.savepoint_ended`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,7 +85,9 @@ class CheckpointActions:
         return self._master.storage.checkpoint_dir(checkpoint_id)
 
     def _discard(self, checkpoint_id: int) -> None:
-        _fs.delete_dir(self._folder(checkpoint_id))
+        """Delete an aborted checkpoint's or savepoint's folder; a storage error is logged
+        and the folder deleted later (the storage retries it at each retention)."""
+        self._master.storage.discard_folder(self._folder(checkpoint_id))
 
     def _now(self) -> int:
         return self._master.clock.epoch_millis()
@@ -225,7 +226,11 @@ class CheckpointActions:
             )
         )
         master.checkpoint_ended(stats)
-        master.storage.retain(master.settings.retained_checkpoints)
+        try:  # never fatal: what is left now goes at the next completed checkpoint
+            master.storage.retain(master.settings.retained_checkpoints)
+        except CheckpointStorageError as error:
+            log.warning("retention after checkpoint %d is put off to the next checkpoint: %s",
+                        action.checkpoint_id, error)  # fmt: skip
         publisher = master.publisher
         request = self._savepoints.get(action.checkpoint_id)
         if request is not None:  # a savepoint is the user's, not one of the job's checkpoints
@@ -245,5 +250,4 @@ class CheckpointActions:
                 if action.checkpoint_id in self._stats.in_progress_ids:
                     self._report_failed(action)
             elif isinstance(action, cc.DiscardState):
-                with contextlib.suppress(OSError):
-                    self._discard(action.checkpoint_id)
+                self._discard(action.checkpoint_id)

@@ -80,6 +80,7 @@ from barrierflow.cluster.task_logs import JobLogs
 from barrierflow.core.restart_strategies import RestartDecision
 from barrierflow.errors import (
     CheckpointStorageError,
+    CheckpointStorageUnavailableError,
     JobExecutionError,
     StateRestoreError,
 )
@@ -392,6 +393,11 @@ class JobMaster:
         rollback, self._rollback = self._rollback, None
         try:
             latest = self.restoring.choose()
+        except CheckpointStorageUnavailableError as error:  # not damage: wait for the storage
+            if rollback is not None:
+                rollback.stop(str(error))
+            self._restore_unreadable(number, error)
+            return
         except (StateRestoreError, CheckpointStorageError) as error:
             if number == 0:
                 raise  # the job cannot start: run() raises it as it is
@@ -431,6 +437,26 @@ class JobMaster:
         self.attempt = Attempt(self, number, self._splits, latest)
         self._stage = number
         self._runner.submit(self._payload(settings), self._group(number), number)
+
+    def _restore_unreadable(self, number: int, error: CheckpointStorageUnavailableError) -> None:
+        """The storage failed to answer while attempt `number` chose what to restore: the
+        restart strategy alone decides, and the next attempt reads the same checkpoint."""
+        decision = self._restart_tracker.decide(self.clock.epoch_millis())
+        name = self.graph.job_name
+        self._record_failure(AttemptFailure(str(error), error), number, "new-stage" if
+                             decision.restart else "none", decision.delay_ms,
+                             decision.explanation)  # fmt: skip
+        if not decision.restart:
+            self._fail_job(error)
+            return
+        log.warning("job '%s': %s; retrying through the restart strategy (%s) in %d ms",
+                    name, error, decision.explanation, decision.delay_ms)  # fmt: skip
+        self.publisher.publish(state="RESTARTING")
+        self._restart = self.scheduler.schedule(
+            decision.delay_ms,
+            lambda: self._start_attempt(number + 1),
+            f"restart as attempt {number + 1}",
+        )
 
     def _payload(self, settings: TaskSettings) -> bytes:
         """What every Spark task of an attempt unpacks (task_entry.py)."""

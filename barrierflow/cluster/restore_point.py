@@ -11,8 +11,11 @@ chosen again in this run, and the next attempt falls back to the previous candid
 the JobMaster logs in one line naming the file. Never silently empty: with every candidate
 damaged, the job fails with the cause. A savepoint the user named is never skipped: if it
 is damaged the job fails at once. A restore failure that is not a damaged file (state the
-job cannot take, a storage that refuses reads) goes through the restart strategy once;
-repeated at the same restore point, it fails the job instead of looping.
+job cannot take) goes through the restart strategy once; repeated at the same restore
+point, it fails the job instead of looping. A fault of the storage (an S3 503, a timeout,
+an I/O error that outlived the readers' retries: CheckpointStorageUnavailableError) is
+never damage: nothing is marked, the restart strategy alone decides, and the next attempt
+reads the same (newest) candidate again.
 
 Pure: no files, clocks or logging; the JobMaster carries out its decisions.
 """
@@ -25,9 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from barrierflow import _fs
-from barrierflow.checkpoint.files import named_file
+from barrierflow.checkpoint.files import file_error, named_file
 from barrierflow.checkpoint.metadata import is_savepoint
-from barrierflow.errors import CheckpointStorageError, ConfigurationError, StateRestoreError
+from barrierflow.errors import (
+    CheckpointStorageError,
+    CheckpointStorageUnavailableError,
+    ConfigurationError,
+    StateRestoreError,
+)
 
 __all__ = [
     "Candidate",
@@ -200,12 +208,19 @@ class RestorePointChooser:
     def choose(self, candidates: Sequence[Candidate], load: MetadataLoader) -> Choice:
         """The newest intact candidate (None if there were none at all). Raises
         StateRestoreError naming the files if every candidate is damaged, or if the savepoint
-        the user named cannot be read."""
+        the user named cannot be read, and lets CheckpointStorageUnavailableError through
+        (the storage failed to answer: nothing is marked damaged, and the next attempt
+        reads the same candidate again)."""
         for candidate in candidates:
             if candidate.folder.uri in self.damaged:
                 continue
             try:
                 metadata = load(candidate.folder)
+            except CheckpointStorageUnavailableError as error:  # not damage: nothing marked
+                unreadable = CheckpointStorageUnavailableError(
+                    f"cannot read {candidate.describe()} now ({error})"
+                )
+                raise file_error(unreadable, named_file(error) or candidate.folder) from error
             except (CheckpointStorageError, StateRestoreError) as error:
                 if candidate.user_given:
                     raise StateRestoreError(
@@ -264,12 +279,17 @@ class RestorePointChooser:
 
 
 def _is_restore_error(error: BaseException) -> bool:
-    """Whether `error`, or an error it was raised from, is about reading or restoring state."""
+    """Whether `error`, or an error it was raised from, is about reading or restoring state,
+    and not a fault of the checkpoint storage (CheckpointStorageUnavailableError anywhere in
+    the chain: the file may be sound, so the restart strategy alone decides)."""
     seen: set[int] = set()
+    found = False
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
+        if isinstance(current, CheckpointStorageUnavailableError):
+            return False
         if isinstance(current, (StateRestoreError, CheckpointStorageError)):
-            return True
+            found = True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
+    return found

@@ -3,7 +3,8 @@
 Helper thread; it holds only bytes and messages, never operator objects.
 Uploads run one after another, in checkpoint order. Nothing that goes wrong with
 one upload (writing, or sending its acknowledgement or decline) stops the thread:
-a failed write declines that checkpoint with its cause, and later uploads go on.
+a failed write declines that checkpoint with its cause, and later uploads go on. A file
+is fsynced (with its folder, `_fs.sync_file`) before the checkpoint is acknowledged.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class SnapshotUploader:
             if upload.target is not None:
                 _fs.make_dirs(upload.target.parent)
                 _fs.write_bytes(upload.target, upload.data)
+                _fs.sync_file(upload.target)  # durable before the ack lets `_metadata` name it
         except Exception as error:
             log.warning(
                 "writing state of checkpoint %d failed", upload.checkpoint_id, exc_info=True

@@ -172,6 +172,7 @@ def _is_transient(error: BaseException) -> bool:
         current = current.__cause__
     return False
 
+
 @dataclass(frozen=True)
 class TaskFailed:
     attempt: int

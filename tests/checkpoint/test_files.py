@@ -9,8 +9,15 @@ import pytest
 
 from barrierflow import _envelope as envelope
 from barrierflow import _fs
-from barrierflow.checkpoint.files import read_checkpoint_file
-from barrierflow.errors import CheckpointStorageError, StateRestoreError
+from barrierflow.checkpoint import retry
+from barrierflow.checkpoint.files import read_checkpoint_file, read_storage
+from barrierflow.checkpoint.retry import Backoff
+from barrierflow.errors import (
+    CheckpointStorageError,
+    CheckpointStorageUnavailableError,
+    ExternalSystemUnavailableError,
+    StateRestoreError,
+)
 
 KIND = "subtask-state"
 
@@ -46,28 +53,85 @@ def test_a_file_with_one_flipped_byte_is_named(state_file):
         read_checkpoint_file(str(state_file), KIND)
 
 
-def test_a_missing_file_is_named_and_the_os_error_chained(tmp_path):
+@pytest.fixture
+def quick_retries(monkeypatch):
+    """Two tries without a wait, so a storage fault gives up at once."""
+    monkeypatch.setattr(retry, "DEFAULT_BACKOFF", Backoff(attempts=2, first_delay_s=0))
+
+
+def test_a_missing_file_is_damage_named_and_the_os_error_chained(tmp_path):
     missing = tmp_path / "chk-3" / "state-9"
 
-    with pytest.raises(CheckpointStorageError, match=f"file://{missing}") as raised:
+    with pytest.raises(StateRestoreError, match=f"file://{missing}: it is missing") as raised:
         read_checkpoint_file(str(missing), KIND)
 
     assert isinstance(raised.value.__cause__, FileNotFoundError)
+    assert raised.value.file == f"file://{missing}"
 
 
-def test_a_folder_in_place_of_the_file_is_named(state_file):
+def test_a_folder_in_place_of_the_file_is_a_storage_error_named(state_file, quick_retries):
     os.remove(state_file)
     state_file.mkdir()
 
-    with pytest.raises(CheckpointStorageError, match=f"cannot read the '{KIND}' file file://"):
+    with pytest.raises(CheckpointStorageUnavailableError, match=f"'{KIND}' file file://"):
         read_checkpoint_file(str(state_file), KIND)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_a_file_without_read_permission_is_named(state_file):
+def test_a_file_without_read_permission_is_named(state_file, quick_retries):
     state_file.chmod(0)
     try:
-        with pytest.raises(CheckpointStorageError, match=f"file://{state_file}"):
+        with pytest.raises(CheckpointStorageUnavailableError, match=f"file://{state_file}"):
             read_checkpoint_file(str(state_file), KIND)
     finally:
         state_file.chmod(0o600)
+
+
+def test_a_bad_uri_is_a_storage_error_neither_damage_nor_transient():
+    with pytest.raises(CheckpointStorageError, match="no-such-scheme://x/_metadata") as raised:
+        read_checkpoint_file("no-such-scheme://x/_metadata", KIND)
+
+    assert not isinstance(raised.value, CheckpointStorageUnavailableError)
+
+
+def test_transient_faults_are_retried_and_the_file_read(state_file):
+    faults = _fs.FaultInjector.parse(f"read:*{state_file.name}:1:2")
+    remove = _fs.add_hook(faults)
+    waits: list[float] = []
+    try:
+        read = read_storage(
+            lambda: _fs.read_bytes(_fs.location(state_file)),
+            _fs.location(state_file),
+            "the file",
+            Backoff(attempts=3, first_delay_s=0.5),
+            waits.append,
+        )
+    finally:
+        remove()
+
+    assert read == state_file.read_bytes()
+    assert waits == [0.5, 1.0]
+
+
+def test_faults_outliving_the_retries_are_unavailable_storage_not_damage(state_file):
+    remove = _fs.add_hook(_fs.FaultInjector.parse(f"read:*{state_file.name}:1:9"))
+    waits: list[float] = []
+    try:
+        with pytest.raises(CheckpointStorageUnavailableError) as raised:
+            read_storage(
+                lambda: _fs.read_bytes(_fs.location(state_file)),
+                _fs.location(state_file),
+                "the file",
+                Backoff(attempts=3, first_delay_s=0.5),
+                waits.append,
+            )
+    finally:
+        remove()
+
+    error = raised.value
+    assert waits == [0.5, 1.0]
+    assert isinstance(error, ExternalSystemUnavailableError)  # the restart strategy decides
+    assert not isinstance(error, StateRestoreError)
+    assert error.file == f"file://{state_file}"
+    assert str(error).startswith(f"storage error reading the file file://{state_file} (3 tries)")
+    assert "injected storage fault: read" in str(error)

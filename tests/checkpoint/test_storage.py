@@ -8,6 +8,8 @@ import pytest
 
 from barrierflow import _envelope as envelope
 from barrierflow import _fs
+from barrierflow.checkpoint import retry
+from barrierflow.checkpoint.retry import Backoff
 from barrierflow.checkpoint.storage import (
     METADATA_KIND,
     FileSystemCheckpointStorage,
@@ -15,7 +17,26 @@ from barrierflow.checkpoint.storage import (
     job_folder_name,
     restore_folder,
 )
-from barrierflow.errors import CheckpointStorageError, StateRestoreError
+from barrierflow.errors import (
+    CheckpointStorageError,
+    CheckpointStorageUnavailableError,
+    StateRestoreError,
+)
+
+
+@pytest.fixture
+def quick_retries(monkeypatch):
+    """Two tries without a wait, so a storage fault gives up at once."""
+    monkeypatch.setattr(retry, "DEFAULT_BACKOFF", Backoff(attempts=2, first_delay_s=0))
+
+
+@pytest.fixture
+def faults():
+    """Install `_fs.FaultInjector` rules for the test: `faults("delete:*/chk-1:1")`."""
+    removers = []
+    yield lambda spec: removers.append(_fs.add_hook(_fs.FaultInjector.parse(spec)))
+    for remove in removers:
+        remove()
 
 
 def storage_with(tmp_path, completed=(), incomplete=(), savepoints=()):
@@ -116,10 +137,12 @@ def damage(path, how: str) -> None:
     [
         ("truncated", StateRestoreError),
         ("flipped", StateRestoreError),
-        ("a-folder", CheckpointStorageError),
+        ("a-folder", CheckpointStorageUnavailableError),
     ],
 )
-def test_a_damaged_or_unreadable_metadata_file_is_named_in_the_error(tmp_path, how, error):
+def test_a_damaged_or_unreadable_metadata_file_is_named_in_the_error(
+    tmp_path, how, error, quick_retries
+):
     storage = storage_with(tmp_path, completed=(4,))
     path = tmp_path / "my_job" / "chk-4" / "_metadata"
     damage(path, how)
@@ -170,9 +193,11 @@ def metadata_naming(file: str, keyed=(0, 10), channel=None) -> dict:
     return metadata
 
 
-def test_the_cheap_check_names_a_missing_state_file(tmp_path):
+def test_the_cheap_check_names_a_missing_state_file_as_damage(tmp_path):
     folder = _fs.location(tmp_path)
-    with pytest.raises(CheckpointStorageError, match=f"file://{tmp_path}/a.state") as raised:
+    with pytest.raises(
+        StateRestoreError, match=f"file://{tmp_path}/a.state: it is missing"
+    ) as raised:
         check_files(folder, metadata_naming("a.state"))
     assert raised.value.file == f"file://{tmp_path}/a.state"
 
@@ -195,3 +220,71 @@ def test_deleting_on_cancellation_spares_a_protected_checkpoint(tmp_path):
     assert sorted(p.name for p in (tmp_path / "my_job").iterdir() if p.name.startswith("chk-")) == [
         "chk-2"
     ]
+
+
+# ---- storage faults: not damage, never fatal after a checkpoint completed (issue 21) ------
+
+
+def test_a_fault_listing_the_folder_is_retried(tmp_path, faults):
+    storage = storage_with(tmp_path, completed=(1, 2))
+    faults("list:*/my_job:1:2")  # two faults, then an answer (the default 5 tries)
+
+    assert storage.completed_checkpoint_ids() == [1, 2]
+
+
+def test_a_fault_reading_metadata_that_outlives_the_retries_is_unavailable_storage(
+    tmp_path, faults, quick_retries
+):
+    storage = storage_with(tmp_path, completed=(3,))
+    faults("read:*/chk-3/_metadata:1:2")
+
+    with pytest.raises(CheckpointStorageUnavailableError, match="chk-3/_metadata") as raised:
+        storage.load_metadata(3)
+
+    assert raised.value.file.endswith("chk-3/_metadata")
+    assert storage.load_metadata(3)["checkpoint_id"] == 3  # the file was sound all along
+
+
+def test_a_folder_retention_cannot_delete_now_goes_at_the_next_retention(tmp_path, faults):
+    storage = storage_with(tmp_path, completed=(1, 2, 3))
+    faults("delete:*/chk-1:1")
+
+    assert storage.retain(1) == [2]  # chk-1 failed: logged, left, nothing raised
+    assert storage.completed_checkpoint_ids() == [1, 3]
+
+    storage.write_metadata(4, {"checkpoint_id": 4, "operators": {}})
+    assert storage.retain(1) == [1, 3]
+    assert storage.completed_checkpoint_ids() == [4]
+
+
+def test_a_discarded_folder_that_cannot_be_deleted_is_deleted_at_the_next_retention(
+    tmp_path, faults
+):
+    storage = storage_with(tmp_path, completed=(1,))
+    aborted = tmp_path / "savepoints" / "savepoint-ab12cd-0123456789ab"
+    aborted.mkdir(parents=True)
+    faults(f"delete:*{aborted.name}:1")
+
+    assert storage.discard_folder(_fs.location(aborted)) is False  # logged, remembered
+    assert aborted.is_dir()
+
+    storage.retain(1)
+    assert not aborted.exists()
+
+
+# ---- durability (issue 21) ---------------------------------------------------------------
+
+
+def test_metadata_is_fsynced_with_its_folder_and_the_job_folder(tmp_path):
+    storage = storage_with(tmp_path)
+    synced: list[str] = []
+    remove = _fs.add_hook(lambda kind, loc: synced.append(loc.path) if kind == "sync" else None)
+    try:
+        storage.write_metadata(7, {"checkpoint_id": 7, "operators": {}})
+    finally:
+        remove()
+
+    job = f"{tmp_path}/my_job"
+    temporary, *folders = synced
+    assert temporary.startswith(f"{job}/chk-7/._metadata.") and temporary.endswith(".tmp")
+    assert folders == [f"{job}/chk-7", job]  # the rename into chk-7, chk-7 into the job folder

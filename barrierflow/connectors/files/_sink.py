@@ -471,6 +471,7 @@ class _TaskFiles:
         part = transaction.open_parts.pop(folder)
         try:
             part.file.close()
+            _fs.sync_file(self._at(part.staged))  # durable before the checkpoint names it
         except (OSError, pa.ArrowException) as error:
             raise SinkError(f"cannot write {self._at(part.staged)}: {error}") from None
         transaction.closed.append([part.staged, part.final])
