@@ -139,6 +139,12 @@ def _spark_options(context: dict) -> SparkOptions:
     "subsume it; no-claim: never touches it.",
 )
 @click.option(
+    "--allow-fallback-duplicates",
+    is_flag=True,
+    help="If the newest checkpoint is damaged, fall back to an older one even though a "
+    "sink cannot take back what the abandoned checkpoints committed (it is committed again).",
+)
+@click.option(
     "--progress",
     type=click.Choice(["auto", "live", "plain", "off"]),
     default="auto",
@@ -157,6 +163,7 @@ def run(
     savepoint: str | None,
     allow_non_restored_state: bool,
     restore_mode: str,
+    allow_fallback_duplicates: bool,
     progress: str,
     job_args: tuple[str, ...],
     **spark: object,
@@ -188,6 +195,7 @@ def run(
         master=master,
         checkpoint_dir=checkpoint_dir,
         savepoint_restore=restore,
+        allow_fallback_duplicates=allow_fallback_duplicates,
         spark_options=options,
         watch=watch,
     )

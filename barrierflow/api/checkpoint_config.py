@@ -70,6 +70,7 @@ class CheckpointConfig:
         self.aligned_timeout_ms: int = 0
         self.default_savepoint_dir: str | None = None
         self.externalized_retention = ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+        self.allow_fallback_duplicates: bool = False
         self.repeated_failure_limit: int | None = DEFAULT_LIMIT
 
     def __repr__(self) -> str:
@@ -192,6 +193,18 @@ class CheckpointConfig:
 
     def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
         return self.externalized_retention
+
+    def set_allow_fallback_duplicates(self, allowed: bool) -> CheckpointConfig:
+        """Let a restore that falls back past a damaged checkpoint go on although a sink
+        cannot take back what the abandoned checkpoints committed (e.g. PostgresSink without
+        key columns): that output is committed again, and a warning says so. By default
+        such a fallback fails the job, naming the damaged checkpoint and the sinks
+        (`barrierflow run --allow-fallback-duplicates` sets it for one run)."""
+        self.allow_fallback_duplicates = bool(allowed)
+        return self
+
+    def is_allow_fallback_duplicates(self) -> bool:
+        return self.allow_fallback_duplicates
 
     def set_repeated_failure_limit(self, limit: int | None) -> CheckpointConfig:
         """Fail the job when the same failure (task, exception type and message) comes

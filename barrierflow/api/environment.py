@@ -58,6 +58,8 @@ class _CommandLineDefaults:
     """Set by `barrierflow chaos`: told of every job the file starts, as it starts."""
     savepoint_restore: SavepointRestoreSettings | None = None
     """Set by `barrierflow run --from-savepoint`: wins over the job's own setting."""
+    allow_fallback_duplicates: bool = False
+    """Set by `barrierflow run --allow-fallback-duplicates` (or the job's CheckpointConfig)."""
     spark_options: SparkOptions | None = None
     """Set by `barrierflow run --conf/--py-files/...`: the Spark settings of the job's session."""
     watch: Callable[[JobClient], None] | None = None
@@ -324,6 +326,8 @@ integer >= 1, got 0
             task_log_level=os.environ.get(TASK_LOG_LEVEL_ENV) or "WARNING",
             metrics_interval_ms=self._config.get_metrics_interval(),
             latency_interval_ms=self._config.get_latency_tracking_interval(),
+            allow_fallback_duplicates=command_line_defaults.allow_fallback_duplicates
+            or config.allow_fallback_duplicates,
             repeated_failure_limit=config.repeated_failure_limit,
         )
         options = (command_line_defaults.spark_options or SparkOptions()).merged(

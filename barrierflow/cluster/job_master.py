@@ -40,6 +40,7 @@ from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
 from barrierflow.checkpoint.history import CheckpointHistoryFile
+from barrierflow.checkpoint.lineage import job_lineage
 from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
@@ -166,6 +167,8 @@ class JobMaster:
         """The attempt whose Spark job (barrier stage) runs the tasks now."""
         self._cancel_requested: str | None = None
         self._first_checkpoint_id = 1
+        self.lineage = ""
+        """The checkpoint folder's lineage (checkpoint/lineage.py), read in `_prepare`."""
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
         self.restoring = JobRestore(graph, settings, self.storage, self.history)
@@ -279,10 +282,15 @@ class JobMaster:
         self._splits = create_splits(self.graph)
         prepare_sinks(self.graph)
         self.storage.prepare()
+        self.lineage = job_lineage(self.storage.job_dir)
         self._first_checkpoint_id = self.history.first_unused_id()
         self.restoring.run_first_checkpoint_id = self.next_checkpoint_id()
         if self.restoring.from_savepoint:
-            self.restoring.choose()  # a missing, damaged or refused one fails before Spark
+            point = self.restoring.choose()  # a missing, damaged or refused one fails now
+            if point is not None:  # ids go on above the snapshot, whatever the folder holds
+                self._first_checkpoint_id = max(self._first_checkpoint_id,
+                                                point.checkpoint_id + 1)  # fmt: skip
+                self.restoring.run_first_checkpoint_id = self.next_checkpoint_id()
         self._descriptors = build_task_descriptors(shippable_graph(self.graph))
         self._runner = self._connect_runner(
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
@@ -423,6 +431,7 @@ class JobMaster:
             addresses.task_bind,
             self.storage.job_dir.uri,
             self.partitions,
+            lineage=self.lineage,
         )
         restored_from = latest.checkpoint_id if latest else None
         self.metrics.attempt_started(number)
@@ -614,7 +623,8 @@ class JobMaster:
     # ---- checkpoints of the job (across attempts) --------------------------------------------
 
     def next_checkpoint_id(self) -> int:
-        """Above every id used in this job's folder, its history, and this run."""
+        """Above every id used in this job's folder, its history, this run, and the
+        savepoint this run started from (ids never go back: Flink's rule)."""
         return max(
             self.storage.next_checkpoint_id(),
             self._first_checkpoint_id,

@@ -36,6 +36,7 @@ from barrierflow.cluster.restore_point import (
     RestorePointChooser,
 )
 from barrierflow.core.restart_strategies import RestartDecision
+from barrierflow.errors import StateRestoreError
 from barrierflow.graph.job_graph import JobGraph
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,8 @@ class JobRestore:
         )
         candidates = self.chooser.candidates(ids, storage.checkpoint_dir, savepoints)
         choice = self.chooser.choose(candidates, load_checked)
+        if choice.damaged and choice.point is not None:
+            self._check_fallback(choice.damaged, choice.point)
         if choice.note is not None:
             log.warning("job '%s': %s", name, choice.note)
         point = self.point = choice.point
@@ -121,6 +124,42 @@ class JobRestore:
             elif point.folder.uri == storage.checkpoint_dir(point.checkpoint_id).uri:
                 storage.protected.add(point.checkpoint_id)  # no-claim: retention must not delete
         return point
+
+    def abandoned_above(self, point: RestorePoint | None) -> int | None:
+        """Above which checkpoint id the commits of the job's lineage are abandoned by
+        restoring `point` (SinkContext.abandoned_above): the id of one of the job's own
+        checkpoints or savepoints; for the savepoint the user named, only this run's own
+        later commits (its ids start at `run_first_checkpoint_id`), never an earlier run's;
+        None on a fresh start."""
+        if point is None:
+            return None
+        if point.candidate.user_given:
+            return self.run_first_checkpoint_id - 1
+        return point.checkpoint_id
+
+    def _check_fallback(self, damaged: tuple[str, ...], point: RestorePoint) -> None:
+        """A fallback to `point` past the `damaged` candidates: every sink must take back
+        what those committed, unless duplicates were allowed (then a warning). Raises
+        StateRestoreError in one line naming the damaged checkpoint, the sinks and the
+        choices."""
+        refusing = sinks_refusing_fallback(self._graph)
+        if not refusing:
+            return
+        sinks, what = ", ".join(refusing), "; ".join(damaged)
+        target = point.candidate.describe()
+        if self._settings.allow_fallback_duplicates:
+            log.warning(
+                "job '%s': %s; falling back to %s with duplicates allowed: %s commit(s) "
+                "again the output committed after it", self._graph.job_name, what, target,
+                sinks,
+            )  # fmt: skip
+            return
+        raise StateRestoreError(
+            f"{what}; falling back to {target} would commit the output committed after it "
+            f"twice, since {sinks} cannot take it back: restore a savepoint with "
+            "--from-savepoint PATH, or rerun with --allow-fallback-duplicates to accept "
+            "duplicates"
+        )
 
     def _say_incomplete(self, point: RestorePoint | None) -> None:
         """Name, once, each folder of an earlier run newer than the restore point that lacks
@@ -166,6 +205,18 @@ class JobRestore:
             return
         log.info("job '%s': deleted the claimed %s (subsumed by checkpoint %d)",
                  name, what, own[-1].checkpoint_id)  # fmt: skip
+
+
+def sinks_refusing_fallback(graph: JobGraph) -> list[str]:
+    """The job's sinks that cannot take back output (`Sink.survives_fallback`), each as
+    `'name' (uid ..., what it is)`."""
+    refusing = []
+    for vertex in graph.vertices:
+        for op in vertex.operators:
+            sink = op.transformation.sink
+            if sink is not None and not sink.survives_fallback():
+                refusing.append(f"'{op.name}' (uid {op.uid}, {sink.describe()})")
+    return refusing
 
 
 def load_checked(folder: _fs.Location) -> dict[str, Any]:

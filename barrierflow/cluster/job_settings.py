@@ -44,6 +44,10 @@ class JobSettings:
     """The lowest level of the tasks' Python log records sent to the task log files."""
     latency_interval_ms: int = 0
     """How often each source subtask emits a latency marker (0: never)."""
+    allow_fallback_duplicates: bool = False
+    """A restore that falls back past a damaged checkpoint goes on even when a sink cannot
+    take back what the abandoned checkpoints committed (that output is committed again);
+    False: such a fallback fails the job naming the choices."""
     repeated_failure_limit: int | None = DEFAULT_LIMIT
     """The same failure this many times in a row from one restore point (a record that
     always fails) fails the job, whatever the restart strategy (repeated_failures.py);
@@ -59,6 +63,7 @@ class JobSettings:
         task_bind_address: str | None,
         checkpoint_dir: str,
         partitions: tuple[SubtaskId, ...],
+        lineage: str = "",
     ) -> TaskSettings:
         """What every task of `attempt` is started with (in its payload, or in RestartTask)."""
         return TaskSettings(
@@ -78,4 +83,5 @@ class JobSettings:
             metrics_interval_ms=self.metrics_interval_ms,
             task_log_level=self.task_log_level,
             latency_interval_ms=self.latency_interval_ms,
+            lineage=lineage,
         )

@@ -145,6 +145,9 @@ class Choice:
 
     point: RestorePoint | None
     note: str | None = None
+    damaged: tuple[str, ...] = ()
+    """The newer candidates found damaged by this choice, one line each (`checkpoint 7 is
+    damaged (...)`): the choice falls back past them, abandoning what they committed."""
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,8 @@ class RestorePointChooser:
                     ) from error
                 self._mark(candidate, error)
                 continue
-            return Choice(RestorePoint(candidate, metadata), self._note(candidate))
+            damaged = tuple(self._unreported)
+            return Choice(RestorePoint(candidate, metadata), self._note(candidate), damaged)
         if self._unreported or self.damaged:
             gone = "; ".join(self._unreported) or "every retained checkpoint is damaged"
             self._unreported = []

@@ -206,9 +206,24 @@ class SinkContext:
     """The job's name: stable across restarts and reruns (names transactions that a rerun
     must find again, e.g. prepared transactions in a database)."""
     restored_checkpoint_id: int | None = None
-    """The checkpoint (or savepoint) this attempt restored, None on a fresh start: every
-    transaction pre-committed for a checkpoint up to it belongs to a completed checkpoint,
-    every later one to a checkpoint that never completed."""
+    """The checkpoint (or savepoint) this attempt restored, None on a fresh start. Its id is
+    no fact about other runs: a savepoint of another storage, or a fallback, may have ids
+    another lineage used too (decide by `lineage` and `abandoned_above`)."""
+    lineage: str = ""
+    """The job's checkpoint lineage: a random hex id of its checkpoint folder (kept in the
+    folder's `_lineage` file). Checkpoint ids never repeat within a lineage, so (lineage,
+    checkpoint id) names one checkpoint across runs, storages and savepoint migrations;
+    names of transactions and files that must not collide carry both. "" when unknown (a
+    writer made outside a job): such a writer names things as before lineages existed."""
+    abandoned_above: int | None = None
+    """Every commit of this `lineage` for a checkpoint id above this one belongs to a
+    checkpoint this restore abandons (a fallback past damaged checkpoints); None on a fresh
+    start. Restoring one of the job's own checkpoints it is that checkpoint's id; restoring
+    a savepoint the user named, this run's first checkpoint id - 1. A sink that can take
+    output back (`Sink.survives_fallback`) does so for those commits, once."""
+    max_parallelism: int = 0
+    """The job's max parallelism: no run's subtask index of this operator reaches it (0:
+    unknown; then `parallelism` bounds only this run's)."""
 
 
 class SinkWriter(ABC):
@@ -273,6 +288,21 @@ class Sink(ABC):
         """The folders (URIs) the tasks write: on a cluster every executor's host must reach
         them, which the JobMaster checks before the first attempt."""
         return []
+
+    def survives_fallback(self) -> bool:
+        """Whether a restore that falls back past damaged checkpoints keeps this sink's
+        output exactly once (or, for a sink promising at-least-once only, as promised).
+
+        True (the default) for sinks without transactions: they promise at-least-once. A
+        transactional sink says True only if it takes back the commits of the abandoned
+        checkpoints (`SinkContext.abandoned_above`), or if committing them again changes
+        nothing (upserts). When one sink of a job says False, a fallback stops the job with
+        a message naming the choices (a savepoint, or allowing duplicates explicitly)."""
+        return True
+
+    def describe(self) -> str:
+        """The sink as messages name it, e.g. `PostgresSink (table t, insert mode)`."""
+        return type(self).__name__
 
     def committed_output(self) -> list[Any] | None:
         """Every record this sink has committed, in any order (a multiset), read on the driver

@@ -10,13 +10,19 @@ Running: each subtask buffers its rows between two checkpoint barriers as Arrow 
 the barrier (`pre_commit`) it writes them as Parquet files into the table's folder under
 names no one else uses. Those files are invisible: no Delta commit lists them yet. When the
 checkpoint completes, one Delta commit adds them, carrying an application transaction
-(`txn` action) whose app id names the job, the sink and the subtask and whose version is
-the checkpoint id.
+(`txn` action) whose app id names the job, the sink, the checkpoint lineage and the
+subtask (`job/uid/lineage/subtask`) and whose version is the checkpoint id; its commit info
+says the same as custom metadata, {"barrierflow": {"app_id", "checkpoint"}}.
 
 Recovering: the restored checkpoint's pending transactions (their files and stats are in the
 checkpoint) are committed again unless the table's `txn` version for their app id already
 reaches their checkpoint, which makes a repeated commit a no-op. After a rescale each
-restored transaction keeps the app id of the subtask that wrote it.
+restored transaction keeps the app id of the subtask (and lineage) that wrote it.
+
+Falling back: a restore past damaged checkpoints (`SinkContext.abandoned_above`) takes back
+what those checkpoints committed: subtask 0 finds the commits of this lineage's app ids
+above it (the cheap check first: each app id's `txn` version) and makes one Delta commit
+removing their files, before any subtask can commit anything new.
 
 Rows that do not fit the table fail the job by default, naming the sink, the table and the
 row. With `.with_dead_letter_table(path)` they go instead, with the error, into a second
@@ -25,9 +31,11 @@ subtask, committed in the same commit step), so dead letters are exactly once to
 
 Caveats: files of transactions that never committed (a task killed between writing and
 its checkpoint) stay in the folder, unreferenced: readers of the Delta log never see them
-and `DeltaTable.vacuum(full=True)` removes them. Checkpoint ids must grow across the runs
-that write one table under one job name and sink uid (the job's checkpoint folder sees to
-that); a run that restarts them fails with a clear error instead of skipping its commits.
+and `DeltaTable.vacuum(full=True)` removes them. Checkpoint ids never repeat within a
+lineage (the job's checkpoint folder sees to that, and a job moved to new storage gets a
+new lineage, so its own app ids); a table holding a newer version for this run's app id
+fails the commit with a clear error instead of skipping it. Taken-back files stay until
+`vacuum` (a remove, like any Delta delete); a table with `delta.appendOnly` refuses it.
 """
 
 from __future__ import annotations
@@ -84,8 +92,9 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
     checkpoint barriers become one Delta commit, made once that checkpoint completes.
 
     Exactly-once because the commit carries an application transaction (app id = job, sink
-    uid and subtask; version = checkpoint id) and a commit the table already has is skipped.
-    Assumes checkpoint ids grow across the runs writing one table under one job name.
+    uid, lineage and subtask; version = checkpoint id) and a commit the table already has
+    is skipped; a fallback takes back the commits of the checkpoints it abandons.
+    Assumes checkpoint ids never repeat within a lineage (checkpoint/lineage.py).
 
     >>> import pathlib, tempfile
     >>> from barrierflow.connectors.base import SinkContext
@@ -374,10 +383,112 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
     # ---- naming ----------------------------------------------------------------------------
 
     def app_id(self, subtask_index: int) -> str:
-        """The application-transaction id of one subtask: job name, sink uid and subtask index
-        (stable across restarts and reruns of the job)."""
+        """The application-transaction id of one subtask: job name, sink uid, lineage and
+        subtask index (stable across restarts and reruns into the same checkpoint folder;
+        without a lineage, the format from before lineages: `job/uid/subtask`)."""
         context = self._require_context()
-        return f"{context.job_name}/{context.operator_uid}/{subtask_index}"
+        lineage = f"{context.lineage}/" if context.lineage else ""
+        return f"{context.job_name}/{context.operator_uid}/{lineage}{subtask_index}"
+
+    # ---- falling back ----------------------------------------------------------------------
+
+    def survives_fallback(self) -> bool:
+        """Yes: `finish_recovery` takes back what abandoned checkpoints committed."""
+        return True
+
+    def describe(self) -> str:
+        return f"DeltaSink, table {self.table_uri}"
+
+    def finish_recovery(self) -> None:
+        """After a fallback (`abandoned_above` set), subtask 0 takes back every commit of this
+        lineage for a checkpoint above it, for every old subtask (one remover: no commits
+        conflicting with each other; no subtask commits anything new before every subtask
+        restored). Then the same in the dead-letter table."""
+        context = self._require_context()
+        above = context.abandoned_above
+        if above is not None and context.lineage and context.subtask_index == 0:
+            self._take_back(above)
+        if self.dead_letters is not None:
+            self.dead_letters.finish_recovery()
+
+    def _take_back(self, above: int) -> None:
+        """One Delta commit removing the files that commits of this lineage's app ids for
+        checkpoints above `above` added (and that are still in the table)."""
+        table = self._load_table()
+        if table is None:
+            return
+        context = self._require_context()
+        bound = max(context.max_parallelism, context.parallelism)
+        over = set()
+        for index in range(bound):
+            app_id = self.app_id(index)
+            version = table.transaction_version(app_id)
+            if version is not None and version > above:
+                over.add(app_id)
+        if not over:
+            return  # the cheap check: no commit of this lineage above it
+        added = self._added_by(table, over, above)
+        active = set(_column(table.get_add_actions(flatten=False), "path"))
+        delta = _deltalake()
+        now = int(time.time() * 1000)
+        actions = [
+            delta.transaction.RemoveAction(
+                urllib.parse.unquote(entry["path"]),
+                True,
+                now,
+                entry.get("size"),
+                entry.get("partitionValues"),
+            )
+            for entry in added
+            if entry["path"] in active
+        ]
+        if not actions:
+            return  # taken back before (an earlier attempt of this restore)
+        properties = delta.CommitProperties(
+            custom_metadata={
+                "barrierflow": {"take_back": context.lineage, "above_checkpoint": above}
+            },
+            max_commit_retries=MAX_COMMIT_RETRIES,
+        )
+        try:
+            table.create_write_transaction(
+                actions,
+                "append",
+                table.schema(),
+                partition_by=list(table.metadata().partition_columns) or None,
+                commit_properties=properties,
+            )
+        except Exception as error:
+            raise SinkError(
+                f"{self._sink_name()}: cannot take back the {len(actions)} file(s) committed "
+                f"for checkpoints above {above} of lineage {context.lineage}: {error}"
+            ) from None
+
+    def _added_by(self, table: Any, app_ids: set[str], above: int) -> list[dict[str, Any]]:
+        """The `add` entries of the commits of `app_ids` for checkpoints above `above`,
+        read from the Delta log newest first until each app id's commit at or below `above`
+        (its checkpoint ids grow with the log), or the log's start."""
+        import pyarrow.fs as pafs
+
+        filesystem, left, added = self._fs(), set(app_ids), []
+        for version in range(table.version(), -1, -1):
+            path = f"_delta_log/{version:020d}.json"
+            if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+                break  # cleaned up by log retention: nothing older to find
+            with filesystem.open_input_stream(path) as stream:
+                entries = [json.loads(line) for line in stream.read().splitlines() if line]
+            info = next((e["commitInfo"] for e in entries if "commitInfo" in e), {})
+            ours = info.get("barrierflow") or {}
+            app_id, checkpoint = ours.get("app_id"), ours.get("checkpoint")
+            if app_id not in left or checkpoint is None:
+                continue
+            if int(checkpoint) <= above:
+                left.discard(app_id)
+                if not left:
+                    break
+                continue
+            added.extend(e["add"] for e in entries if "add" in e)
+        return added
 
     # ---- internals -------------------------------------------------------------------------
 
@@ -631,8 +742,8 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             raise SinkError(
                 f"{self._sink_name()}: the table already holds checkpoint {version} of "
                 f"'{app_id}', at or above this commit's checkpoint {checkpoint}: another run "
-                "with this job name and sink uid wrote it (checkpoint ids started over?); "
-                "give this run its own job name or sink uid"
+                "with this job name, sink uid and checkpoint lineage wrote it (two runs "
+                "sharing one checkpoint folder?); give this run its own job name or sink uid"
             )
         if recovering:
             self._check_files_exist(transaction)
@@ -718,6 +829,13 @@ def _deltalake() -> Any:
             "DeltaSink needs the deltalake package: pip install 'barrierflow[delta]'"
         ) from None
     return deltalake
+
+
+def _column(data: Any, name: str) -> list[Any]:
+    """A column of an Arrow table (pyarrow, or what `deltalake` returns) as a list."""
+    import pyarrow as pa
+
+    return pa.table(data).column(name).to_pylist()
 
 
 def _table_uri(path: str) -> str:

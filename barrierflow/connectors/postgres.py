@@ -3,10 +3,12 @@
 Each subtask writes the rows of one checkpoint interval in one database transaction and
 turns it into a prepared transaction (`PREPARE TRANSACTION '<gid>'`) at the checkpoint
 barrier: durable on the server, invisible to readers. `COMMIT PREPARED` publishes it once
-the checkpoint is complete. The gid is a pure function of (job name, sink uid, subtask,
-checkpoint id), so after a failure the prepared transactions a crashed attempt left behind
-are found again in `pg_prepared_xacts` and decided by the restored checkpoint id alone:
-committed when they belong to a checkpoint up to it, rolled back otherwise.
+the checkpoint is complete. The gid is a pure function of (job name, sink uid, lineage,
+subtask, checkpoint id): (lineage, checkpoint id) never repeats, so no two runs prepare
+the same gid. After a failure the restored checkpoint's pending transactions are
+committed by their gids (the state lists them), and every other prepared transaction of
+this job and sink that earlier attempts left in `pg_prepared_xacts` is rolled back by the
+subtask that owns it (see `_sweep_leftovers`): no decision compares checkpoint ids.
 
 psycopg 3 is imported when the sink first connects (`pip install 'barrierflow[postgres]'`).
 `docs/connectors/postgres.md` is the user guide.
@@ -216,8 +218,10 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
 
     Exactly-once because each subtask's rows of one checkpoint interval form one database
     transaction, prepared at the barrier and committed when that checkpoint completes;
-    after a failure the prepared transactions found in `pg_prepared_xacts` are committed
-    when they belong to a checkpoint up to the restored one and rolled back otherwise.
+    after a failure those the restored checkpoint lists as pending are committed and every
+    other one earlier attempts left in `pg_prepared_xacts` is rolled back. A fallback past
+    a damaged checkpoint cannot take back its committed rows: in insert mode it stops the
+    job (`survives_fallback`), with key columns the upserts write the same rows again.
     Assumes the server allows prepared transactions (`max_prepared_transactions` > 0) and
     that job name and sink uid are stable across restarts (they name the transactions).
     With key columns, the input should be keyed by them: a key written by two subtasks can
@@ -234,8 +238,8 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
     ...     "counts").set_key_columns(["word"]).build()
     >>> sink.key_columns, sink.table
     (['word'], 'counts')
-    >>> gid_of("job", "sink", 3, 17)
-    'bf-0234b929dbf75f14bfd7-3-17'
+    >>> gid_of("job", "sink", 3, 17, "5f0c1e2d3a4b6c7d")
+    'bf-0234b929dbf75f14bfd7-5f0c1e2d3a4b6c7d-3-17'
     """
 
     def __init__(
@@ -470,13 +474,28 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
 
     # ------------------------------------------------------------------ transactions
 
+    def survives_fallback(self) -> bool:
+        """With key columns: upserts of the replayed rows leave the table as a run without
+        the abandoned checkpoints would. In insert mode committed rows cannot be taken back."""
+        return bool(self.key_columns)
+
+    def describe(self) -> str:
+        mode = f"upserts on {self.key_columns}" if self.key_columns else "insert mode"
+        return f"PostgresSink, table {self.table}, {mode}"
+
+    def finish_recovery(self) -> None:
+        """After the restored transactions were committed: roll back the leftovers this
+        subtask owns (`_sweep_leftovers`), and take the rows the restored checkpoint's
+        own transactions carried into the first new transaction."""
+        self._sweep_leftovers()
+        self._take_back_carried_rows()
+        self._swept = True
+
     def begin_transaction(self) -> dict:
         """A new handle; the server transaction starts with the first rows sent (an
         interval without rows costs nothing and prepares nothing)."""
-        if not self._swept:
-            self._sweep_leftovers()
-            self._take_back_carried_rows()
-            self._swept = True
+        if not self._swept:  # used without TwoPhaseCommitWriter.restore
+            self.finish_recovery()
         self._next_seq += 1
         self._open_seq = self._next_seq
         return {"seq": self._next_seq, "gid": None, "xid": None}
@@ -511,7 +530,13 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         if not self._in_transaction:
             return
         context = self._require_context()
-        gid = gid_of(context.job_name, context.operator_uid, context.subtask_index, checkpoint_id)
+        gid = gid_of(
+            context.job_name,
+            context.operator_uid,
+            context.subtask_index,
+            checkpoint_id,
+            context.lineage,
+        )
         try:
             xid = self._data.execute("SELECT pg_current_xact_id()::text").fetchone()[0]
             self._data.execute(_psycopg().sql.SQL("PREPARE TRANSACTION {}").format(gid))
@@ -571,11 +596,14 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
     # ------------------------------------------------------------------ recovery
 
     def _sweep_leftovers(self) -> None:
-        """Decide the prepared transactions earlier attempts left: those of checkpoints up
-        to the restored one are committed, later ones (and all on a fresh start) rolled
-        back. The decision depends on the checkpoint id only, so two subtasks that both
-        see a leftover (after a change of parallelism) decide alike; each subtask takes
-        its own index, subtask 0 also those at or above the parallelism."""
+        """Roll back the prepared transactions of this job and sink that earlier attempts
+        left and this subtask owns. Runs after `recover_and_commit` committed every gid the
+        restored state lists, so what is still prepared is listed by no restored state:
+        it belongs to a checkpoint that never completed (or one a fallback abandoned), of
+        any run or lineage. A gid made by old subtask j is owned by subtask j mod
+        parallelism: the one that received j's state at the restore (the rescaling rule of
+        `SinkOperator.initialize_state`), so the subtask that rolls a gid back is the one
+        that would have committed it were it listed. No checkpoint id is compared."""
         context = self._require_context()
         prefix = gid_prefix(context.job_name, context.operator_uid)
         try:
@@ -591,20 +619,8 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
             ]
         except _psycopg().Error as error:
             raise self._lost("list prepared transactions", error) from None
-        restored = context.restored_checkpoint_id
         for gid in gids:
-            parsed = _parse_gid(gid, prefix)
-            if parsed is None:
-                continue
-            subtask, checkpoint_id = parsed
-            mine = subtask == context.subtask_index or (
-                context.subtask_index == 0 and subtask >= context.parallelism
-            )
-            if not mine:
-                continue
-            if restored is not None and checkpoint_id <= restored:
-                self._finish_prepared("COMMIT", gid, None)
-            else:
+            if owns_leftover(gid, prefix, context.subtask_index, context.parallelism):
                 self._finish_prepared("ROLLBACK", gid, None)
 
     def _finish_prepared(self, verb: str, gid: str, xid: int | None) -> None:
@@ -812,18 +828,47 @@ def gid_prefix(job_name: str, operator_uid: str) -> str:
     return f"{GID_PREFIX}-{digest}-"
 
 
-def gid_of(job_name: str, operator_uid: str, subtask_index: int, checkpoint_id: int) -> str:
-    """The id of the transaction one subtask prepares for one checkpoint."""
-    return f"{gid_prefix(job_name, operator_uid)}{subtask_index}-{checkpoint_id}"
+def gid_of(
+    job_name: str, operator_uid: str, subtask_index: int, checkpoint_id: int, lineage: str = ""
+) -> str:
+    """The id of the transaction one subtask prepares for one checkpoint of one lineage
+    (without a lineage: the format of gids made before lineages existed)."""
+    lineage_part = f"{lineage}-" if lineage else ""
+    return f"{gid_prefix(job_name, operator_uid)}{lineage_part}{subtask_index}-{checkpoint_id}"
 
 
-_GID_TAIL = re.compile(r"(\d+)-(\d+)")
+_GID_TAIL = re.compile(r"(?:([0-9a-f]+)-)?(\d+)-(\d+)")
 
 
-def _parse_gid(gid: str, prefix: str) -> tuple[int, int] | None:
-    """(subtask, checkpoint id) of a gid with `prefix`, None if it is not one of ours."""
+def parse_gid(gid: str, prefix: str) -> tuple[str, int, int] | None:
+    """(lineage, subtask, checkpoint id) of a gid with `prefix` ("" lineage: a gid of the
+    format before lineages), None if it is not one of ours.
+
+    >>> prefix = gid_prefix("job", "sink")
+    >>> parse_gid(gid_of("job", "sink", 3, 17, "00ab"), prefix)
+    ('00ab', 3, 17)
+    >>> parse_gid(gid_of("job", "sink", 3, 17), prefix)
+    ('', 3, 17)
+    """
+    if not gid.startswith(prefix):
+        return None
     match = _GID_TAIL.fullmatch(gid[len(prefix) :])
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    if match is None:
+        return None
+    return match.group(1) or "", int(match.group(2)), int(match.group(3))
+
+
+def owns_leftover(gid: str, prefix: str, subtask_index: int, parallelism: int) -> bool:
+    """Whether subtask `subtask_index` of `parallelism` decides the leftover prepared
+    transaction `gid`: one made by old subtask j belongs to j mod parallelism, the subtask
+    that restores j's state, whatever the lineage.
+
+    >>> prefix = gid_prefix("job", "sink")
+    >>> [owns_leftover(gid_of("job", "sink", 5, 9, "ab"), prefix, i, 2) for i in (0, 1)]
+    [False, True]
+    """
+    parsed = parse_gid(gid, prefix)
+    return parsed is not None and parsed[1] % parallelism == subtask_index
 
 
 def _split_table(table: str) -> tuple[str | None, str]:

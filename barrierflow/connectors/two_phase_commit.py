@@ -36,12 +36,28 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
     Called on the task's mailbox thread, in this order: `open(context)` once per attempt,
     then `recover_and_commit` for every transaction a restored checkpoint holds as pending
     (oldest checkpoint first) and `recover_and_abort` for the ones it holds as open, then
-    `begin_transaction`; `write` for each batch; at a barrier `pre_commit(txn, id)` and
-    `begin_transaction` for the next; `commit` of every pending transaction up to a
-    completed checkpoint, oldest first; `abort` of the open transaction when the task fails
-    or is cancelled; `close` last, after a normal end (the last commit) or after `abort`.
+    `finish_recovery` (also on a fresh start), then `begin_transaction`; `write` for each
+    batch; at a barrier `pre_commit(txn, id)` and `begin_transaction` for the next;
+    `commit` of every pending transaction up to a completed checkpoint, oldest first;
+    `abort` of the open transaction when the task fails or is cancelled; `close` last,
+    after a normal end (the last commit) or after `abort`.
     The same object may be opened again for a later attempt in the same process (a
     roll-back in place): `open` starts from a clean slate.
+
+    Recovery decides by facts that cannot collide across runs, storages or savepoint
+    migrations, never by comparing checkpoint ids of different lineages:
+
+    - commit exactly the transactions the restored state lists as pending
+      (`recover_and_commit`), whichever run or lineage made them;
+    - in `finish_recovery`, undo the rest that earlier attempts left and that this subtask
+      owns: what old subtask j left belongs to subtask j mod parallelism, the subtask that
+      restored j's state and so knows whether it listed it (a prepared transaction no
+      restored state lists is rolled back);
+    - after a fallback (`SinkContext.abandoned_above` set), take back the commits of this
+      lineage above it, or say `survives_fallback() -> False` so such a fallback stops.
+
+    Names of transactions and files carry `SinkContext.lineage` with the checkpoint id, so
+    two runs never name two different things alike. `docs/connectors.md` has the rule.
 
     >>> class Memory(TwoPhaseCommitSink):
     ...     def __init__(self): self.visible, self.txns, self.next = [], {}, 0
@@ -110,9 +126,21 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
         checkpoint was taken (its records are replayed). The default is `abort`.
 
         Transactions begun after the restored checkpoint are in no checkpoint: the sink
-        finds them itself (`SinkContext.restored_checkpoint_id`: one pre-committed for a
-        later checkpoint never completed) or names them so they cannot collide."""
+        finds them itself in `finish_recovery` (no restored state lists them) or names them
+        so they cannot collide."""
         self.abort(transaction)
+
+    def finish_recovery(self) -> None:
+        """After the restored transactions were committed and aborted, before the first
+        `begin_transaction` of the attempt (also on a fresh start): decide what earlier
+        attempts left that no restored state lists (leftovers this subtask owns, see the
+        class docstring), and take back the commits of abandoned checkpoints
+        (`SinkContext.abandoned_above`). Nothing by default."""
+
+    def survives_fallback(self) -> bool:
+        """False unless the sink takes back what abandoned checkpoints committed (see
+        `finish_recovery`): a transactional sink promises exactly once."""
+        return False
 
     def close(self) -> None:
         """The last call of an attempt (normal end, or after `abort`): release connections."""
@@ -146,7 +174,9 @@ class TwoPhaseCommitWriter(SinkWriter):
         1. Commit every pending transaction of every snapshot (several after a rescale),
            oldest checkpoint first: each belongs to a completed checkpoint.
         2. Abort each snapshot's open transaction: its records are replayed.
-        3. Begin the first transaction of this attempt.
+        3. `finish_recovery`: the sink decides what else earlier attempts left (after 1, so
+           what the restored state lists is committed before the rest is undone).
+        4. Begin the first transaction of this attempt.
         """
         self.sink.open(self.context)
         decoded = [self.decode_state(state) for state in states]
@@ -159,6 +189,8 @@ class TwoPhaseCommitWriter(SinkWriter):
             if open_transaction is not None:
                 self.sink.recover_and_abort(open_transaction)
         # Step 3
+        self.sink.finish_recovery()
+        # Step 4
         self._begin()
 
     def write_batch(self, records: list[Any]) -> None:

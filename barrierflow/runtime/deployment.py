@@ -133,6 +133,8 @@ class TaskSettings:
     latency_interval_ms: int = 0
     """How often each source subtask emits a latency marker (0: never, the default; Flink's
     `metrics.latency.interval`)."""
+    lineage: str = ""
+    """The job's checkpoint lineage (checkpoint/lineage.py; SinkContext.lineage)."""
 
     def barrier_handler(self, channel_count: int) -> BarrierHandler:
         """The barrier handler of a task with `channel_count` input channels."""

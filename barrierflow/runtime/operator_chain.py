@@ -211,9 +211,11 @@ def operator_context(
     clock: Clock,
     mailbox: MailboxExecutor,
     restored_checkpoint_id: int | None = None,
+    abandoned_above: int | None = None,
 ) -> OperatorContext:
     """What every operator of one subtask's chain is set up with, for one attempt that
-    restored `restored_checkpoint_id` (None: a fresh start)."""
+    restored `restored_checkpoint_id` (None: a fresh start), abandoning the commits of its
+    lineage above `abandoned_above`."""
     return OperatorContext(
         subtask_index=descriptor.subtask.subtask_index,
         parallelism=descriptor.parallelism,
@@ -226,4 +228,6 @@ def operator_context(
         mailbox=mailbox,
         job_name=descriptor.job_name,
         restored_checkpoint_id=restored_checkpoint_id,
+        lineage=settings.lineage,
+        abandoned_above=abandoned_above,
     )

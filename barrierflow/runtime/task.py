@@ -240,6 +240,7 @@ class StreamTask:
             self._clock,
             mails.TaskMailboxExecutor(self.mailbox.put, settings.attempt),
             deploy.restore_checkpoint_id,
+            deploy.abandoned_above,
         )
         if self.chain.source is not None:
             self.chain.source.assign_splits(deploy.splits)

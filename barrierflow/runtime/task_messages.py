@@ -263,6 +263,9 @@ class DeployTask:
     channel_state: tuple[str, int, int] | None = None
     """(file URI, offset, length) of this subtask's channel state to replay (unaligned
     checkpoints), or None."""
+    abandoned_above: int | None = None
+    """Commits of the job's lineage above this checkpoint id belong to checkpoints this
+    restore abandons (SinkContext.abandoned_above); None on a fresh start."""
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,9 @@ class FakeSparkRunner:
 class JobHarness:
     """A JobMaster over a two-vertex job (parallelism 2) with fakes and a ManualClock."""
 
-    def __init__(self, tmp_path: Path, restart: RestartStrategyConfiguration) -> None:
+    def __init__(
+        self, tmp_path: Path, restart: RestartStrategyConfiguration, sink: Any = None
+    ) -> None:
         env = StreamExecutionEnvironment()
         env.set_parallelism(2)
         (
@@ -118,7 +120,7 @@ class JobHarness:
             .key_by(lambda pair: pair[0])
             .reduce(lambda a, b: (a[0], a[1] + b[1]))
             .uid("count")
-            .sink_to(FileSink.for_rows(str(tmp_path / "out")))
+            .sink_to(sink if sink is not None else FileSink.for_rows(str(tmp_path / "out")))
         )
         self.clock = ManualClock(epoch_ms=1_700_000_000_000)
         self.rpc: FakeRpc | None = None

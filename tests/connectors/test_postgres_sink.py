@@ -1,6 +1,6 @@
 """PostgresSink against a real PostgreSQL (tests/pg_server.py): modes, the transaction steps,
-recovery by checkpoint id (also after a change of parallelism), configuration errors and
-rows that do not fit the table."""
+recovery by the restored state (also after a change of parallelism, and across lineages),
+configuration errors and rows that do not fit the table."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from barrierflow.connectors.base import SinkContext
-from barrierflow.connectors.postgres import PostgresSink, gid_prefix
+from barrierflow.connectors.postgres import PostgresSink, gid_of, gid_prefix
 from barrierflow.errors import SinkError, SinkUnavailableError
 
 psycopg = pytest.importorskip("psycopg")
@@ -45,12 +45,12 @@ def events(pg):
     return name
 
 
-def context(job, subtask=0, parallelism=1, restored=None):
-    return SinkContext(UID, subtask, parallelism, 0, "d", job, restored)
+def context(job, subtask=0, parallelism=1, restored=None, lineage=""):
+    return SinkContext(UID, subtask, parallelism, 0, "d", job, restored, lineage=lineage)
 
 
-def writer_of(sink, job, subtask=0, parallelism=1, restored=None, states=()):
-    writer = sink.create_writer(context(job, subtask, parallelism, restored))
+def writer_of(sink, job, subtask=0, parallelism=1, restored=None, states=(), lineage=""):
+    writer = sink.create_writer(context(job, subtask, parallelism, restored, lineage))
     writer.restore(list(states))
     return writer
 
@@ -275,9 +275,12 @@ def test_carried_rows_are_written_once_after_a_restore(postgres_server, pg, job,
 
 
 @pytest.mark.parametrize("with_states", [True, False], ids=["states", "leftovers-only"])
-def test_restore_after_a_change_of_parallelism_decides_every_leftover_by_checkpoint_id(
+def test_restore_after_a_change_of_parallelism_decides_every_leftover_by_the_restored_state(
     postgres_server, pg, job, events, with_states
 ):
+    """What the restored states list is committed; every other leftover is rolled back by
+    the subtask that owns it (old subtask j's by j mod 2), whatever its checkpoint id: an id
+    at or below the restored one is no proof (another lineage may have used it)."""
     states = []
     for subtask in range(3):
         sink = insert(postgres_server, events)
@@ -295,7 +298,39 @@ def test_restore_after_a_change_of_parallelism_decides_every_leftover_by_checkpo
         writer_of(insert(postgres_server, events), job, subtask, 2, restored=1, states=mine)
 
     assert prepared(pg, job) == []
-    assert table_rows(pg, events) == [("s0c1", 0), ("s1c1", 1), ("s2c1", 2)]
+    expected = [("s0c1", 0), ("s1c1", 1), ("s2c1", 2)] if with_states else []
+    assert table_rows(pg, events) == expected
+
+
+def test_a_savepoint_moved_to_new_storage_commits_what_it_lists_and_nothing_by_id(
+    postgres_server, pg, job, events
+):
+    """A run of lineage 'aa' takes savepoint 10 (its rows prepared, listed as pending); the
+    job moves to new storage (lineage 'bb') and a failure hits before its first checkpoint
+    completed, leaving a prepared transaction behind. Before the fix the new run numbered
+    from 1 and the sweep committed its leftover of checkpoint 1 as "at or below the restored
+    10": its rows came again with the replay. Whatever the numbering, the sink now decides
+    by what the restored state lists, so even such an id is rolled back."""
+    sink = insert(postgres_server, events)
+    old = writer_of(sink, job, lineage="aa")
+    old.write_batch([{"word": "saved", "n": 10}])
+    old.pre_commit(10)
+    savepoint = old.snapshot_state()
+    old.write_batch([{"word": "old-11", "n": 11}])
+    old.pre_commit(11)  # the old run went on after the savepoint, then died
+    crash(sink)
+
+    sink = insert(postgres_server, events)
+    moved = writer_of(sink, job, restored=10, states=[savepoint], lineage="bb")
+    assert prepared(pg, job) == []  # 10 committed as listed, the old run's 11 rolled back
+    moved.write_batch([{"word": "new-1", "n": 1}])
+    moved.pre_commit(1)
+    assert prepared(pg, job) == [gid_of(job, UID, 0, 1, "bb")]
+    crash(sink)  # before checkpoint 1 completed
+
+    writer_of(insert(postgres_server, events), job, restored=10, states=[savepoint], lineage="bb")
+    assert prepared(pg, job) == []
+    assert table_rows(pg, events) == [("saved", 10)]
 
 
 def test_a_fresh_start_rolls_back_every_leftover_of_the_job(postgres_server, pg, job, counts):

@@ -2,8 +2,13 @@
 
 Layout of the output folder:
 
-    <out>/[<partition folders>/]part-<uid>-<subtask>-<deployment>-<seq>.<ext>   committed
-    <out>/.staging/<uid>/<subtask>/<deployment>/<same path>                     staged
+    <out>/[<partition folders>/]part-<uid>-<subtask>-<deployment>-<seq>-ck<id>-<lineage>.<ext>
+                                                                    committed
+    <out>/.staging/<uid>/<subtask>/<deployment>/<path without -ck..>    staged
+    <out>/[<partition folders>/].abandoned/<committed name>           taken back (fallback)
+
+(A writer without a lineage, and part files written before lineages existed, have no
+`-ck<checkpoint>-<lineage>`: `committed_checkpoint` finds nothing in their names.)
 
 A transaction (`TwoPhaseCommitSink`) is the set of part files one subtask writes between
 two barriers: one per partition folder, more when the rolling policy rolls by size or
@@ -13,7 +18,11 @@ repeating it is harmless). The staging folder is hidden (its name starts with `.
 Spark, Hadoop and this library's FileSource read only committed files. Names carry the
 operator uid, the subtask and the deployment, so zombies and reruns never write to the
 same name, and staged files of older deployments that no checkpoint lists are deleted by
-the next deployment.
+the next deployment. The committed name also carries the checkpoint and its lineage
+(`SinkContext.lineage`), which name the commit uniquely: a restore that falls back past
+damaged checkpoints (`SinkContext.abandoned_above`) moves the part files of this lineage's
+later checkpoints into a hidden `.abandoned/` folder beside them (subtask 0, for every
+subtask): nothing is deleted, and readers skip them.
 """
 
 from __future__ import annotations
@@ -39,6 +48,11 @@ from barrierflow.errors import SinkError, StateRestoreError
 
 STAGING_FOLDER = ".staging"
 """Where in-progress and pending files live, inside the output folder."""
+
+ABANDONED_FOLDER = ".abandoned"
+"""Where a fallback moves committed part files of abandoned checkpoints (in their folder)."""
+
+_COMMITTED_NAME = re.compile(r"^part-.+-ck(\d+)-([0-9a-f]+)\.[A-Za-z0-9]+$")
 
 LEGACY_STATE_VERSION = 1
 """Version of the snapshots of the FileSink writer before it was built on
@@ -258,8 +272,43 @@ class FileSink(TwoPhaseCommitSink[Any]):
             self._files().write_encoded(transaction, self.format.encode_arrow(data))
 
     def pre_commit(self, transaction: int, checkpoint_id: int) -> dict[str, Any]:
-        """Close the transaction's part files; the pending handle lists them."""
-        return {"files": self._files().close_transaction(transaction)}
+        """Close the transaction's part files; the pending handle lists them, each with
+        the final name that says its checkpoint and lineage."""
+        return {"files": self._files().close_transaction(transaction, checkpoint_id)}
+
+    def survives_fallback(self) -> bool:
+        """Yes: `finish_recovery` moves the abandoned checkpoints' part files aside."""
+        return True
+
+    def describe(self) -> str:
+        return f"FileSink, folder {self.output}"
+
+    def finish_recovery(self) -> None:
+        """After a fallback (`abandoned_above` set), subtask 0 moves every committed part file
+        of this lineage for a checkpoint above it into `.abandoned/` beside it (for every
+        subtask: no subtask commits anything new before every subtask restored)."""
+        context = self._files().context
+        above = context.abandoned_above
+        if above is None or not context.lineage or context.subtask_index != 0:
+            return
+        try:
+            names = _fs.list_files_recursive(self.output)
+        except OSError as error:
+            raise SinkError(f"cannot list {self.output}: {error}") from None
+        for name in names:
+            found = committed_checkpoint(name)
+            if found is None or found[0] != context.lineage or found[1] <= above:
+                continue
+            folder, _, base = name.rpartition("/")
+            aside = "/".join(part for part in (folder, ABANDONED_FOLDER, base) if part)
+            try:
+                _fs.make_dirs(self.output.child(aside).parent)
+                _fs.commit_file(self.output.child(name), self.output.child(aside))
+            except OSError as error:
+                raise SinkError(
+                    f"cannot move {self.output.child(name)} of abandoned checkpoint "
+                    f"{found[1]} aside: {error}"
+                ) from None
 
     def commit(self, transaction: Any) -> None:
         for staged, final in transaction["files"]:
@@ -401,11 +450,19 @@ class _TaskFiles:
             except (OSError, pa.ArrowException) as error:
                 raise SinkError(f"cannot write {self._at(part.staged)}: {error}") from None
 
-    def close_transaction(self, number: int) -> list[list[str]]:
+    def close_transaction(self, number: int, checkpoint_id: int) -> list[list[str]]:
+        """[staged, final] of the transaction's part files, closed; each final name says
+        the checkpoint and lineage (when the writer knows its lineage)."""
         transaction = self.transactions.pop(number)
         for folder in list(transaction.open_parts):
             self._close_part(transaction, folder)
-        return transaction.closed
+        lineage = self.context.lineage
+        if not lineage:
+            return transaction.closed
+        return [
+            [staged, _committed_name(final, checkpoint_id, lineage)]
+            for staged, final in transaction.closed
+        ]
 
     def discard(self, number: int) -> None:
         """Close and delete the transaction's staged files (open and rolled)."""
@@ -495,6 +552,29 @@ class _TaskFiles:
                         _fs.delete_dir(operator_folder.child(subtask, deployment))
         except OSError as error:
             raise SinkError(f"cannot clean up {operator_folder}: {error}") from None
+
+
+def _committed_name(final: str, checkpoint_id: int, lineage: str) -> str:
+    """`final` with `-ck<checkpoint>-<lineage>` before its extension.
+
+    >>> _committed_name("d=1/part-s-0-ab-1-00000003.jsonl", 7, "00ff")
+    'd=1/part-s-0-ab-1-00000003-ck7-00ff.jsonl'
+    """
+    stem, dot, extension = final.rpartition(".")
+    return f"{stem}-ck{checkpoint_id}-{lineage}{dot}{extension}"
+
+
+def committed_checkpoint(path: str) -> tuple[str, int] | None:
+    """(lineage, checkpoint id) a committed part file's name says, None for a name without
+    them (written without a lineage, or before lineages existed).
+
+    >>> committed_checkpoint("d=1/part-s-0-ab-1-00000003-ck7-00ff.jsonl")
+    ('00ff', 7)
+    >>> committed_checkpoint("part-sink-0-run1-0-00000000.jsonl") is None
+    True
+    """
+    match = _COMMITTED_NAME.match(path.rsplit("/", 1)[-1])
+    return (match.group(2), int(match.group(1))) if match else None
 
 
 class _HivePartitioner:

@@ -69,6 +69,11 @@ class OperatorContext:
     """The job's name, stable across attempts and reruns (sinks name transactions by it)."""
     restored_checkpoint_id: int | None = None
     """The checkpoint or savepoint this attempt restored; None on a fresh start."""
+    lineage: str = ""
+    """The job's checkpoint lineage (connectors.base.SinkContext.lineage); "" unknown."""
+    abandoned_above: int | None = None
+    """Commits of this lineage above this checkpoint id are abandoned by this restore
+    (connectors.base.SinkContext.abandoned_above); None on a fresh start."""
 
 
 class Output(Protocol):

@@ -344,6 +344,9 @@ class SinkOperator(StreamOperator):
                 deployment_id=context.deployment_id,
                 job_name=context.job_name,
                 restored_checkpoint_id=context.restored_checkpoint_id,
+                lineage=context.lineage,
+                abandoned_above=context.abandoned_above,
+                max_parallelism=context.max_parallelism,
             )
         )
         mine = [
