@@ -26,9 +26,16 @@ often are duplicated.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
+import pickle
 import random
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -44,6 +51,7 @@ from barrierflow.api.environment import (
     JobClient,
     StreamExecutionEnvironment,
 )
+from barrierflow.cluster.spark_session import SparkOptions
 from barrierflow.core.restart_strategies import RestartStrategies
 from barrierflow.errors import BarrierflowError, ConfigurationError
 from barrierflow.job_file import command_line_settings, run_job_file
@@ -217,15 +225,29 @@ class FailureInjector:
         plan: Sequence[PlannedFailure],
         report: Callable[[str], None],
         recovery_timeout_s: float = RECOVERY_TIMEOUT_S,
+        *,
+        first_number: int = 1,
+        total: int | None = None,
+        started: float | None = None,
+        on_driver: Callable[[int], None] | None = None,
+        on_record: Callable[[FailureRecord], None] | None = None,
     ) -> None:
+        """`first_number`, `total`, `started` (time.monotonic of the chaos run's start): how
+        the report numbers and times this driver's share of a plan split across drivers.
+        `on_driver(attempt)` carries out a planned driver failure (the last of this share):
+        chaos_child.py asks the parent to kill this process."""
         self.client = client
         self.plan = list(plan)
         self.report = report
         self.recovery_timeout_s = recovery_timeout_s
         self.records: list[FailureRecord] = []
         self.error: BaseException | None = None
+        self.first_number = first_number
+        self.total = total if total is not None else len(self.plan)
+        self.on_driver = on_driver
+        self.on_record = on_record
         self._stop = threading.Event()
-        self._started = time.monotonic()
+        self._started = started if started is not None else time.monotonic()
         self._thread = threading.Thread(target=self._run, name="barrierflow-chaos", daemon=True)
 
     def start(self) -> None:
@@ -257,6 +279,11 @@ class FailureInjector:
                 if client.get_job_status() == "RUNNING" and client.attempt == attempt:
                     break
                 checkpoints = len(client.completed_checkpoints)  # it restarted by itself
+            if planned.kind == "driver":
+                if self.on_driver is None:
+                    raise ChaosError("the failure kind driver needs a driver of its own")
+                self.on_driver(client.attempt)
+                return
             subtask = subtasks[planned.target % len(subtasks)]
             injected = time.monotonic()
             try:
@@ -265,7 +292,9 @@ class FailureInjector:
                 )
             except (KeyError, ProcessLookupError):  # the task just ended: nothing to hit
                 continue
-            recovered = client.wait_until_running(attempt + 1, timeout=self.recovery_timeout_s)
+            # restore: the next attempt fails while restoring, the one after it recovers
+            later = attempt + (2 if planned.kind == "restore" else 1)
+            recovered = client.wait_until_running(later, timeout=self.recovery_timeout_s)
             now = time.monotonic()
             if not recovered and client.get_job_status() not in ENDED_STATES:
                 raise ChaosError(
@@ -273,7 +302,7 @@ class FailureInjector:
                     f"from a {planned.kind} of {self._task_name(subtask)}"
                 )
             record = FailureRecord(
-                len(self.records) + 1,
+                self.first_number + len(self.records),
                 injected - self._started,
                 planned.kind,
                 self._task_name(subtask),
@@ -281,7 +310,9 @@ class FailureInjector:
                 (now - injected) * 1000 if recovered else None,
             )
             self.records.append(record)
-            self.report(record.describe(len(self.plan)))
+            self.report(record.describe(self.total))
+            if self.on_record is not None:
+                self.on_record(record)
             if not recovered:
                 return
             checkpoints = len(client.completed_checkpoints)
@@ -358,6 +389,11 @@ class ChaosCheck:
                 "task inside the driver's JVM: run on local-cluster[W,C,M] (executor JVMs on "
                 "this machine) or a cluster master, or leave jvm out of --kinds"
             )
+        if "driver" in self.kinds and not os.path.isdir("/proc/self"):
+            raise ChaosError(
+                "the failure kind driver kills a driver's process tree, which it finds in "
+                "/proc: run it on Linux, or leave driver out of --kinds"
+            )
         _prepare_workdir(self.workdir)
         report(f"run 1 of 2: without failures, in {self.workdir / 'reference'}")
         reference = self._run_once("reference", [], report)
@@ -371,17 +407,25 @@ class ChaosCheck:
             f"run 2 of 2: {self.failures} failures ({', '.join(self.kinds)}; seed {self.seed}), "
             f"in {self.workdir / 'chaos'}"
         )
-        chaos = self._run_once("chaos", plan, report)
-        injector = chaos.injector
-        records = injector.records if injector is not None else []
-        if injector is not None and injector.error is not None:
-            raise ChaosError(str(injector.error)) from injector.error
-        report(f"run 2 took {chaos.seconds:.1f} s")
-        if chaos.error is not None:
-            error = f"{type(chaos.error).__name__}: {chaos.error}"
+        if "driver" in self.kinds:
+            drivers = DriverRuns(self, plan, report).run()
+            records, error = drivers.records, drivers.error
+            seconds, outputs = drivers.seconds, drivers.outputs
+        else:
+            chaos = self._run_once("chaos", plan, report)
+            injector = chaos.injector
+            records = injector.records if injector is not None else []
+            if injector is not None and injector.error is not None:
+                raise ChaosError(str(injector.error)) from injector.error
+            seconds, outputs = chaos.seconds, {}
+            error = None if chaos.error is None else f"{type(chaos.error).__name__}: {chaos.error}"
+            if error is None:
+                outputs = committed_outputs(chaos.jobs)
+        report(f"run 2 took {seconds:.1f} s")
+        if error is not None:
             lines = [f"the job failed under chaos: {error}", "exactly-once: FAILED (job failed)"]
             return ChaosResult(records, [], lines, job_error=error)
-        comparisons, skipped = _compare_runs(reference.jobs, chaos.jobs)
+        comparisons, skipped = _compare_outputs(committed_outputs(reference.jobs), outputs)
         lines = [f"sink {name}: not compared (it cannot say what it committed)" for name in skipped]
         if len(records) < self.failures:
             lines.append(
@@ -391,8 +435,18 @@ class ChaosCheck:
         return ChaosResult(records, comparisons, [*lines, *verdict_lines(comparisons)])
 
     def _run_once(
-        self, name: str, plan: list[PlannedFailure], report: Callable[[str], None]
+        self,
+        name: str,
+        plan: list[PlannedFailure],
+        report: Callable[[str], None],
+        *,
+        full_speed: bool | None = None,
+        injector_args: dict[str, Any] | None = None,
+        on_job: Callable[[JobClient], None] | None = None,
     ) -> _Run:
+        """One run of the job file in this process; `full_speed` (default: without a plan),
+        `injector_args` (FailureInjector's keywords) and `on_job` (told of the file's first
+        job) serve a driver of a run split across drivers (`run_driver`)."""
         run = _Run(name)
 
         def on_execute(env: StreamExecutionEnvironment, client: JobClient) -> None:
@@ -403,8 +457,10 @@ class ChaosCheck:
                     "env.enable_checkpointing(interval_ms) in the job file"
                 )
             run.jobs.append(client)
+            if on_job is not None and len(run.jobs) == 1:
+                on_job(client)
             if plan and run.injector is None:  # failures go into the file's first job
-                run.injector = FailureInjector(client, plan, report)
+                run.injector = FailureInjector(client, plan, report, **(injector_args or {}))
                 run.injector.start()
 
         settings = command_line_settings(
@@ -415,7 +471,8 @@ class ChaosCheck:
         )
         started = time.monotonic()
         try:
-            with _check_run.check_run(self.workdir / name, full_speed=not plan), settings:
+            fast = not plan if full_speed is None else full_speed
+            with _check_run.check_run(self.workdir / name, full_speed=fast), settings:
                 run_job_file(self.job_file, self.job_args)
         except ConfigurationError:
             raise
@@ -431,6 +488,256 @@ class ChaosCheck:
         if not run.jobs and run.error is None:
             raise ChaosError(f"{self.job_file} started no job (it never called env.execute())")
         return run
+
+
+# ---- the kind driver: the chaos run in driver processes of its own ------------------------------
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    """What one driver of a chaos run split across drivers does (chaos_child.py reads it)."""
+
+    check: ChaosCheck
+    plan: list[PlannedFailure]
+    """Its share of the plan: failures of other kinds, then at most one driver failure."""
+    first_number: int
+    total: int
+    started: float
+    """time.monotonic() at the chaos run's start (one clock for every process here)."""
+    rerun: bool
+    """It follows a killed driver: it says when the job runs again (`running`)."""
+    output_file: str
+    """Where it pickles its sinks' committed output if its run ends."""
+    events_fd: int
+    """The pipe it writes its events to, one JSON object per line."""
+    spark_options: SparkOptions | None
+
+
+def run_driver(spec: DriverSpec, send: Callable[..., None]) -> None:
+    """Run the job file as one driver of the chaos run (in chaos_child.py's process), telling
+    the parent by `send(event=..., ...)`: `failure` (a FailureRecord's fields), `running`
+    (a rerun's job RUNNING again), `driver` (kill this process now), `error` (the check
+    broke), `done` (the run ended: its error or None; the output pickled)."""
+
+    def say_running(client: JobClient) -> None:
+        running = client.wait_until_running(0, timeout=RECOVERY_TIMEOUT_S)
+        send(event="running", running=running, restored_from=client.restored_from)
+
+    def on_job(client: JobClient) -> None:
+        if spec.rerun:
+            threading.Thread(target=say_running, args=(client,), daemon=True).start()
+
+    injector_args = {
+        "first_number": spec.first_number,
+        "total": spec.total,
+        "started": spec.started,
+        "on_driver": lambda attempt: send(event="driver", attempt=attempt, pid=os.getpid()),
+        "on_record": lambda record: send(event="failure", **dataclasses.asdict(record)),
+    }
+    with command_line_settings(spark_options=spec.spark_options):
+        run = spec.check._run_once(
+            "chaos", spec.plan, lambda line: None, full_speed=False,
+            injector_args=injector_args, on_job=on_job,
+        )  # fmt: skip
+    if run.injector is not None and run.injector.error is not None:
+        send(event="error", text=str(run.injector.error))
+        return
+    error = None if run.error is None else f"{type(run.error).__name__}: {run.error}"
+    if error is None:
+        Path(spec.output_file).write_bytes(pickle.dumps(committed_outputs(run.jobs)))
+    send(event="done", error=error)
+
+
+@dataclass
+class _Killed:
+    """A driver killed by plan, until the next driver runs the job again."""
+
+    number: int
+    at_s: float
+    attempt: int
+    pid: int
+    killed_at: float
+
+
+@dataclass
+class DriverRuns:
+    """The chaos run as a chain of driver processes (`python -m barrierflow.chaos_child`):
+    each runs the job file as `barrierflow run` would, with its share of the plan; at a
+    driver failure it asks to be killed, this SIGKILLs its whole process tree (the driver,
+    Spark's JVM, the Python workers and stream tasks: everything in its session, and every
+    descendant), and the next driver runs the file again, restoring the folder's newest
+    checkpoint. Its recovery time runs from the kill to the new driver's job RUNNING
+    (Python and Spark start-up included). The last driver's run ends and pickles what its
+    sinks committed."""
+
+    check: ChaosCheck
+    plan: list[PlannedFailure]
+    report: Callable[[str], None]
+    records: list[FailureRecord] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    outputs: dict[str, list[Any] | None] = field(default_factory=dict)
+
+    def run(self) -> DriverRuns:
+        from barrierflow.api.environment import command_line_defaults
+
+        started = time.monotonic()
+        shares = driver_shares(self.plan)
+        killed: _Killed | None = None
+        output = self.check.workdir / "chaos-committed.pickle"
+        for index, share in enumerate(shares):
+            spec = DriverSpec(
+                self.check, share, len(self.records) + 1 + (killed is not None),
+                len(self.plan), started, killed is not None, str(output), -1,
+                command_line_defaults.spark_options,
+            )  # fmt: skip
+            killed = self._drive(spec, killed, index)
+            if killed is None:
+                break
+        if killed is not None:
+            raise ChaosError("the last driver was killed by plan: nothing ran the job to its end")
+        self.seconds = time.monotonic() - started
+        if self.error is None:
+            self.outputs = pickle.loads(output.read_bytes())
+        return self
+
+    def _drive(self, spec: DriverSpec, killed: _Killed | None, index: int) -> _Killed | None:
+        """Run one driver until it ends (None) or is killed by plan (the kill)."""
+        read_fd, write_fd = os.pipe()
+        spec = dataclasses.replace(spec, events_fd=write_fd)
+        spec_file = self.check.workdir / f"driver-{index + 1}.spec"
+        spec_file.write_bytes(pickle.dumps(spec))
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "barrierflow.chaos_child", str(spec_file)],
+                pass_fds=(write_fd,), start_new_session=True,
+            )  # fmt: skip
+        finally:
+            os.close(write_fd)
+        events = _Lines(read_fd)
+        try:
+            while True:
+                deadline = None if killed is None else killed.killed_at + RECOVERY_TIMEOUT_S
+                event = events.next(deadline)
+                if event is None:  # the pipe closed: the driver ended without saying `done`
+                    code = child.wait()
+                    raise ChaosError(
+                        f"the chaos run's driver (pid {child.pid}) exited with status {code} "
+                        "before its run ended (see its output above)"
+                    )
+                if event == "timeout":
+                    assert killed is not None
+                    kill_process_tree(child.pid)
+                    raise ChaosError(
+                        f"the job did not run again within {RECOVERY_TIMEOUT_S:.0f} s of "
+                        f"killing its driver (pid {killed.pid})"
+                    )
+                kind = event.pop("event")
+                if kind == "failure":
+                    self._add(FailureRecord(**event))
+                elif kind == "running" and killed is not None:
+                    recovered = time.monotonic() if event["running"] else None
+                    self._add(FailureRecord(
+                        killed.number, killed.at_s, "driver", f"the driver (pid {killed.pid})",
+                        killed.attempt,
+                        None if recovered is None else (recovered - killed.killed_at) * 1000,
+                    ))  # fmt: skip
+                    if event["running"] and event["restored_from"] is None:
+                        self.report("the new driver restored no checkpoint: it started afresh")
+                    killed = None
+                elif kind == "driver":
+                    now = time.monotonic()
+                    kill_process_tree(child.pid)
+                    child.wait()
+                    return _Killed(
+                        len(self.records) + 1, now - spec.started, event["attempt"],
+                        event["pid"], now,
+                    )  # fmt: skip
+                elif kind == "error":
+                    raise ChaosError(event["text"])
+                elif kind == "done":
+                    self.error = event["error"]
+                    child.wait()
+                    return None
+        finally:
+            events.close()
+            if child.poll() is None:
+                kill_process_tree(child.pid)
+                child.wait()
+
+    def _add(self, record: FailureRecord) -> None:
+        self.records.append(record)
+        self.report(record.describe(len(self.plan)))
+
+
+def driver_shares(plan: Sequence[PlannedFailure]) -> list[list[PlannedFailure]]:
+    """The plan cut after each driver failure: one share per driver process.
+
+    >>> kinds = lambda shares: [[p.kind for p in share] for share in shares]
+    >>> plan = [PlannedFailure(k, 0.0, 0) for k in ("kill", "driver", "driver", "storage")]
+    >>> kinds(driver_shares(plan))
+    [['kill', 'driver'], ['driver'], ['storage']]
+    >>> kinds(driver_shares(plan[:2]))  # a last driver runs the job to its end
+    [['kill', 'driver'], []]
+    """
+    shares: list[list[PlannedFailure]] = [[]]
+    for planned in plan:
+        shares[-1].append(planned)
+        if planned.kind == "driver":
+            shares.append([])
+    return shares
+
+
+class _Lines:
+    """JSON objects, one per line, read from a pipe with a deadline."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = b""
+
+    def next(self, deadline: float | None) -> dict[str, Any] | str | None:
+        """The next object; "timeout" once `deadline` (time.monotonic) passed; None at EOF."""
+        while b"\n" not in self._buffer:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._fd], [], [], wait)
+            if not ready:
+                return "timeout"
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def kill_process_tree(pid: int) -> None:
+    """SIGKILL process `pid`, every process of its session (it leads one: started with
+    start_new_session) and every descendant (pyspark's daemon makes a process group of its
+    own, still in the session), all at once, as a power cut would."""
+    victims = {pid}
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(entry)] = int(fields[1])
+        if int(fields[3]) == pid:  # the session id
+            victims.add(int(entry))
+    grew = True
+    while grew:
+        found = {child for child, parent in parents.items() if parent in victims} - victims
+        victims |= found
+        grew = bool(found)
+    for victim in sorted(victims):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(victim, signal.SIGKILL)
 
 
 def _runs_in_driver_jvm(master: str) -> bool:
@@ -470,24 +777,37 @@ def _sinks(jobs: Sequence[JobClient]) -> dict[str, Any]:
     return sinks
 
 
+def committed_outputs(jobs: Sequence[JobClient]) -> dict[str, list[Any] | None]:
+    """What each sink of the run's jobs committed (None: it cannot say), by `_sinks` name."""
+    outputs: dict[str, list[Any] | None] = {}
+    for name, sink in _sinks(jobs).items():
+        committed = sink.committed_output()
+        outputs[name] = None if committed is None else list(committed)
+    return outputs
+
+
 def _compare_runs(
     reference: Sequence[JobClient], chaos: Sequence[JobClient]
 ) -> tuple[list[SinkComparison], list[str]]:
     """The comparison of every sink that can say what it committed, and the names of those
     that cannot."""
-    before, after = _sinks(reference), _sinks(chaos)
+    return _compare_outputs(committed_outputs(reference), committed_outputs(chaos))
+
+
+def _compare_outputs(
+    before: dict[str, list[Any] | None], after: dict[str, list[Any] | None]
+) -> tuple[list[SinkComparison], list[str]]:
     if before.keys() != after.keys():
         raise ChaosError(
             f"the two runs built different sinks ({sorted(before)} and {sorted(after)}): "
             "the job file must build the same job every time"
         )
     comparisons, skipped = [], []
-    for name, sink in before.items():
-        committed = sink.committed_output()
+    for name, committed in before.items():
         if committed is None:
             skipped.append(name)
             continue
-        comparisons.append(compare_outputs(name, committed, after[name].committed_output() or []))
+        comparisons.append(compare_outputs(name, committed, after[name] or []))
     if not comparisons:
         raise ChaosError(
             "no sink of the job can say what it committed (FileSink, DeltaSink and "

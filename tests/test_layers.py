@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "cli",
         "cli_state",
         "chaos",
+        "chaos_child",
         "job_file",
         "state_processor",
         "cli_jobs",

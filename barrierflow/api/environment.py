@@ -527,16 +527,22 @@ class JobClient:
         from barrierflow.cluster.mails import FailureInjectionRequested
 
         attempt = self.attempt
-        if kind == "exception":
+        if kind in ("exception", "restore", "storage"):  # the last two arm the next restore
             subtask = SubtaskId(vertex_id, subtask_index)
             reason = f"injected by barrierflow chaos (attempt {attempt})"
-            self._master.mailbox.put(FailureInjectionRequested(attempt, subtask, reason))
+            arm = "" if kind == "exception" else kind
+            self._master.mailbox.put(FailureInjectionRequested(attempt, subtask, reason, arm))
         elif kind == "kill":  # the stream task's process: respawned in place
             self.kill_task_process(vertex_id, subtask_index)
         elif kind == "executor":  # its Spark task (Python worker): a new Spark stage
             self.kill_spark_task(vertex_id, subtask_index)
         elif kind == "jvm":  # the executor JVM running its Spark task: a new Spark stage
             self.kill_executor_jvm(vertex_id, subtask_index)
+        elif kind == "driver":
+            raise ConfigurationError(
+                "the failure kind driver kills this driver process: only `barrierflow chaos`, "
+                "which runs the job in driver processes of its own, can inject it"
+            )
         else:
             raise ConfigurationError(
                 f"unknown failure kind {kind!r}; the kinds are {', '.join(FAILURE_KINDS)}"
@@ -560,17 +566,26 @@ class JobClient:
 ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
 """The job states a job never leaves."""
 
-FAILURE_KINDS = ("exception", "kill", "executor", "jvm")
-"""What `JobClient.inject_failure` does to a subtask. exception: the task raises ChaosFailure
-on its mailbox thread, as a user function would (recovered in place). kill: SIGKILL of the
-stream task's process. executor: SIGKILL of the Spark task's Python worker, which runs the
-stream task (its loss ends the Spark task; recovered by a new barrier stage). jvm: SIGKILL of
-the executor JVM that runs the Spark task (every task of that executor is lost; a new barrier
-stage on the remaining or replacement executors); only where executors are JVMs of their own
-(`local-cluster[W,C,M]`, a standalone cluster on this host), never on `local[N]`."""
+FAILURE_KINDS = ("exception", "kill", "executor", "jvm", "restore", "storage", "driver")
+"""The failures `barrierflow chaos` injects (`JobClient.inject_failure` all but driver).
+exception: the task raises ChaosFailure on its mailbox thread, as a user function would
+(recovered in place). kill: SIGKILL of the stream task's process. executor: SIGKILL of the
+Spark task's Python worker, which runs the stream task (its loss ends the Spark task;
+recovered by a new barrier stage). jvm: SIGKILL of the executor JVM that runs the Spark task
+(every task of that executor is lost; a new barrier stage on the remaining or replacement
+executors); only where executors are JVMs of their own (`local-cluster[W,C,M]`, a standalone
+cluster on this host), never on `local[N]`. restore: the attempt fails as for exception, and
+the task then fails again while it restores (the attempt after that recovers).
+storage: the attempt fails as for exception, and transient storage errors hit the
+checkpoint reads of the restore that follows (the driver's `_metadata`, every task's state
+files: retried with backoff) and the next `_metadata` write (that checkpoint aborts).
+driver: SIGKILL of the whole driver (its Python process, Spark's JVM, the Python workers
+and stream tasks), then a new driver runs the job file again and restores the newest
+checkpoint (cluster/chaos_faults.py, chaos.py)."""
 
-DEFAULT_FAILURE_KINDS = ("exception", "kill", "executor")
-"""The kinds every master can take (`barrierflow chaos`'s default): jvm needs executor JVMs."""
+DEFAULT_FAILURE_KINDS = ("exception", "kill", "executor", "restore", "storage")
+"""The kinds every master can take (`barrierflow chaos`'s default): jvm needs executor JVMs;
+driver starts a new driver (Spark too) per failure, seconds each, so it is asked for."""
 
 EXECUTOR_JVM_MARKERS = ("org.apache.spark.executor.", "CoarseGrainedExecutorBackend")
 """What an executor JVM's command line names (its main class), and a driver's does not."""

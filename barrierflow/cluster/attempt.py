@@ -234,6 +234,7 @@ class Attempt:
                 folder, metadata = latest.folder, latest.metadata
                 restore = restore_assignment(master.graph, metadata, folder, subtask)
                 channel_state = channel_state_assignment(master.graph, metadata, folder, subtask)
+            fail_restore, read_faults = master.chaos.at_deploy(subtask)
             self.send(
                 partition,
                 msg.DeployTask(
@@ -244,6 +245,8 @@ class Attempt:
                     restore=restore,
                     channel_state=channel_state,
                     abandoned_above=master.restoring.abandoned_above(latest),
+                    fail_restore=fail_restore,
+                    read_faults=read_faults,
                 ),
             )
 

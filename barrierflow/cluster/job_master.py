@@ -51,6 +51,7 @@ from barrierflow.checkpoint.stats import (
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster.attempt import Attempt
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
+from barrierflow.cluster.chaos_faults import ChaosArms
 from barrierflow.cluster.job_actions import SavepointOperation
 from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
 from barrierflow.cluster.job_restore import JobRestore
@@ -172,6 +173,8 @@ class JobMaster:
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
         self.restoring = JobRestore(graph, settings, self.storage, self.history)
+        self.chaos = ChaosArms(self.storage.job_dir)
+        """What `barrierflow chaos` armed for the next restore (kinds restore, storage)."""
         self.repeated_failures = RepeatedFailures(settings.repeated_failure_limit)
         """Fails the job on a record that always fails (the same failure from one restore
         point, again and again), whatever the restart strategy."""
@@ -263,6 +266,7 @@ class JobMaster:
     def close(self) -> None:
         """Close the RPC endpoint (every task connection), the REST endpoint and the log
         files."""
+        self.chaos.close()
         if self._rpc is not None:
             self._rpc.close()
         if self._rest is not None:
@@ -354,6 +358,7 @@ class JobMaster:
             self._on_cancel(mail.reason)
         elif isinstance(mail, FailureInjectionRequested):
             if self.attempt is not None and self.attempt.number == mail.attempt:
+                self.chaos.arm(mail.arm, mail.subtask, mail.reason, self.partitions)
                 self.attempt.inject_failure(mail.subtask, mail.reason)
         elif isinstance(mail, SavepointRequested):
             self.savepoints.on_requested(mail, self.attempt)

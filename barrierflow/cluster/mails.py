@@ -57,11 +57,14 @@ class CancelRequested:
 @dataclass(frozen=True)
 class FailureInjectionRequested:
     """`barrierflow chaos` (JobClient.inject_failure) asks that subtask `subtask` of attempt
-    `attempt` fail as a user function would; refused if that attempt is no longer current."""
+    `attempt` fail as a user function would; refused if that attempt is no longer current.
+    `arm` (cluster/chaos_faults.py): "restore" or "storage" also arms that failure for the
+    restore of the attempt that follows; "" arms nothing."""
 
     attempt: int
     subtask: SubtaskId
     reason: str
+    arm: str = ""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import Scheduler
+from barrierflow.checkpoint.chaos_faults import TransientFaults
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import (
     BarrierflowError,
@@ -249,9 +250,18 @@ class StreamTask:
         )
         self.checkpoints = self._checkpoint_coordinator()
         reader = SubtaskStateReader()
-        if deploy.channel_state is not None:
-            self.checkpoints.restore_channel_state(reader, deploy.channel_state)
-        self.chain.open(context, self.writer, deploy.restore, reader)
+        faults = TransientFaults(lambda kind, loc: loc.name.endswith(".state"))
+        faults.arm("read", deploy.read_faults)
+        if deploy.read_faults:
+            faults.install()
+        try:
+            if deploy.channel_state is not None:
+                self.checkpoints.restore_channel_state(reader, deploy.channel_state)
+            if deploy.fail_restore is not None:
+                raise ChaosFailure(deploy.fail_restore)
+            self.chain.open(context, self.writer, deploy.restore, reader)
+        finally:
+            faults.uninstall()
 
     def _finish(self) -> None:
         """End normally: close the chain first, so what it emits while closing goes out,

@@ -266,6 +266,11 @@ class DeployTask:
     abandoned_above: int | None = None
     """Commits of the job's lineage above this checkpoint id belong to checkpoints this
     restore abandons (SinkContext.abandoned_above); None on a fresh start."""
+    fail_restore: str | None = None
+    """`barrierflow chaos` (kind restore): raise ChaosFailure(this) while restoring."""
+    read_faults: int = 0
+    """`barrierflow chaos` (kind storage): so many transient faults on this task's next
+    state-file reads while it restores, which the read retries absorb."""
 
 
 @dataclass(frozen=True)
