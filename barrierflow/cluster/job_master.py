@@ -40,6 +40,7 @@ from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
 from barrierflow.checkpoint.history import CheckpointHistoryFile
+from barrierflow.checkpoint.lease import CheckpointLease, this_process
 from barrierflow.checkpoint.lineage import job_lineage
 from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.checkpoint.stats import (
@@ -84,6 +85,7 @@ from barrierflow.errors import (
     CheckpointStorageError,
     CheckpointStorageUnavailableError,
     JobExecutionError,
+    LeaseLostError,
     StateRestoreError,
 )
 from barrierflow.graph.deployment import build_task_descriptors
@@ -172,6 +174,16 @@ class JobMaster:
         """The checkpoint folder's lineage (checkpoint/lineage.py), read in `_prepare`."""
         self._outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
+        self.lease = CheckpointLease(
+            self.storage.job_dir,
+            this_process(self.job_id, self.run_id, graph.job_name),
+            clock,
+            expiry_ms=settings.lease_expiry_ms,
+        )
+        """This run's hold on the job's checkpoint folder (checkpoint/lease.py): taken first in
+        `_prepare`, renewed on the scheduler, released in `close`. Whatever sweeps or deletes
+        in the folder or the sinks (retention, restores' sweeps) runs only while it is held."""
+        self._lease_renewal: ScheduledAction | None = None
         self.restoring = JobRestore(graph, settings, self.storage, self.history)
         self.chaos = ChaosArms(self.storage.job_dir)
         """What `barrierflow chaos` armed for the next restore (kinds restore, storage)."""
@@ -264,11 +276,14 @@ class JobMaster:
         return self._outcome
 
     def close(self) -> None:
-        """Close the RPC endpoint (every task connection), the REST endpoint and the log
-        files."""
+        """Close the RPC endpoint (every task connection), release the checkpoint folder's
+        lease, close the REST endpoint and the log files."""
         self.chaos.close()
         if self._rpc is not None:
             self._rpc.close()
+        if self._lease_renewal is not None:
+            self._lease_renewal.cancel()
+        self.lease.release()  # before the REST endpoint lingers: a rerun may start at once
         if self._rest is not None:
             self._rest.close()
             self._rest = None
@@ -283,6 +298,7 @@ class JobMaster:
             self.logs = JobLogs(self.log_dir, self.partitions)
         except OSError as error:
             log.warning("job '%s' keeps no log files: %s", self.graph.job_name, error)
+        self.lease.acquire()  # first: a refused second start leaves no trace in the folder
         self._splits = create_splits(self.graph)
         prepare_sinks(self.graph)
         self.storage.prepare()
@@ -322,7 +338,32 @@ class JobMaster:
         if self._rest is not None:
             self.publisher.publish(rest_url=self._rest.url)
         self._restart_tracker = self.settings.restart_strategy.new_tracker()
+        self._renew_lease()  # names the REST address; still ours after Spark's start?
         self._start_attempt(0)
+
+    def _renew_lease(self) -> None:
+        """Renew the lease (raises LeaseLostError if another run took it) and schedule the
+        next renewal."""
+        self.lease.renew(self._rest.url if self._rest is not None else None)
+        self._lease_renewal = self.scheduler.schedule(
+            self.settings.lease_renew_interval_ms, self._on_lease_renewal, "renew the lease"
+        )
+
+    def _on_lease_renewal(self) -> None:
+        try:
+            self._renew_lease()
+        except LeaseLostError as lost:
+            self._lease_lost(lost)
+
+    def _lease_lost(self, error: LeaseLostError) -> None:
+        """Another run took the folder over: stop every task at once and fail, touching
+        nothing more (no cleanup: the folder and the sinks' leftovers are the other run's)."""
+        if self.attempt is not None:
+            self._stop_attempt()
+        if self._restart is not None:
+            self._restart.cancel()
+        self._leave_stage(str(error))
+        self._fail_job(error)
 
     def _guarded(self, work: Callable[[], Any]) -> None:
         """Run `work`: an attempt's failure goes to the restart decision, anything else

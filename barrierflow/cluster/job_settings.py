@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from barrierflow.checkpoint import coordinator as cc
+from barrierflow.checkpoint import lease
 from barrierflow.cluster.repeated_failures import DEFAULT_LIMIT
 from barrierflow.cluster.restore_point import SavepointRestoreSettings
 from barrierflow.core.restart_strategies import RestartStrategyConfiguration
@@ -44,6 +45,10 @@ class JobSettings:
     """The lowest level of the tasks' Python log records sent to the task log files."""
     latency_interval_ms: int = 0
     """How often each source subtask emits a latency marker (0: never)."""
+    lease_renew_interval_ms: int = lease.RENEW_INTERVAL_MS
+    """How often the JobMaster renews the lease of the job's checkpoint folder."""
+    lease_expiry_ms: int = lease.EXPIRY_MS
+    """How long the lease holds after its last renewal (checkpoint/lease.py)."""
     allow_fallback_duplicates: bool = False
     """A restore that falls back past a damaged checkpoint goes on even when a sink cannot
     take back what the abandoned checkpoints committed (that output is committed again);
