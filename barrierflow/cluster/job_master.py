@@ -29,6 +29,8 @@ import logging
 import os
 import queue
 import secrets
+import socket
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +42,8 @@ from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import ScheduledAction, Scheduler
 from barrierflow.checkpoint.history import CheckpointHistoryFile
-from barrierflow.checkpoint.lease import CheckpointLease, this_process
+from barrierflow.checkpoint.lease import CheckpointLease, probe_process, this_process
+from barrierflow.checkpoint.lease_rules import ProcessState
 from barrierflow.checkpoint.lineage import job_lineage
 from barrierflow.checkpoint.metadata import is_savepoint
 from barrierflow.checkpoint.stats import (
@@ -78,6 +81,7 @@ from barrierflow.cluster.rollback import InPlaceRollback, roll_back
 from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.shared_storage import check_job_storage
+from barrierflow.cluster.sink_cleanup import clean_up_sinks
 from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
 from barrierflow.cluster.task_logs import JobLogs
 from barrierflow.core.restart_strategies import RestartDecision
@@ -97,6 +101,8 @@ log = logging.getLogger(__name__)
 
 IDLE_WAIT_S = 1.0
 """The longest the JobMaster blocks on its mailbox when nothing is scheduled."""
+TASKS_GONE_TIMEOUT_S = 30.0
+"""How long a job's end waits for its tasks to be gone before it cleans up the sinks."""
 DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
 """The externalized retention (JobSettings) that deletes the job's checkpoints on cancel."""
 
@@ -169,6 +175,8 @@ class JobMaster:
         self._stage = 0
         """The attempt whose Spark job (barrier stage) runs the tasks now."""
         self._cancel_requested: str | None = None
+        self._sinks_cleaned = False
+        """The sinks were cleaned up (or that was tried) at the job's end: once only."""
         self._first_checkpoint_id = 1
         self.lineage = ""
         """The checkpoint folder's lineage (checkpoint/lineage.py), read in `_prepare`."""
@@ -631,6 +639,7 @@ class JobMaster:
         self._end(_job_error(f"job '{self.graph.job_name}' failed: {error}", error))
 
     def _end_cancelled(self) -> None:
+        self._clean_up_sinks()  # reads the newest checkpoint: before it may be deleted
         if self.settings.externalized_retention == DELETE_ON_CANCELLATION:
             try:
                 self.storage.discard_all()
@@ -659,12 +668,61 @@ class JobMaster:
         self._end(job_error)
 
     def _end(self, outcome: list[CheckpointStats] | BaseException) -> None:
+        if isinstance(outcome, BaseException):  # a finished job's sinks closed cleanly
+            self._clean_up_sinks()
         self._outcome = outcome
         self.ended = True
         ended = "the job finished" if isinstance(outcome, list) else str(outcome)
         self.publisher.fail_operations(f"{ended} before the savepoint completed")
         with contextlib.suppress(Exception):
             self.close()
+
+    def _clean_up_sinks(self) -> None:
+        """The job ended for good without finishing: once its tasks are gone, resolve what its
+        sinks left (sink_cleanup.py) as a restore of its newest completed checkpoint would.
+        Only while this run holds the folder's lease (a run that lost it touches nothing);
+        never raises: a failure is one logged line, the job's outcome stays what it is."""
+        if self._sinks_cleaned or self._runner is None or not self.lease.held:
+            return
+        self._sinks_cleaned = True
+        name = self.graph.job_name
+        try:
+            self._await_tasks_gone()
+            point = self.restoring.choose()
+            result = clean_up_sinks(
+                self.graph,
+                point,
+                self.restoring.abandoned_above(point),
+                lineage=self.lineage,
+                deployment_id=f"{self.run_id}-cleanup",
+                attempt=self.status.attempt + 1,
+                clock=self.clock,
+            )
+        except Exception as error:
+            log.warning("job '%s': could not clean up its sinks: %s: %s; the next run or "
+                        "`barrierflow cleanup` resolves what they left", name,
+                        type(error).__name__, error)  # fmt: skip
+            return
+        if result.cleaned:
+            log.info("job '%s': cleaned up sink(s) %s as a restore of %s would (committed what "
+                     "it covers, rolled back and deleted the rest)", name,
+                     ", ".join(result.cleaned), result.restored)  # fmt: skip
+
+    def _await_tasks_gone(self) -> None:
+        """Wait (at most TASKS_GONE_TIMEOUT_S) until the last Spark job ended and the stream
+        task processes on this host exited: a live task could still prepare or stage."""
+        deadline = time.monotonic() + TASKS_GONE_TIMEOUT_S
+        assert self._runner is not None
+        self._runner.wait_ended(self._group(self._stage), TASKS_GONE_TIMEOUT_S)
+        here = {socket.gethostname(), "localhost", "127.0.0.1"}
+        pids = [pid for host, pid in self.status.processes.values() if host in here]
+        while any(probe_process(pid, None) is ProcessState.ALIVE for pid in pids):
+            if time.monotonic() > deadline:
+                log.warning("job '%s': task processes still run %.0f s after the job ended; "
+                            "cleaning up its sinks anyway", self.graph.job_name,
+                            TASKS_GONE_TIMEOUT_S)  # fmt: skip
+                return
+            time.sleep(0.05)
 
     # ---- checkpoints of the job (across attempts) --------------------------------------------
 

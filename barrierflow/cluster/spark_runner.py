@@ -116,6 +116,11 @@ class AttemptRunner(Protocol):
         """Write the driver's Spark log into `folder` (the job's log folder) from now on."""
         ...
 
+    def wait_ended(self, group: str, timeout_s: float) -> bool:
+        """Block until the Spark job submitted as `group` ended (at once if it did, or was
+        never submitted), at most `timeout_s`; whether it did. Only for the job's end."""
+        ...
+
 
 RunnerFactory = Callable[[str | None, int, str, Callable[[Mail], None]], AttemptRunner]
 """(Spark master, subtask count, job name, post) -> the runner of the job's attempts."""
@@ -134,6 +139,9 @@ class SparkAttemptRunner:
         """The application's Spark UI (None when `spark.ui.enabled` is false)."""
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
+        self._ended = threading.Condition(self._lock)
+        self._running: set[str] = set()
+        """The groups whose Spark job was submitted and has not ended yet."""
 
     @classmethod
     def connect(
@@ -154,6 +162,8 @@ class SparkAttemptRunner:
         return executor_hosts(self._spark)
 
     def submit(self, payload: bytes, group: str, attempt: int) -> None:
+        with self._lock:
+            self._running.add(group)
         threading.Thread(
             target=self._run,
             args=(payload, group, attempt),
@@ -169,6 +179,10 @@ class SparkAttemptRunner:
             self._cancelled.add(group)
         cancel_attempt(self._spark, group)
 
+    def wait_ended(self, group: str, timeout_s: float) -> bool:
+        with self._ended:
+            return self._ended.wait_for(lambda: group not in self._running, timeout_s)
+
     def _run(self, payload: bytes, group: str, attempt: int) -> None:
         try:
             # After a lost executor its replacement registers a few seconds later; Spark
@@ -182,3 +196,7 @@ class SparkAttemptRunner:
             self._post(SparkJobEnded(attempt, spark_error_summary(error)))
         else:
             self._post(SparkJobEnded(attempt, None))
+        finally:
+            with self._ended:
+                self._running.discard(group)
+                self._ended.notify_all()

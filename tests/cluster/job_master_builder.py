@@ -105,6 +105,9 @@ class FakeSparkRunner:
     def log_to(self, folder: Path) -> None:
         self.log_folder = folder
 
+    def wait_ended(self, group: str, timeout_s: float) -> bool:
+        return True  # fake tasks: nothing runs
+
 
 class JobHarness:
     """A JobMaster over a two-vertex job (parallelism 2) with fakes and a ManualClock."""
