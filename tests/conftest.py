@@ -22,4 +22,5 @@ os.environ.setdefault("BARRIERFLOW_LOG_DIR", tempfile.mkdtemp(prefix="barrierflo
 # Session fixtures of the real servers, started only when a test asks for them.
 from nats_server import nats_server  # noqa: E402, F401
 from pg_server import postgres_server  # noqa: E402, F401
+from s3_fault_proxy import s3_faults  # noqa: E402, F401
 from s3_server import s3_server  # noqa: E402, F401
