@@ -5,16 +5,18 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from barrierflow import _check_run
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream
+from barrierflow.api.driver_signals import StopOnSignals, exit_status
 from barrierflow.api.execution_config import ExecutionConfig
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.cluster.spark_session import SparkOptions, python_file_for_spark
@@ -280,11 +282,25 @@ integer >= 1, got 0
         )
 
     def execute(self, job_name: str = "barrierflow job") -> JobExecutionResult:
-        """Run the job until its input ends (bounded) or it is cancelled; raise if it fails."""
+        """Run the job until its input ends (bounded) or it is cancelled; raise if it fails.
+
+        On the main thread, SIGTERM and SIGINT (Ctrl-C) stop the job in order and then exit
+        the process with one line and status 143 or 130 (api/driver_signals.py)."""
         client = self.execute_async(job_name)
-        if command_line_defaults.watch is not None:
-            command_line_defaults.watch(client)
-        return client.wait()
+        ended: BaseException | None = None
+        with StopOnSignals(job_name, client.cancel) as signals:
+            try:
+                if command_line_defaults.watch is not None:
+                    command_line_defaults.watch(client)
+                result = client.wait()
+            except Exception as error:
+                if signals.received is None:
+                    raise
+                client.join()  # the job ends in order, whatever stopped the watcher
+                ended = error
+        if signals.received is not None:
+            _exit_stopped(signals, client, ended)
+        return result
 
     def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
         from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
@@ -338,6 +354,26 @@ integer >= 1, got 0
         if command_line_defaults.on_execute is not None:
             command_line_defaults.on_execute(self, client)
         return client
+
+
+def _exit_stopped(
+    signals: StopOnSignals, client: JobClient, error: BaseException | None
+) -> NoReturn:
+    """A signal stopped the driver and the job has ended: one line, then exit 128 + signal."""
+    state = client.get_job_status()
+    if state == "CANCELED":
+        outcome = (
+            "its tasks stopped and its sinks cleaned up (any sink that could not be is named "
+            f"in {client.log_dir / 'jobmaster.log'})"
+        )
+    elif state == "FINISHED":
+        outcome = "the job had finished"
+    else:
+        outcome = f"the job ended {state}: {error}"
+    sys.stdout.flush()
+    sys.stderr.write(signals.stopped_line(outcome))
+    sys.stderr.flush()
+    raise SystemExit(exit_status(signals.received or 0))
 
 
 @dataclass(frozen=True)
@@ -436,9 +472,9 @@ class JobClient:
     def job_graph(self) -> JobGraph:
         return self._master.graph
 
-    def cancel(self) -> None:
-        """Cancel the job (it ends CANCELED; `wait` raises JobExecutionError)."""
-        self._master.request_cancel()
+    def cancel(self, reason: str = "cancelled by the user") -> None:
+        """Cancel the job (it ends CANCELED; `wait` raises JobExecutionError naming `reason`)."""
+        self._master.request_cancel(reason)
 
     def trigger_savepoint(self, savepoint_dir: str | None = None, timeout: float = 300.0) -> str:
         """Take a savepoint of the running job into a new folder below `savepoint_dir` (None:
