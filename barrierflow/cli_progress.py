@@ -27,11 +27,13 @@ if TYPE_CHECKING:
     from barrierflow.graph.job_graph import JobGraph
 
 __all__ = [
+    "JobShape",
     "JobSummary",
     "ProgressFigures",
     "ProgressWatcher",
     "endpoint_lines",
     "figures_of",
+    "job_shape",
     "progress_line",
     "summary_lines",
 ]
@@ -53,10 +55,11 @@ class ProgressFigures:
     records_in_per_s: float | None = None
     """What the sources read per second (None until two metrics reports)."""
     records_out_per_s: float | None = None
-    """What the sinks took per second."""
+    """What the sink operators took per second (what the job writes)."""
     records_in: int = 0
     """What the sources read in the current attempt."""
     records_out: int = 0
+    """What the sink operators took in the current attempt."""
     last_checkpoint: int | None = None
     last_checkpoint_ms: int | None = None
     checkpoints_completed: int = 0
@@ -75,11 +78,34 @@ class JobSummary:
     error: str | None = None
 
 
-def source_and_sink_vertices(graph: JobGraph) -> tuple[frozenset[int], frozenset[int]]:
-    """Vertices whose head is a source, and vertices whose output goes nowhere (sinks)."""
-    sources = frozenset(v.vertex_id for v in graph.vertices if v.is_source)
-    sinks = frozenset(v.vertex_id for v in graph.vertices if not v.outputs)
-    return sources, sinks
+RATE_STATES = ("RUNNING", "FINISHING")
+"""States in which the current attempt's tasks run, so its rates are the job's rates; in
+the others (DEPLOYING, RESTARTING, ...) no attempt runs and the rates show as unknown."""
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """Where the progress reads its figures: the source vertices (their head operator's
+    output is what the job reads) and the sink operators (what they take in is what the job
+    writes, wherever they sit in their chain), each with its parallelism, so a rate is
+    only shown once every subtask of them has one."""
+
+    sources: dict[int, int]
+    """Vertex id -> parallelism, for the vertices whose head is a source."""
+    sinks: dict[str, int]
+    """Operator uid -> parallelism, for every sink operator."""
+
+
+def job_shape(graph: JobGraph) -> JobShape:
+    """The source vertices and the sink operators of `graph`."""
+    sources = {v.vertex_id: v.parallelism for v in graph.vertices if v.is_source}
+    sinks = {
+        op.uid: v.parallelism
+        for v in graph.vertices
+        for op in v.operators
+        if op.transformation.kind == "sink"
+    }
+    return JobShape(sources, sinks)
 
 
 def figures_of(
@@ -88,28 +114,39 @@ def figures_of(
     attempt: int,
     view: JobView | None,
     metrics: MetricsSnapshot | None,
-    sources: frozenset[int],
-    sinks: frozenset[int],
+    shape: JobShape,
 ) -> ProgressFigures:
-    """The figures the published views give: sources' output and sinks' input (the head
-    and tail operators of those vertices), the newest completed checkpoint, the worst
-    watermark lag."""
-    rate_in = rate_out = None
+    """The figures the published views give: the sources' output and the sink operators'
+    input, the newest completed checkpoint, the worst watermark lag.
+
+    Only the current attempt's reports count. A rate shows only while that attempt runs
+    (`RATE_STATES`: the last rates of an attempt that failed are no figure of the job while
+    it restarts) and once every source subtask (every sink operator's subtask) has one: a
+    sum over the subtasks that happen to have reported twice would show a fraction of the
+    job's rate."""
+    rates_in: list[float] = []
+    rates_out: list[float] = []
     total_in = total_out = 0
     lag = None
     if metrics is not None:
         for subtask in metrics.subtasks:
-            if not subtask.operators:
+            if not subtask.operators or subtask.attempt != attempt:
                 continue
-            head, tail = subtask.operators[0], subtask.operators[-1]
-            if subtask.vertex_id in sources:
+            if subtask.vertex_id in shape.sources:
+                head = subtask.operators[0]
                 total_in += head.records_out
-                rate_in = _add(rate_in, head.records_out_per_second)
-            if subtask.vertex_id in sinks:
-                total_out += tail.records_in
-                rate_out = _add(rate_out, tail.records_in_per_second)
+                if head.records_out_per_second is not None:
+                    rates_in.append(head.records_out_per_second)
+            for op in subtask.operators:
+                if op.uid in shape.sinks:
+                    total_out += op.records_in
+                    if op.records_in_per_second is not None:
+                        rates_out.append(op.records_in_per_second)
         lags = [v.watermark_lag_ms for v in metrics.vertices if v.watermark_lag_ms is not None]
         lag = max(lags) if lags else None
+    running = state in RATE_STATES
+    rate_in = _whole(rates_in, sum(shape.sources.values())) if running else None
+    rate_out = _whole(rates_out, sum(shape.sinks.values())) if running else None
     latest = completed = failed = None
     if view is not None:
         counts = view.checkpoints.counts
@@ -131,10 +168,15 @@ def figures_of(
     )
 
 
-def _add(total: float | None, value: float | None) -> float | None:
-    if value is None:
-        return total
-    return value if total is None else total + value
+def _whole(rates: list[float], expected: int) -> float | None:
+    """The sum of the rates if every one of the `expected` subtasks gave one, else None.
+
+    >>> _whole([200.0, 100.0], 2), _whole([200.0], 2), _whole([], 0)
+    (300.0, None, None)
+    """
+    if not expected or len(rates) < expected:
+        return None
+    return sum(rates)
 
 
 # ---- figures -> words ----------------------------------------------------------------------------
@@ -285,7 +327,7 @@ class ProgressWatcher:
 
     def __call__(self, client: JobClient) -> None:
         started = self._monotonic()
-        sources, sinks = source_and_sink_vertices(client.job_graph)
+        shape = job_shape(client.job_graph)
         name = client.job_graph.job_name
 
         def figures() -> ProgressFigures:
@@ -295,8 +337,7 @@ class ProgressWatcher:
                 client.attempt,
                 client.view,
                 client.metrics,
-                sources,
-                sinks,
+                shape,
             )
 
         self._announce(client)

@@ -8,24 +8,29 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from barrierflow import StreamExecutionEnvironment
+from barrierflow._clock import ManualClock
 from barrierflow.cli_progress import (
+    JobShape,
     JobSummary,
     ProgressFigures,
     ProgressWatcher,
     endpoint_lines,
     figures_of,
+    job_shape,
     progress_line,
-    source_and_sink_vertices,
     summary_lines,
 )
+from barrierflow.cluster.metrics_store import MetricsStore
 from barrierflow.cluster.metrics_view import (
     MetricsSnapshot,
     OperatorMetricsView,
     SubtaskMetricsView,
     VertexMetricsView,
 )
+from barrierflow.graph.job_graph import SubtaskId
+from barrierflow.runtime.task_messages import TaskMetricsReport
 
-SOURCES, SINKS = frozenset({0}), frozenset({1})
+SHAPE = JobShape(sources={0: 2}, sinks={"sink": 1})
 
 
 def operator(uid, records_in, records_out, rate_in=None, rate_out=None, lag=None):
@@ -44,7 +49,7 @@ def view(completed=0, failed=0, latest=None):
 
 
 def test_before_any_report_the_figures_are_empty_not_zero():
-    figures = figures_of(0.4, "DEPLOYING", 0, None, None, SOURCES, SINKS)
+    figures = figures_of(0.4, "DEPLOYING", 0, None, None, SHAPE)
     assert figures == ProgressFigures(0.4, "DEPLOYING", 0)
     assert progress_line(figures) == (
         "[0 s] DEPLOYING: in -, out -, checkpoint none yet (0 completed, 0 failed), 0 restarts"
@@ -62,7 +67,7 @@ def test_sources_output_and_sinks_input_sum_over_subtasks_once_rates_exist():
             subtask(1, 0, operator("count", 140, 140), operator("sink", 140, 0)),
         ),
     )
-    figures = figures_of(1.0, "RUNNING", 0, view(), metrics, SOURCES, SINKS)
+    figures = figures_of(1.0, "RUNNING", 0, view(), metrics, SHAPE)
     assert (figures.records_in, figures.records_out) == (150, 140)
     assert (figures.records_in_per_s, figures.records_out_per_s) == (None, None)
 
@@ -76,7 +81,7 @@ def test_sources_output_and_sinks_input_sum_over_subtasks_once_rates_exist():
             subtask(1, 0, operator("count", 400, 400), operator("sink", 400, 0, rate_in=260.0)),
         ),
     )
-    figures = figures_of(2.0, "RUNNING", 0, view(), metrics, SOURCES, SINKS)
+    figures = figures_of(2.0, "RUNNING", 0, view(), metrics, SHAPE)
     assert (figures.records_in_per_s, figures.records_out_per_s) == (300.0, 260.0)
     assert "in 300/s, out 260/s" in progress_line(figures)
 
@@ -92,7 +97,7 @@ def test_the_last_completed_checkpoint_and_the_worst_watermark_lag_show():
             VertexMetricsView(1, "sink", 1, 1, watermark_lag_ms=2500.0),
         ),
     )
-    figures = figures_of(9.0, "RUNNING", 1, view(4, 1, latest), metrics, SOURCES, SINKS)
+    figures = figures_of(9.0, "RUNNING", 1, view(4, 1, latest), metrics, SHAPE)
     assert (figures.last_checkpoint, figures.last_checkpoint_ms) == (4, 1540)
     assert figures.watermark_lag_ms == 2500.0
     line = progress_line(figures)
@@ -169,8 +174,99 @@ def test_terminal_mode_refreshes_twice_a_second_and_keeps_only_the_summary():
     assert "job 'fake-job' FINISHED after" in text
 
 
-def test_sources_and_sinks_are_found_in_the_graph():
+def test_sources_and_sink_operators_are_found_in_the_graph():
     env = StreamExecutionEnvironment()
     env.set_parallelism(2)
-    env.from_collection([1]).key_by(lambda x: x).reduce(lambda a, b: a).print()
-    assert source_and_sink_vertices(env.get_job_graph("j")) == (frozenset({0}), frozenset({1}))
+    counts = env.from_collection([1]).key_by(lambda x: x).reduce(lambda a, b: a)
+    counts.print().uid("printed")
+    counts.map(lambda x: x).uid("mapped").print().uid("printed-too").set_parallelism(1)
+    assert job_shape(env.get_job_graph("j")) == JobShape(
+        sources={0: 2}, sinks={"printed": 2, "printed-too": 1}
+    )
+
+
+# ---- rates through a restart, event by event (issue 21: the progress's rates lagged a state
+# behind: "RUNNING: in -, out -" while an attempt ran, its rates only once it was RESTARTING,
+# so tests/e2e/test_quiet_logs.py depended on when the ticks fell) ---------------------------
+
+CHAIN = JobShape(sources={0: 2}, sinks={"sink": 2})
+
+
+def chain_report(time_ms, attempt, partition, records):
+    """A source -> sink task's report: `records` read and written so far in `attempt`."""
+    ops = [
+        {"uid": uid, "name": uid, "records_in": n_in, "records_out": n_out,
+         "watermark": None, "user": []}
+        for uid, n_in, n_out in (("src", 0, records), ("sink", records, 0))
+    ]  # fmt: skip
+    values = {"records_in": 0, "records_out": 0, "bytes_in": 0, "bytes_out": 0,
+              "busy_ms": 0, "idle_ms": 0, "backpressured_ms": 0, "operators": ops}  # fmt: skip
+    return TaskMetricsReport(attempt, partition, time_ms, values)
+
+
+def rates(store, state, attempt):
+    figures = figures_of(1.0, state, attempt, None, store.publish(), CHAIN)
+    return figures.records_in_per_s, figures.records_out_per_s
+
+
+def test_rates_show_while_an_attempt_runs_and_never_a_state_behind():
+    clock = ManualClock(1_000)
+    store = MetricsStore([(0, "numbers -> Sink", 2)], clock)
+    first, second = SubtaskId(0, 0), SubtaskId(0, 1)
+    store.attempt_started(0)
+    assert rates(store, "DEPLOYING", 0) == (None, None)
+    # RUNNING: each subtask's first report has no rate yet
+    store.report(first, chain_report(1_000, 0, 0, 0))
+    store.report(second, chain_report(1_000, 0, 1, 0))
+    assert rates(store, "RUNNING", 0) == (None, None)
+    # one subtask's second report: its rate alone would show half the job's
+    store.report(first, chain_report(1_200, 0, 0, 60))
+    assert rates(store, "RUNNING", 0) == (None, None)
+    store.report(second, chain_report(1_200, 0, 1, 60))
+    assert rates(store, "RUNNING", 0) == (600.0, 600.0)
+    # attempt 0 failed: its last rates are no figure of the restarting job
+    assert rates(store, "RESTARTING", 0) == (None, None)
+    store.attempt_started(1)
+    assert rates(store, "DEPLOYING", 1) == (None, None)
+    store.report(first, chain_report(2_000, 1, 0, 0))
+    store.report(second, chain_report(2_000, 1, 1, 0))
+    assert rates(store, "RUNNING", 1) == (None, None)
+    store.report(first, chain_report(2_200, 1, 0, 30))
+    store.report(second, chain_report(2_200, 1, 1, 30))
+    assert rates(store, "RUNNING", 1) == (300.0, 300.0)
+    assert rates(store, "FINISHING", 1) == (300.0, 300.0)
+    assert rates(store, "FINISHED", 1) == (None, None)
+
+
+def test_reports_of_another_attempt_count_for_neither_rates_nor_totals():
+    clock = ManualClock(1_000)
+    store = MetricsStore([(0, "numbers -> Sink", 1)], clock)
+    shape = JobShape(sources={0: 1}, sinks={"sink": 1})
+    store.report(SubtaskId(0, 0), chain_report(1_000, 0, 0, 0))
+    store.report(SubtaskId(0, 0), chain_report(2_000, 0, 0, 500))
+    figures = figures_of(3.0, "RUNNING", 1, None, store.publish(), shape)
+    assert (figures.records_in, figures.records_in_per_s) == (0, None)
+
+
+def test_out_counts_what_sink_operators_take_in_wherever_they_sit():
+    # issue 21: `out` summed the last operator of vertices without outputs; a sink chained
+    # before an operator feeding another vertex, or a dead-end tail, gave 0 or nothing.
+    shape = JobShape(sources={0: 1}, sinks={"files": 1})
+    metrics = MetricsSnapshot(
+        1000,
+        0,
+        0,
+        subtasks=(
+            subtask(
+                0,
+                0,
+                operator("src", 0, 20_000, rate_out=20_000.0),
+                operator("count", 20_000, 20_000, 20_000.0, 20_000.0),
+                operator("files", 160, 0, rate_in=160.0),
+            ),
+            subtask(1, 0, operator("tail", 20_000, 0, rate_in=20_000.0)),
+        ),
+    )
+    figures = figures_of(1.0, "RUNNING", 0, None, metrics, shape)
+    assert (figures.records_out, figures.records_out_per_s) == (160, 160.0)
+    assert "out 160/s" in progress_line(figures)

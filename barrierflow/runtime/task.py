@@ -61,6 +61,10 @@ from barrierflow.runtime.subtask_checkpoint import SubtaskCheckpointCoordinator
 
 log = logging.getLogger(__name__)
 
+FIRST_RATE_MS = 200
+"""How soon the second metrics report follows the first, as the task runs (see
+`_report_metrics`)."""
+
 
 class StreamTask:
     """Runs one subtask, one attempt at a time, until it finishes, is cancelled, or fails."""
@@ -177,7 +181,7 @@ class StreamTask:
             self.deploy_and_restore(self._deploy)
             self._wait_until(lambda: self.gate is None or self.gate.all_connected, "inputs")
             self._send(msg.TaskRunning(settings.attempt, self.partition))
-            self._report_metrics()
+            self._report_metrics(first=True)
             self._schedule_latency_marker()
             self._loop()
             self._finish()
@@ -535,12 +539,15 @@ class StreamTask:
             ),
         )
 
-    def _report_metrics(self) -> None:
-        """Send the metrics heartbeat, and schedule the next one."""
+    def _report_metrics(self, first: bool = False) -> None:
+        """Send the metrics heartbeat, and schedule the next one. The first (as the task
+        runs) is followed within FIRST_RATE_MS, not a whole interval later: rates come from
+        two reports of the same attempt, so an attempt's rates show a moment after it runs."""
         self._send(self.metrics_report())
         interval = self.settings.metrics_interval_ms
         if interval > 0:
-            self.scheduler.schedule(interval, self._report_metrics, "metrics report")
+            delay = min(interval, FIRST_RATE_MS) if first else interval
+            self.scheduler.schedule(delay, self._report_metrics, "metrics report")
 
     def _schedule_latency_marker(self) -> None:
         """A source task emits a latency marker every `latency_interval_ms` (if > 0)."""

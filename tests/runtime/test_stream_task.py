@@ -22,7 +22,7 @@ from barrierflow.runtime.mails import CreditReceived, InputChannelLost, InputRec
 from barrierflow.runtime.network import codec, task_channels
 from barrierflow.runtime.operators.base import StreamOperator
 from barrierflow.runtime.partitioners import ForwardPartitioner
-from barrierflow.runtime.task import StreamTask
+from barrierflow.runtime.task import FIRST_RATE_MS, StreamTask
 from barrierflow.runtime.task_messages import DeployTask, TaskFinished, TaskMetricsReport
 
 
@@ -173,3 +173,25 @@ def test_a_task_waits_for_its_inputs_ends_only_so_long(monkeypatch):
     assert not task._inputs_released()
     task._clock.advance(int(task.settings.connect_timeout_s * 1000) + 1)
     assert task._inputs_released()
+
+
+def test_the_second_metrics_report_follows_the_first_within_a_moment_then_every_interval(
+    monkeypatch,
+):
+    # issue 21: rates come from two reports of an attempt; with the second a whole interval
+    # after the first, an attempt showed no rate for its first second ("RUNNING: in -").
+    task, _, sent = deployed_task(monkeypatch)
+    clock = task._clock
+    task._report_metrics(first=True)
+    times = [sent.get_nowait().time_ms]
+    for _ in range(3):
+        clock.advance(100)
+        task.scheduler.run_due()
+        while not sent.empty():
+            times.append(sent.get_nowait().time_ms)
+    clock.advance(1_000 - 300 + 200)
+    task.scheduler.run_due()
+    while not sent.empty():
+        times.append(sent.get_nowait().time_ms)
+    start = times[0]
+    assert [t - start for t in times] == [0, FIRST_RATE_MS, FIRST_RATE_MS + 1_000]
