@@ -327,14 +327,17 @@ class FaultInjector:
 
     @classmethod
     def parse(cls, spec: str) -> FaultInjector:
+        """The rules of `FAULTS_ENV`'s syntax; the pattern may hold colons (URIs)."""
         rules = []
         for item in filter(None, (part.strip() for part in spec.split(","))):
-            fields = item.split(":")
-            try:
-                kind, pattern, nth = fields[0], fields[1], int(fields[2])
-                count = int(fields[3]) if len(fields) > 3 else 1
-            except (IndexError, ValueError):
-                raise ValueError(f"{FAULTS_ENV}: {item!r} is not kind:pattern:n[:count]") from None
+            kind, _, rest = item.partition(":")
+            parts = rest.rsplit(":", 2)
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                pattern, nth, count = parts[0], int(parts[1]), int(parts[2])
+            elif len(parts) >= 2 and parts[-1].isdigit():
+                pattern, nth, count = rest.rsplit(":", 1)[0], int(parts[-1]), 1
+            else:
+                raise ValueError(f"{FAULTS_ENV}: {item!r} is not kind:pattern:n[:count]")
             rules.append((kind, pattern, nth, count))
         return cls(rules)
 

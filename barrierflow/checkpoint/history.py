@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from barrierflow import _fs
+from barrierflow.checkpoint.files import read_storage
 from barrierflow.checkpoint.history_codec import (
     HISTORY_FORMAT_VERSION,
     HistoryRecord,
@@ -24,9 +25,10 @@ from barrierflow.checkpoint.history_codec import (
     decode_record,
     encode_record,
 )
+from barrierflow.checkpoint.retry import retry_transient
 from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsStatus
 from barrierflow.checkpoint.storage import METADATA
-from barrierflow.errors import CheckpointStorageError
+from barrierflow.errors import CheckpointStorageError, CheckpointStorageUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +106,13 @@ class CheckpointHistoryFile:
         """The folders of the job's completed savepoints with an id of at least `since`, by
         checkpoint id, whose folder still holds `_metadata` (a savepoint the user deleted or
         moved is no candidate for a restore, and no damage either). {} if the history is
-        unreadable (logged: the retained checkpoints still restore)."""
+        unreadable (logged: the retained checkpoints still restore). A storage fault that
+        outlives the retries raises CheckpointStorageUnavailableError: skipping a savepoint
+        for a 503 would restore an older checkpoint and commit its output again."""
         try:
             entries = self.read_entries()
+        except CheckpointStorageUnavailableError:
+            raise
         except CheckpointStorageError as error:
             log.warning("%s", error)
             return {}
@@ -160,22 +166,30 @@ class CheckpointHistoryFile:
         self._torn = False
 
     def _read_text(self) -> str:
+        """The file's text, "" if there is none; transient faults are retried, then raise
+        CheckpointStorageUnavailableError."""
+        what = f"reading the checkpoint history {self.location}"
         try:
-            return _fs.read_bytes(self.location).decode("utf-8", errors="replace")
+            data = retry_transient(lambda: _fs.read_bytes(self.location), what)
+            return data.decode("utf-8", errors="replace")
         except FileNotFoundError:
             return ""
         except OSError as error:
             if not _fs.exists(self.location):
                 return ""
-            raise CheckpointStorageError(
-                f"cannot read the checkpoint history {self.location}: {error}"
-            ) from error
+            message = f"cannot read the checkpoint history {self.location} now: {error}"
+            raise CheckpointStorageUnavailableError(message) from error
 
 
 def _holds_metadata(folder: _fs.Location) -> bool:
+    """Whether a savepoint's folder still holds `_metadata`; transient faults are retried,
+    then raise CheckpointStorageUnavailableError (a savepoint is not skipped for a 503)."""
+    target = folder.child(METADATA)
     try:
-        return _fs.exists(folder.child(METADATA))
-    except (OSError, ValueError) as error:  # pyarrow: an unknown scheme is a ValueError
+        return read_storage(lambda: _fs.exists(target), target, "the file")
+    except CheckpointStorageUnavailableError:
+        raise
+    except CheckpointStorageError as error:  # pyarrow: an unknown scheme is a ValueError
         log.warning("savepoint %s is not restored: cannot look into it: %s", folder, error)
         return False
 

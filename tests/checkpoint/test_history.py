@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from barrierflow import _envelope as state_format
 from barrierflow import _fs
+from barrierflow.checkpoint import retry
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.history import HISTORY_FILE, CheckpointHistoryFile
+from barrierflow.checkpoint.retry import Backoff
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
     CheckpointStatsStatus,
@@ -19,6 +23,7 @@ from barrierflow.checkpoint.stats import (
     TaskVertexInfo,
 )
 from barrierflow.checkpoint.storage import METADATA, METADATA_KIND, FileSystemCheckpointStorage
+from barrierflow.errors import CheckpointStorageUnavailableError
 
 VERTICES = (TaskVertexInfo(0, "Source", 1), TaskVertexInfo(1, "Sink", 2))
 
@@ -196,3 +201,40 @@ def test_completed_savepoints_are_found_by_id_where_their_metadata_is_still_ther
     }
     assert list(history.completed_savepoints(since=3)) == [5]
     assert CheckpointHistoryFile(_fs.location(tmp_path / "none")).completed_savepoints() == {}
+
+
+# ---- storage faults: retried, then never taken for "no savepoint" (issue 21) ---------------------
+
+
+def savepoint_history(tmp_path) -> tuple[CheckpointHistoryFile, _fs.Location]:
+    """A history recording one completed savepoint (id 9) whose folder holds `_metadata`."""
+    folder = _fs.location(tmp_path / "sp" / "savepoint-ab12cd-0123456789ab")
+    _fs.make_dirs(folder)
+    _fs.write_bytes(folder.child(METADATA), state_format.encode(METADATA_KIND, {}))
+    history = CheckpointHistoryFile(_fs.location(tmp_path / "job"))
+    saved = CheckpointStats(
+        9, CheckpointStatsStatus.COMPLETED, 9, (), is_savepoint=True, external_path=folder.uri
+    )
+    history.append(saved, job_id="j")
+    return history, folder
+
+
+def test_a_transient_fault_reading_the_history_is_retried(tmp_path):
+    history, folder = savepoint_history(tmp_path)
+    remove = _fs.add_hook(_fs.FaultInjector.parse(f"read:*{HISTORY_FILE}:1:1"))
+    try:
+        assert history.completed_savepoints() == {9: folder}
+    finally:
+        remove()
+
+
+def test_a_savepoint_is_never_skipped_for_a_storage_fault(tmp_path, monkeypatch):
+    monkeypatch.setattr(retry, "DEFAULT_BACKOFF", Backoff(attempts=2, first_delay_s=0))
+    history, folder = savepoint_history(tmp_path)
+    remove = _fs.add_hook(_fs.FaultInjector.parse(f"stat:{folder.uri}/_metadata:1:2"))
+    try:
+        with pytest.raises(CheckpointStorageUnavailableError, match="savepoint-ab12cd"):
+            history.completed_savepoints()
+    finally:
+        remove()
+    assert history.completed_savepoints() == {9: folder}
