@@ -210,28 +210,46 @@ logger.jetty.level = warn
 """
 
 
-def redirect_spark_log(spark: Any, folder: Path) -> Path | None:
+def redirect_spark_log(spark: Any, folder: Path) -> Callable[[], None] | None:
     """From now on the driver JVM's Spark log and its standard error go to
     `folder`/spark.log only (log4j2 reconfigured at run time through its Configurator: the
-    JVM started before the job's folder was known). Returns the file; None when the JVM's
-    logging cannot be reconfigured (another backend), which leaves Spark's output as it was.
-    Executors on a cluster keep their own logs (the cluster manager's)."""
+    JVM started before the job's folder was known). Returns what undoes it at the job's end
+    (`restore`: the JVM holds the file open until then); None when the JVM's logging cannot
+    be reconfigured (another backend), which leaves Spark's output as it was. Executors on a
+    cluster keep their own logs (the cluster manager's)."""
     level = os.environ.get(SPARK_LOG_LEVEL_ENV) or "WARN"
     log_file = folder / SPARK_LOG_FILE
     config = folder / "log4j2.properties"
     try:
         config.write_text(spark_log_config(log_file, level), encoding="utf-8")
         jvm = spark.sparkContext._jvm
-        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-        configurator.reconfigure(jvm.java.net.URI(config.as_uri()))
+        context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+        before = context.getConfigLocation()
+        ours = jvm.java.net.URI(config.as_uri())
+        jvm.org.apache.logging.log4j.core.config.Configurator.reconfigure(ours)
         # What the JVM prints itself, outside log4j (an uncaught exception's stack trace,
         # e.g. a rejected task of a thread pool while a local-cluster shuts down), joins it.
-        stream = jvm.java.io.FileOutputStream(str(log_file), True)
-        jvm.java.lang.System.setErr(jvm.java.io.PrintStream(stream, True))
+        system = jvm.java.lang.System
+        err_before = system.err
+        stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(str(log_file), True), True)
+        system.setErr(stream)
     except Exception as error:  # another logging backend, an unwritable folder
         log.warning("Spark's log stays where Spark writes it: %s", error)
         return None
-    return log_file
+
+    def restore() -> None:
+        """Give the JVM its logging back and close the job's file (issue 21: every job left
+        it open), unless a later job has redirected it meanwhile."""
+        try:
+            if system.err.equals(stream):
+                system.setErr(err_before)
+            stream.close()
+            if ours.equals(context.getConfigLocation()):
+                context.setConfigLocation(before)  # reconfigures, closing the file appender
+        except Exception as error:  # the JVM is gone (the session stopped first)
+            log.debug("Spark's log could not be given back: %s", error)
+
+    return restore
 
 
 # ---------------------------------------------------------------------------------------------
