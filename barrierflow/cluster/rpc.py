@@ -116,8 +116,9 @@ class RpcServer:
                 self._post(TaskMessageReceived(conn, conn.recv()))
         except (EOFError, OSError, TypeError):  # TypeError: closed by the JobMaster meanwhile
             pass
-        except Exception as error:  # an unreadable message: treat the task as lost
-            log.warning("unreadable RPC message: %s", error)
+        except Exception:  # an unreadable message, a bug: the task is lost, and why is logged
+            log.error("RPC reader of a task connection failed; the task counts as lost",
+                      exc_info=True)  # fmt: skip
         self._acceptor.forget(conn)
         close_connection(conn)
         self._post(TaskConnectionLost(conn))
@@ -182,8 +183,15 @@ class RpcClient:
         close_connection(self._conn)
 
     def _read(self) -> None:
+        """Post each message; on any end post RpcLost, so the task never waits on a dead
+        reader (an unexpected error is logged once, with its traceback)."""
         try:
             while True:
                 self._post(RpcReceived(self._conn.recv()))
         except (EOFError, OSError, TypeError):  # TypeError: closed by this task meanwhile
-            self._post(RpcLost())
+            pass
+        except Exception:  # an unreadable message, a bug: the connection is lost to the task
+            log.error("RPC reader of the JobMaster connection failed; the connection counts "
+                      "as lost", exc_info=True)  # fmt: skip
+            close_connection(self._conn)
+        self._post(RpcLost())

@@ -70,6 +70,16 @@ class InputFailed:
 
 
 @dataclass(frozen=True)
+class OutputFailed:
+    """Reading the credit of output channel `channel` failed with `error` (an unreadable
+    credit frame, a bug): the channel is unusable and the task fails with the error."""
+
+    attempt: int
+    channel: int
+    error: Exception
+
+
+@dataclass(frozen=True)
 class RpcReceived:
     """A message of the JobMaster; it carries its attempt."""
 
@@ -103,6 +113,7 @@ Mail = (
     | InputChannelLost
     | OutputChannelLost
     | InputFailed
+    | OutputFailed
     | RpcReceived
     | RpcLost
     | RunAction

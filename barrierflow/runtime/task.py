@@ -99,6 +99,7 @@ class StreamTask:
             mails.InputChannelLost: self._on_input_lost,
             mails.OutputChannelLost: self._on_output_lost,
             mails.InputFailed: self._on_input_failed,
+            mails.OutputFailed: self._on_output_failed,
             mails.RpcReceived: self._on_rpc,
             mails.RpcLost: self._on_rpc_lost,
             mails.RunAction: self._on_action,
@@ -476,6 +477,9 @@ class StreamTask:
             mail.action()
 
     def _on_input_failed(self, mail: mails.InputFailed) -> None:
+        raise mail.error
+
+    def _on_output_failed(self, mail: mails.OutputFailed) -> None:
         raise mail.error
 
     def _on_rpc_lost(self, mail: mails.RpcLost) -> None:

@@ -206,3 +206,32 @@ def test_closing_the_endpoint_ends_its_threads_and_every_connection_at_once():
     assert inbox.get(timeout=BOUND_S) == RpcLost()
     assert endpoint.open_connections == 0
     assert wait_for(lambda: new_threads(before, "rpc-") == [])
+
+
+# ---- readers never die silently (issue 21): a malformed frame over a real socket pair -------
+
+
+def test_a_malformed_frame_to_a_task_posts_rpc_lost_and_logs_one_traceback(server, caplog):
+    endpoint, mailbox = server
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    client = RpcClient(endpoint.address, SECRET, inbox.put)
+    client.send("hello")
+    mail = mailbox.get(timeout=5)
+    mail.conn.send_bytes(b"\x80\x05not a pickle")
+    assert inbox.get(timeout=5) == RpcLost()
+    logged = [r for r in caplog.records if "RPC reader of the JobMaster" in r.message]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert isinstance(mailbox.get(timeout=5), TaskConnectionLost)  # the task's end closed
+
+
+def test_a_malformed_frame_to_the_jobmaster_loses_the_task_and_logs_one_traceback(server, caplog):
+    endpoint, mailbox = server
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    client = RpcClient(endpoint.address, SECRET, inbox.put)
+    client._conn.send_bytes(b"\x80\x05not a pickle")
+    lost = mailbox.get(timeout=5)
+    assert isinstance(lost, TaskConnectionLost)
+    logged = [r for r in caplog.records if "RPC reader of a task connection" in r.message]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert inbox.get(timeout=5) == RpcLost()
+    client.close()

@@ -13,6 +13,7 @@ mailbox. Everything else happens on the mailbox thread.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -30,10 +31,13 @@ from barrierflow.runtime.mails import (
     InputFailed,
     InputReceived,
     OutputChannelLost,
+    OutputFailed,
     Post,
 )
 from barrierflow.runtime.network import codec, handshake
 from barrierflow.runtime.network.connections import close_connection
+
+log = logging.getLogger(__name__)
 
 INITIAL_CREDIT = 8
 """Buffers a receiver can hold per channel; the sender queues the rest."""
@@ -136,7 +140,8 @@ class DataServer:
 
 def _read_frames(conn: Connection, attempt: int, channel: int, post: Post) -> None:
     """Posts InputReceived with the decoded element and its raw bytes, which an unaligned
-    checkpoint persists as channel state without encoding them again."""
+    checkpoint persists as channel state without encoding them again; InputChannelLost or
+    InputFailed (logged once, with its traceback) when it ends."""
     try:
         while True:
             frame = conn.recv_bytes()
@@ -144,6 +149,8 @@ def _read_frames(conn: Connection, attempt: int, channel: int, post: Post) -> No
     except (EOFError, OSError):
         post(InputChannelLost(attempt, channel))
     except Exception as error:
+        log.error("reader of input channel %d failed", channel, exc_info=True)
+        close_connection(conn)
         post(InputFailed(attempt, channel, error))
 
 
@@ -170,12 +177,19 @@ def connect_output(
         ) from None
 
     def read_credit() -> None:
+        """Post each credit; on any end post a mail, so the task never waits on a dead
+        reader: the channel lost, or (an unreadable credit, a bug) OutputFailed, logged once
+        with its traceback."""
         try:
             while True:
                 credit = codec.decode_credit(conn.recv_bytes(64))
                 post(CreditReceived(hello.attempt, index, credit))
         except (EOFError, OSError, TypeError):  # TypeError: this task closed it meanwhile
             post(OutputChannelLost(hello.attempt, index))
+        except Exception as error:
+            log.error("credit reader of output channel %d failed", index, exc_info=True)
+            close_connection(conn)
+            post(OutputFailed(hello.attempt, index, error))
 
     threading.Thread(target=read_credit, name=f"channel-out-{index}", daemon=True).start()
     return conn

@@ -9,7 +9,13 @@ import pytest
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import CheckpointBarrier
-from barrierflow.runtime.mails import ChannelConnected, CreditReceived, InputReceived
+from barrierflow.runtime.mails import (
+    ChannelConnected,
+    CreditReceived,
+    InputFailed,
+    InputReceived,
+    OutputFailed,
+)
 from barrierflow.runtime.network import codec
 from barrierflow.runtime.network.channels import (
     INITIAL_CREDIT,
@@ -113,3 +119,32 @@ def test_events_pass_immediately_when_nothing_is_queued():
     channel = OutputChannel(wire)
     channel.send_event(b"B1")
     assert wire.sent == [b"B1"]
+
+
+# ---- readers never die silently (issue 21): a malformed frame over a real socket pair -------
+
+
+def test_a_malformed_credit_frame_fails_the_sender_with_one_logged_traceback(receiver, caplog):
+    server, inbox = receiver
+    credits: queue.SimpleQueue = queue.SimpleQueue()
+    connect_output(server.address, SECRET, hello(), 0, credits.put)
+    assert credits.get(timeout=5) == CreditReceived(3, 0, INITIAL_CREDIT)
+    connected = next_mail(inbox, ChannelConnected)
+    connected.connection.send_bytes(b"not a credit frame")
+    failed = credits.get(timeout=5)
+    assert isinstance(failed, OutputFailed) and (failed.attempt, failed.channel) == (3, 0)
+    assert isinstance(failed.error, StreamCorruptionError)
+    logged = [r for r in caplog.records if "credit reader of output channel 0" in r.message]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+
+
+def test_a_malformed_data_frame_fails_the_receiver_with_one_logged_traceback(receiver, caplog):
+    server, inbox = receiver
+    credits: queue.SimpleQueue = queue.SimpleQueue()
+    conn = connect_output(server.address, SECRET, hello(), 0, credits.put)
+    next_mail(inbox, ChannelConnected)
+    conn.send_bytes(b"\x7fgarbage")
+    failed = next_mail(inbox, InputFailed)
+    assert (failed.attempt, failed.channel) == (3, 0)
+    logged = [r for r in caplog.records if "reader of input channel 0" in r.message]
+    assert len(logged) == 1 and logged[0].exc_info is not None
