@@ -353,6 +353,8 @@ class JobMaster:
         """Renew the lease (raises LeaseLostError if another run took it) and schedule the
         next renewal."""
         self.lease.renew(self._rest.url if self._rest is not None else None)
+        if self._lease_renewal is not None:  # renewed early: the next one counts from now
+            self._lease_renewal.cancel()
         self._lease_renewal = self.scheduler.schedule(
             self.settings.lease_renew_interval_ms, self._on_lease_renewal, "renew the lease"
         )
@@ -688,6 +690,7 @@ class JobMaster:
         name = self.graph.job_name
         try:
             self._await_tasks_gone()
+            self._renew_lease()  # the wait may outlast the expiry: is the folder still ours?
             point = self.restoring.choose()
             result = clean_up_sinks(
                 self.graph,

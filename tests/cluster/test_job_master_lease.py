@@ -69,9 +69,7 @@ def test_the_job_renews_its_lease_on_its_scheduler(tmp_path):
     assert json.loads(folder.read_text())["expires_ms"] == job.clock.epoch_millis() + EXPIRY_MS
 
 
-def test_an_expired_lease_is_taken_over_and_the_old_run_stops_at_its_next_renewal(
-    tmp_path, caplog
-):
+def test_an_expired_lease_is_taken_over_and_the_old_run_stops_at_its_next_renewal(tmp_path, caplog):
     old = job_master_builder(tmp_path)
     old.run_all()
     new = JobHarness(tmp_path, RestartStrategies.no_restart())
@@ -160,3 +158,18 @@ def test_a_start_failing_after_the_lease_was_taken_releases_it(tmp_path):
         job.start()
     assert leases(tmp_path) == {}
     job_master_builder(tmp_path)  # a rerun starts at once
+
+
+def test_a_run_that_lost_its_lease_before_its_end_cleans_up_no_sink(tmp_path, caplog):
+    old = job_master_builder(tmp_path)
+    old.run_all()
+    new = JobHarness(tmp_path, RestartStrategies.no_restart())
+    new.clock.advance(EXPIRY_MS)
+    new.start()  # took over; the old run has not renewed since
+    with caplog.at_level(logging.INFO, "barrierflow"):
+        old.master.request_cancel()
+        old.master.drain()
+    assert old.master.status.state == "CANCELED"
+    assert "could not clean up its sinks: LeaseLostError: lost the lease" in caplog.text
+    assert "cleaned up sink(s)" not in caplog.text
+    assert leases(tmp_path) == {"_lease-2": new.master.job_id}
