@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from barrierflow import _check_run
+from barrierflow._fs import Location
 from barrierflow.chaos import (
     MARKER,
     ChaosCheck,
@@ -16,9 +17,12 @@ from barrierflow.chaos import (
     FailureRecord,
     _prepare_workdir,
     compare_outputs,
+    driver_shares,
+    kill_process_tree,
     plan_failures,
     verdict_lines,
 )
+from barrierflow.checkpoint.chaos_faults import TransientFaults
 from barrierflow.connectors.base import Sink
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
@@ -146,3 +150,77 @@ def test_the_jvm_kind_is_refused_before_any_run_on_a_master_without_executor_jvm
     with pytest.raises(ChaosError, match=r"local\[4\] runs every task inside the driver's JVM"):
         check.run(print)
     assert not (tmp_path / "work").exists()
+
+
+def test_the_lifecycle_kinds_get_their_share_and_the_driver_kind_cuts_the_plan_per_driver():
+    kinds = ["restore", "storage", "driver"]
+    plan = plan_failures(7, kinds, seed=5, max_gap_s=0.5)
+    assert sorted(Counter(p.kind for p in plan).values()) == [2, 2, 3]
+
+    shares = driver_shares(plan)
+
+    assert [p for share in shares for p in share] == plan  # nothing lost, order kept
+    assert len(shares) == 1 + sum(p.kind == "driver" for p in plan)
+    assert all(p.kind == "driver" for share in shares[:-1] for p in share[-1:])
+    assert all(p.kind != "driver" for share in shares for p in share[:-1])
+    assert all(p.kind != "driver" for p in shares[-1])  # the last driver runs to the end
+
+
+def test_transient_faults_fail_only_matching_operations_as_often_as_armed():
+    faults = TransientFaults(lambda kind, loc: loc.name.endswith(".state"))
+    state, metadata = Location("file:///c/chk-1/1-0-a.state"), Location("file:///c/chk-1/_metadata")
+    faults.arm("read", 2)
+
+    faults("read", metadata)
+    faults("write", state)
+    for _ in range(2):
+        with pytest.raises(OSError, match="transient storage fault injected by barrierflow chaos"):
+            faults("read", state)
+    faults("read", state)
+
+    assert faults.left("read") == 0
+
+
+def test_a_process_tree_killed_as_a_driver_leaves_no_process_of_it(tmp_path):
+    """As pyspark's daemon does, the grandchild makes a process group of its own."""
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "grandchild.pid"
+    grandchild_code = (
+        f"import os, time; os.setpgid(0, 0); open({str(marker)!r}, 'w').write(str(os.getpid()))"
+        "; time.sleep(60)"
+    )
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {grandchild_code!r}])\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, str(driver)], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    grandchild = int(marker.read_text())
+
+    kill_process_tree(child.pid)
+
+    assert child.wait(timeout=10) == -9
+    assert _dead(grandchild, within_s=10)
+
+
+def _dead(pid: int, within_s: float) -> bool:
+    """Whether process `pid` is gone or a zombie (killed, waiting for init) within the time."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
