@@ -412,6 +412,8 @@ def probe_process(pid: int, start: str | None) -> ProcessState:
         if start is not None and started != start:
             return ProcessState.REUSED
         return ProcessState.ALIVE
+    if os.name == "nt":  # no /proc, and os.kill would end the process: say nothing
+        return ProcessState.ALIVE
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
