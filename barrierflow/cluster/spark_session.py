@@ -8,6 +8,8 @@ application started, so the slot check waits for them, bounded by
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import os
 import re
@@ -178,15 +180,34 @@ logger.repl.level = error
 """
 
 
+_startup_lock = threading.Lock()
+_startup_config: list[Path] = []
+"""This process's start-up configuration file, once made."""
+
+
 def startup_log_config() -> Path:
     """A log4j2 configuration for the JVM barrierflow starts, until a job sends Spark's log to
-    its own folder: errors only, on stderr (Spark's start-up notices stay off the console)."""
-    path = Path(tempfile.gettempdir()) / f"barrierflow-log4j2-startup-{os.getuid()}.properties"
-    if not path.is_file() or path.read_text(encoding="utf-8") != _STARTUP_CONFIG:
-        scratch = path.with_suffix(f".{os.getpid()}.tmp")
-        scratch.write_text(_STARTUP_CONFIG, encoding="utf-8")
-        scratch.replace(path)
-    return path
+    its own folder: errors only, on stderr (Spark's start-up notices stay off the console).
+
+    One file per process, made with mkstemp (a name nobody can guess, mode 0600, created by
+    this process alone: issue 21, a fixed name in /tmp let another user's file be read by our
+    JVM), kept while the process lives (a job's end gives the JVM this configuration back)
+    and removed at its exit."""
+    with _startup_lock:
+        if _startup_config and _startup_config[0].is_file():
+            return _startup_config[0]
+        fd, name = tempfile.mkstemp(prefix="barrierflow-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(_STARTUP_CONFIG)
+        path = Path(name)
+        _startup_config[:] = [path]
+        atexit.register(_remove_quietly, path)
+        return path
+
+
+def _remove_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def spark_log_config(log_file: Path, level: str) -> str:

@@ -4,6 +4,8 @@ parts of spark_session that need no Spark."""
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import zipfile
 
 import pytest
@@ -164,3 +166,23 @@ def test_a_missing_or_unusable_python_file_is_refused(tmp_path):
         python_file_for_spark(str(tmp_path / "data.txt"))
     (tmp_path / "ok.py").write_text("")
     assert python_file_for_spark(str(tmp_path / "ok.py")) == str(tmp_path / "ok.py")
+
+
+def test_the_startup_log4j_file_has_a_name_nobody_can_guess_and_only_we_can_read(
+    tmp_path, monkeypatch
+):
+    # issue 21: the file was /tmp/barrierflow-log4j2-startup-<uid>.properties, a name another
+    # user could take first (then our JVM read their file)
+    from barrierflow.cluster import spark_session
+
+    monkeypatch.setattr(spark_session.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(spark_session, "_startup_config", [])
+    squatted = tmp_path / f"barrierflow-log4j2-startup-{os.getuid()}.properties"
+    squatted.write_text("rootLogger.level = ALL\n")
+    path = spark_session.startup_log_config()
+    assert path.parent == tmp_path and path != squatted
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "rootLogger.level = error" in path.read_text()
+    assert spark_session.startup_log_config() == path  # one per process
+    monkeypatch.setattr(spark_session, "_startup_config", [])
+    assert spark_session.startup_log_config() != path  # never the same name twice
