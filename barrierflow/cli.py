@@ -250,7 +250,11 @@ def _kinds(context: click.Context, param: click.Parameter, value: str) -> tuple[
     callback=_kinds,
     help="Failure kinds, comma-separated: exception (a task raises, as user code would), "
     "kill (SIGKILL of a stream task's process), executor (SIGKILL of a Spark task's worker), "
-    "jvm (SIGKILL of the executor JVM running a task; not on local[N], which has none).",
+    "restore (a task fails again while it restores), storage (transient storage errors on "
+    "the next restore's checkpoint reads and the next _metadata write), "
+    "jvm (SIGKILL of the executor JVM running a task; not on local[N], which has none), "
+    "driver (SIGKILL of the whole driver, then a rerun that restores the newest checkpoint; "
+    "the chaos run then runs in driver processes of its own, a Spark start-up per failure).",
 )
 @click.option("--seed", type=int, help="Seed of the failure plan (default: a random one, printed).")
 @click.option(
