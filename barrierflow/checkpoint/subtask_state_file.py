@@ -99,8 +99,8 @@ class SubtaskStateReader:
     >>> SubtaskStateReader().slice("file:///no/such/file.state", 0, 1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    barrierflow.errors.CheckpointStorageError: cannot read the 'subtask-state' file \
-file:///no/such/file.state: ...
+    barrierflow.errors.StateRestoreError: cannot read the 'subtask-state' file \
+file:///no/such/file.state: it is missing ...
     """
 
     def __init__(self) -> None:

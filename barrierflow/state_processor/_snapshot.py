@@ -129,14 +129,14 @@ class TimerEntry:
 def load(path: str | os.PathLike[str]) -> Snapshot:
     """The snapshot at `path`: a savepoint or `chk-N` folder, or its `_metadata` file.
 
-    Raises CheckpointStorageError (cannot read) or StateRestoreError (damaged, or
-    written by a newer barrierflow), each naming the file.
+    Raises StateRestoreError (missing, damaged, or written by a newer barrierflow) or
+    CheckpointStorageError (the storage cannot be read), each naming the file.
 
     >>> load("/no/such/savepoint")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    barrierflow.errors.CheckpointStorageError: cannot read the 'checkpoint-metadata' file \
-file:///no/such/savepoint/_metadata: ...
+    barrierflow.errors.StateRestoreError: cannot read the 'checkpoint-metadata' file \
+file:///no/such/savepoint/_metadata: it is missing ...
     """
     where = _fs.location(path).without_trailing_slash()
     folder = where.parent if where.name == METADATA else where
