@@ -585,6 +585,7 @@ class DriverRuns:
         shares = driver_shares(self.plan)
         killed: _Killed | None = None
         output = self.check.workdir / "chaos-committed.pickle"
+        output.unlink(missing_ok=True)  # an earlier check's: never read as this one's
         for index, share in enumerate(shares):
             spec = DriverSpec(
                 self.check, share, len(self.records) + 1 + (killed is not None),
