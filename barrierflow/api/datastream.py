@@ -235,6 +235,33 @@ class DataStream:
         self._physical("name").name = name
         return self
 
+    def with_dead_letters(self, enabled: bool = True) -> DataStream:
+        """A record for which this operator's user function raises (a map, flat_map, filter,
+        process or reduce) leaves as a `DeadLetter` (the operator, the record, the error) on
+        the `DEAD_LETTERS` side output instead of failing the job; the other records go on.
+
+        Dead letters are ordinary output: exactly once like any record. Without it, such a
+        record fails the job, and after `CheckpointConfig.set_repeated_failure_limit`
+        (3) failures in a row at it, the job stops restarting.
+
+        >>> from barrierflow import StreamExecutionEnvironment
+        >>> from barrierflow.connectors.base import DEAD_LETTERS
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> numbers = env.from_collection(["1", "x", "3"]).map(int).with_dead_letters()
+        >>> _ = numbers.print()
+        >>> _ = numbers.get_side_output(DEAD_LETTERS).map(lambda d: d.as_dict()).print()
+        """
+        transformation = self._physical("with_dead_letters")
+        operator = transformation.operator_class
+        if not getattr(operator, "supports_dead_letters", False):
+            raise JobDefinitionError(
+                f"with_dead_letters() applies to a map, flat_map, filter, process or reduce, "
+                f"not to '{transformation.name}' (a source takes it on the source: "
+                "FileSource.with_dead_letters())"
+            )
+        transformation.operator_options["dead_letters"] = bool(enabled)
+        return self
+
     def get_name(self) -> str:
         return self._transformation.name
 

@@ -15,6 +15,7 @@ committed only once the checkpoint is complete.
 from __future__ import annotations
 
 import os
+import pickle
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -96,26 +97,64 @@ has `dead_letters` set: `env.from_source(...).get_side_output(DEAD_LETTERS)`."""
 
 @dataclass(frozen=True)
 class DeadLetter:
-    """A record a source could not decode, as it leaves on the `DEAD_LETTERS` side output."""
+    """A record a source could not decode, or one a user function raised on (a map,
+    flat_map, filter, process or reduce `.with_dead_letters()`), as it leaves on the
+    `DEAD_LETTERS` side output."""
 
     source: str
-    """The source's name (as given to `from_source`)."""
-    split_id: str
+    """The source's name (as given to `from_source`); for a user function's letter, the
+    operator's name (`Map`, or what `.name()` gave it)."""
+    split_id: str | None
+    """The split the record came from; None for a user function's letter."""
     offset: Any
+    """The record's offset in its split; None for a user function's letter."""
     raw: bytes | None
     error: str
+    """What went wrong, e.g. `"ValueError: invalid literal for int() with base 10: 'x'"`."""
+    record: Any = None
+    """The record the user function raised on (its `repr` if it cannot be pickled); None
+    for a source's letter, which has `raw`."""
+    function: str | None = None
+    """The user function's method that raised (`map`, `flat_map`, `filter`,
+    `process_element`, `reduce`); None for a source's letter."""
 
     @classmethod
     def of(cls, source_name: str, bad: BadRecord) -> DeadLetter:
         return cls(source_name, bad.split_id, bad.offset, bad.raw, bad.error)
 
+    @classmethod
+    def of_function(
+        cls, operator_name: str, function: str, record: Any, error: BaseException
+    ) -> DeadLetter:
+        """The letter of `record`, on which the operator's user `function` raised `error`.
+
+        >>> DeadLetter.of_function("Map", "map", "x", ValueError("not a number")).as_dict()
+        {'source': 'Map', 'function': 'map', 'record': 'x', 'error': 'ValueError: not a number'}
+        """
+        try:
+            pickle.dumps(record)
+        except Exception:
+            record = repr(record)
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        return cls(operator_name, None, None, None, text, record, function)
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-friendly: the raw bytes as text (UTF-8, undecodable bytes as `\\xNN`).
+        """JSON-friendly: the raw bytes as text (UTF-8, undecodable bytes as `\\xNN`); for a
+        user function's letter the record (its `repr` unless a str, number or bool).
 
         >>> letter = DeadLetter("events", "events.a", 7, bytes([111, 107, 255]), "ValueError")
         >>> print(letter.as_dict()["raw"])
         ok\\xff
         """
+        if self.function is not None:  # a user function's letter
+            record = self.record
+            plain = record is None or isinstance(record, (str, int, float, bool))
+            return {
+                "source": self.source,
+                "function": self.function,
+                "record": record if plain else repr(record),
+                "error": self.error,
+            }
         raw = None if self.raw is None else self.raw.decode("utf-8", "backslashreplace")
         return {
             "source": self.source,

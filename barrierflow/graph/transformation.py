@@ -32,6 +32,9 @@ class Transformation:
     inputs: list[Transformation]
     operator_class: type | None = None
     operator_args: tuple[Any, ...] = ()
+    operator_options: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the operator class, set after the API call (e.g. `dead_letters`
+    by `with_dead_letters()`)."""
     source: Source | None = None
     sink: Sink | None = None
     partitioner: Partitioner | None = None
@@ -51,4 +54,4 @@ class Transformation:
 
     def make_operator(self, uid: str) -> Any:
         assert self.operator_class is not None
-        return self.operator_class(uid, self.name, *self.operator_args)
+        return self.operator_class(uid, self.name, *self.operator_args, **self.operator_options)

@@ -59,6 +59,33 @@ class Emitter:
             buffer = self._sides[tag.tag_id] = _Buffer()
         buffer.add(value, timestamp)
 
+    @property
+    def main_values(self) -> list[Any]:
+        """The main output's buffered values: the same list until the next `flush`."""
+        return self._main.values
+
+    @property
+    def side_buffers(self) -> dict[str, Any]:
+        """The side outputs' buffers by tag id: the same dict for the emitter's life (empty
+        until a side output is used)."""
+        return self._sides
+
+    def side_lengths(self) -> dict[str, int]:
+        """How many values each side output holds now (for `drop_since`)."""
+        return {tag: len(buffer.values) for tag, buffer in self._sides.items()}
+
+    def drop_since(self, main: int, sides: dict[str, int] | None) -> None:
+        """Drop what was added since the main output held `main` values and the side outputs
+        `sides` (None: none had any) (dead letters: the outputs of a record whose function
+        raised)."""
+        kept = sides or {}
+        for buffer, keep in [(self._main, main)] + [
+            (b, kept.get(tag, 0)) for tag, b in self._sides.items()
+        ]:
+            del buffer.values[keep:]
+            if buffer.stamps is not None:
+                del buffer.stamps[keep:]
+
     def flush(self) -> None:
         if self._main.values:
             self._output.collect(self._main.take())

@@ -15,6 +15,7 @@ from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
 from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
+from barrierflow.runtime.operators.dead_letters import failed_index, send_dead_letters, without
 from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.timers import InternalTimerService, Timer
@@ -124,10 +125,22 @@ class KeyedReduceOperator(KeyedOperator):
     Each output keeps the timestamp of the record that produced it.
     """
 
-    def __init__(self, uid: str, name: str, key_selector: Any, reduce_function: Any) -> None:
+    supports_dead_letters = True
+
+    def __init__(
+        self,
+        uid: str,
+        name: str,
+        key_selector: Any,
+        reduce_function: Any,
+        *,
+        dead_letters: bool = False,
+    ) -> None:
         super().__init__(uid, name, key_selector)
         self.reduce_function = reduce_function
         self._reduce = as_callable(reduce_function, "reduce", "ReduceFunction")
+        self.dead_letters = dead_letters
+        """Records the function raises on leave on `DEAD_LETTERS` (dead_letters.py)."""
 
     def user_function(self) -> Any:
         return self.reduce_function
@@ -139,6 +152,9 @@ class KeyedReduceOperator(KeyedOperator):
             self.reduce_function.open(self.runtime_context())
 
     def process_batch(self, batch: RecordBatch) -> None:
+        if self.dead_letters:
+            self._reduce_guarded(batch)
+            return
         backend, state, get_key, reduce = (
             self.backend,
             self._accumulator,
@@ -156,6 +172,39 @@ class KeyedReduceOperator(KeyedOperator):
             update(result)
             append(result)
         self.output.collect(RecordBatch(out, batch.timestamps))
+
+    def _reduce_guarded(self, batch: RecordBatch) -> None:
+        """`process_batch`, a record the key selector or the function raises on going to
+        `DEAD_LETTERS` (the key's reduction stays as it was)."""
+        backend, state, get_key, reduce = (
+            self.backend,
+            self._accumulator,
+            self._get_key,
+            self._reduce,
+        )
+        assert backend is not None
+        set_key, value_of, update = backend.set_current_key, state.value, state.update
+        out: list[Any] = []
+        append = out.append
+        values = batch.values
+        failed: list[tuple[int, BaseException]] = []
+        records = iter(values)
+        while True:
+            try:
+                for value in records:
+                    set_key(get_key(value))
+                    current = value_of()
+                    result = value if current is None else reduce(current, value)
+                    update(result)
+                    append(result)
+                break
+            except Exception as error:
+                failed.append((failed_index(len(values), records), error))
+        if out:
+            self.output.collect(RecordBatch(out, without(batch.timestamps, failed)))
+        if failed:
+            send_dead_letters(self.output, self.name, "reduce", values, batch.timestamps,
+                              failed)  # fmt: skip
 
 
 class _KeyedTimerService(TimerService):
@@ -234,6 +283,8 @@ class KeyedFunctionOperator(KeyedOperator):
     """
 
     function: Any
+    dead_letters: bool = False
+    """Records the function raises on leave on `DEAD_LETTERS` (dead_letters.py)."""
 
     def user_function(self) -> Any:
         return self.function
@@ -244,6 +295,9 @@ class KeyedFunctionOperator(KeyedOperator):
         self.function.open(self.runtime_context())
 
     def _process_keyed(self, batch: RecordBatch, get_key: Any, process: Any) -> None:
+        if self.dead_letters:
+            self._process_keyed_guarded(batch, get_key, process)
+            return
         backend, ctx, emitter = self.backend, self._ctx, self.emitter
         assert backend is not None
         ctx.domain = TimeDomain.EVENT_TIME
@@ -264,6 +318,37 @@ class KeyedFunctionOperator(KeyedOperator):
                 if produced is not None:
                     emitter.add_all(produced, stamp)
         emitter.flush()
+
+    def _process_keyed_guarded(self, batch: RecordBatch, get_key: Any, process: Any) -> None:
+        """`_process_keyed`, a record the key selector or the function raises on going to
+        `DEAD_LETTERS` (what it changed of its key's state or timers before it raised stays)."""
+        backend, ctx, emitter, values = self.backend, self._ctx, self.emitter, batch.values
+        assert backend is not None
+        ctx.domain = TimeDomain.EVENT_TIME
+        timestamps = batch.timestamps or [NO_TIMESTAMP] * len(values)
+        failed: list[tuple[int, BaseException]] = []
+        records = iter(values)
+        pairs = zip(records, timestamps, strict=True)
+        main, side_buffers, before, sides = emitter.main_values, emitter.side_buffers, 0, None
+        while True:
+            try:
+                for value, timestamp in pairs:
+                    before = len(main)
+                    sides = emitter.side_lengths() if side_buffers else None
+                    backend.set_current_key(get_key(value))
+                    stamp = None if timestamp == NO_TIMESTAMP else timestamp
+                    ctx.current_timestamp = ctx.output_timestamp = stamp
+                    produced = process(value, ctx)
+                    if produced is not None:
+                        emitter.add_all(produced, stamp)
+                break
+            except Exception as error:
+                emitter.drop_since(before, sides)
+                failed.append((failed_index(len(values), records), error))
+        emitter.flush()
+        if failed:
+            send_dead_letters(self.output, self.name, "process_element", values,
+                              batch.timestamps, failed)  # fmt: skip
 
     def on_event_time(self, timer: Timer) -> None:
         self._on_timer(timer, TimeDomain.EVENT_TIME, timer.timestamp)
@@ -290,11 +375,16 @@ class KeyedFunctionOperator(KeyedOperator):
 class KeyedProcessOperator(KeyedFunctionOperator):
     """Runs a KeyedProcessFunction; its outputs are whatever it returns or yields."""
 
-    def __init__(self, uid: str, name: str, key_selector: Any, function: Any) -> None:
+    supports_dead_letters = True
+
+    def __init__(
+        self, uid: str, name: str, key_selector: Any, function: Any, *, dead_letters: bool = False
+    ) -> None:
         super().__init__(uid, name, key_selector)
         if not isinstance(function, KeyedProcessFunction):
             raise TypeError(f"process() needs a KeyedProcessFunction, got {function!r}")
         self.function = function
+        self.dead_letters = dead_letters
 
     def process_batch(self, batch: RecordBatch) -> None:
         self._process_keyed(batch, self._get_key, self.function.process_element)

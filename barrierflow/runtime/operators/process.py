@@ -10,6 +10,7 @@ from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
 from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
+from barrierflow.runtime.operators.dead_letters import failed_index, send_dead_letters
 from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.watermarks import MIN_WATERMARK
@@ -63,6 +64,8 @@ class FunctionOperator(StreamOperator):
 
     function: Any
     current_watermark: int = MIN_WATERMARK
+    dead_letters: bool = False
+    """Records the function raises on leave on `DEAD_LETTERS` (dead_letters.py)."""
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         self._function_state = FunctionOperatorState(self.function)
@@ -78,6 +81,9 @@ class FunctionOperator(StreamOperator):
         self.function.open(TaskRuntimeContext(self.context, None, self.metric_group))
 
     def _process_with(self, batch: RecordBatch, process: Any) -> None:
+        if self.dead_letters:
+            self._process_guarded(batch, process)
+            return
         ctx, emitter = self._ctx, self.emitter
         timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
         for value, timestamp in zip(batch.values, timestamps, strict=True):
@@ -87,6 +93,33 @@ class FunctionOperator(StreamOperator):
             if produced is not None:
                 emitter.add_all(produced, stamp)
         emitter.flush()
+
+    def _process_guarded(self, batch: RecordBatch, process: Any) -> None:
+        """`_process_with`, a record the function raises on going to `DEAD_LETTERS`."""
+        ctx, emitter, values = self._ctx, self.emitter, batch.values
+        timestamps = batch.timestamps or [NO_TIMESTAMP] * len(values)
+        failed: list[tuple[int, BaseException]] = []
+        records = iter(values)
+        pairs = zip(records, timestamps, strict=True)
+        main, side_buffers, before, sides = emitter.main_values, emitter.side_buffers, 0, None
+        while True:
+            try:
+                for value, timestamp in pairs:
+                    before = len(main)
+                    sides = emitter.side_lengths() if side_buffers else None
+                    stamp = None if timestamp == NO_TIMESTAMP else timestamp
+                    ctx.current_timestamp = stamp
+                    produced = process(value, ctx)
+                    if produced is not None:
+                        emitter.add_all(produced, stamp)
+                break
+            except Exception as error:
+                emitter.drop_since(before, sides)
+                failed.append((failed_index(len(values), records), error))
+        emitter.flush()
+        if failed:
+            send_dead_letters(self.output, self.name, "process_element", values,
+                              batch.timestamps, failed)  # fmt: skip
 
     def process_watermark(self, watermark: Watermark) -> None:
         self.current_watermark = watermark.timestamp
@@ -99,11 +132,14 @@ class FunctionOperator(StreamOperator):
 class ProcessOperator(FunctionOperator):
     """Runs a ProcessFunction; outputs keep the timestamp of their input record."""
 
-    def __init__(self, uid: str, name: str, function: Any) -> None:
+    supports_dead_letters = True
+
+    def __init__(self, uid: str, name: str, function: Any, *, dead_letters: bool = False) -> None:
         super().__init__(uid, name)
         if not isinstance(function, ProcessFunction):
             raise TypeError(f"process() needs a ProcessFunction, got {function!r}")
         self.function = function
+        self.dead_letters = dead_letters
 
     def process_batch(self, batch: RecordBatch) -> None:
         self._process_with(batch, self.function.process_element)
