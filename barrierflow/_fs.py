@@ -444,3 +444,11 @@ def on_network_mount(loc: Location, mounts: str = "/proc/mounts") -> bool:
         if inside and len(point) > len(best):
             best, best_type = point, entry[2]
     return best_type in _NETWORK_FILESYSTEMS
+
+
+def keep_private(loc: Location) -> None:
+    """Make the folder `loc` its owner's only (0700) where it is on this host's own disk:
+    a job's checkpoint folder holds its state. Not on a network mount (executors running as
+    another user write there) nor an object store (no modes)."""
+    if is_local(loc) and not on_network_mount(loc):
+        os.chmod(loc.path, 0o700)

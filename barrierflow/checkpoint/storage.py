@@ -47,8 +47,10 @@ class FileSystemCheckpointStorage:
         """Folders a discard could not delete (by URI), tried again by each `retain`."""
 
     def prepare(self) -> None:
-        """Create the folder and prove it is writable, before any task starts."""
+        """Create the folder and prove it is writable, before any task starts; on a local
+        disk it is its owner's only (0700: the job's state is in it)."""
         make_writable_dir(self.job_dir, "checkpoint folder")
+        _fs.keep_private(self.job_dir)
 
     def checkpoint_dir(self, checkpoint_id: int) -> _fs.Location:
         return self.job_dir.child(f"chk-{checkpoint_id}")

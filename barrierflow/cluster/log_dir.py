@@ -2,7 +2,9 @@
 JobMaster's and each task's.
 
 The folder is local to the driver even when checkpoints live on an object store: logs are
-appended line by line, which object stores cannot do.
+appended line by line, which object stores cannot do. Logs carry tracebacks, paths and
+what user code logged, so the folders are 0700 and the files 0600, whatever the umask
+(`make_private_dir`, `create_private_file`).
 """
 
 from __future__ import annotations
@@ -30,3 +32,31 @@ def job_log_dir(
     """
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", job_name).strip("._") or "job"
     return logs_root(environ) / f"{safe}-{job_id}"
+
+
+def make_private_dir(folder: Path) -> None:
+    """Create `folder` (and a missing logs root above it) readable by its owner only (0700).
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> make_private_dir(root / "logs" / "job-1")
+    >>> [oct(p.stat().st_mode & 0o777) for p in (root / "logs", root / "logs" / "job-1")]
+    ['0o700', '0o700']
+    """
+    if not folder.parent.exists():
+        make_private_dir(folder.parent)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)  # mkdir's mode went through the umask; an existing one is ours
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` empty for its owner only (0600) if missing, so whoever opens it next
+    (a logging handler, the JVM's log4j2) appends to a private file.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "jobmaster.log"
+    >>> create_private_file(path)
+    >>> oct(path.stat().st_mode & 0o777)
+    '0o600'
+    """
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))

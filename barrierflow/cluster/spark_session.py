@@ -24,6 +24,7 @@ from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.java import ensure_java_home
+from barrierflow.cluster.log_dir import create_private_file
 from barrierflow.errors import ConfigurationError, InsufficientResourcesError
 
 log = logging.getLogger(__name__)
@@ -242,6 +243,8 @@ def redirect_spark_log(spark: Any, folder: Path) -> Callable[[], None] | None:
     log_file = folder / SPARK_LOG_FILE
     config = folder / "log4j2.properties"
     try:
+        for private in (config, log_file):  # 0600 before log4j2 or the JVM creates it
+            create_private_file(private)
         config.write_text(spark_log_config(log_file, level), encoding="utf-8")
         jvm = spark.sparkContext._jvm
         context = jvm.org.apache.logging.log4j.LogManager.getContext(False)

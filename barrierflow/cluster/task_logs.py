@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from barrierflow.cluster.log_dir import create_private_file, make_private_dir
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime.task_messages import TaskLogRecord, TaskLogRecords
 
@@ -158,7 +159,9 @@ class JobLogs:
     def __init__(self, folder: Path, subtasks: tuple[SubtaskId, ...]) -> None:
         self.folder = folder
         self._subtasks = subtasks
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dir(folder)
+        for name in ("jobmaster.log", "spark.log"):
+            create_private_file(folder / name)
         self._handlers: list[tuple[logging.Logger, logging.Handler, bool, int]] = []
         self._undo: list[Callable[[], None]] = []
         driver = logging.FileHandler(folder / "jobmaster.log", encoding="utf-8")
@@ -201,6 +204,7 @@ class JobLogs:
             lines.append(f"... {message.dropped} records dropped (the task logged too fast)")
         path = self.folder / task_log_name(self._subtasks[message.partition])
         try:
+            create_private_file(path)
             with path.open("a", encoding="utf-8") as file:
                 file.write("".join(line + "\n" for line in lines))
         except OSError as error:

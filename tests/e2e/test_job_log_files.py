@@ -43,3 +43,5 @@ def test_two_jobs_in_one_driver_leave_no_log_file_open(spark, tmp_path, monkeypa
             "jvm": open_files_under(jvm_pid, logs),
         }
         assert held == {"python": [], "jvm": []}, f"after job {run}: {held}"
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in (logs / folders[-1]).iterdir()}
+        assert set(modes.values()) == {"0o600"}, modes  # log4j2.properties, spark.log, ...
