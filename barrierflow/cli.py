@@ -204,6 +204,78 @@ def run(
             run_job_file(job_file, job_args)
     except BarrierflowError as error:
         _fail(error)
+    except KeyboardInterrupt:  # before env.execute() took over SIGINT: nothing ran yet
+        console.print("barrierflow: stopped by SIGINT before the job started", highlight=False)
+        sys.exit(130)
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--parallelism", "-p", type=click.IntRange(min=1), help="As for `run` (the killed run's)."
+)
+@click.option("--checkpoint-dir", help="As for `run`: the job's checkpoint storage.")
+@click.option(
+    "--from-savepoint",
+    "-s",
+    "savepoint",
+    metavar="PATH",
+    help="As for `run`: resolve as a rerun from this savepoint would.",
+)
+@click.argument("job_args", nargs=-1, type=click.UNPROCESSED)
+def cleanup(
+    job_file: Path,
+    parallelism: int | None,
+    checkpoint_dir: str | None,
+    savepoint: str | None,
+    job_args: tuple[str, ...],
+) -> None:
+    """Resolve what a killed run of JOB_FILE left in its sinks, without running it.
+
+    A driver killed with SIGKILL (or a machine lost) cannot clean up: prepared transactions
+    stay in PostgreSQL (holding row locks, blocking VACUUM), staged files in a FileSink's
+    folder. This does what the next run's restore would do and nothing after it: commits
+    what the newest completed checkpoint (or savepoint) covers and rolls back or deletes
+    everything newer. JOB_FILE is run as `run` runs it only up to its first env.execute(),
+    which defines the job (its sinks) without starting Spark; give the same options and
+    arguments as the run. Refused while a run of the job holds its checkpoint folder.
+    Exit status: 0 cleaned up, 1 a sink could not be (named) or the job is running.
+    """
+    from barrierflow.api.environment import JobDefined
+    from barrierflow.cluster.sink_cleanup import clean_up_stopped_job
+
+    _check_job_file(job_file)
+    restore = SavepointRestoreSettings.for_path(savepoint) if savepoint is not None else None
+    done = []
+
+    def define_only(graph: object, settings: object) -> None:
+        done.append(clean_up_stopped_job(graph, settings))  # type: ignore[arg-type]
+
+    try:
+        with command_line_settings(
+            parallelism=parallelism,
+            checkpoint_dir=checkpoint_dir,
+            savepoint_restore=restore,
+            define_only=define_only,
+        ):
+            run_job_file(job_file, job_args)
+    except JobDefined:
+        pass
+    except BarrierflowError as error:
+        _fail(error)
+    if not done:
+        _fail(BarrierflowError(f"{job_file} defined no job: it never called env.execute()"))
+    result = done[0]
+    for failure in result.failures:
+        console.print(f"[red]error:[/red] could not clean up {escape(failure)}", highlight=False,
+                      soft_wrap=True)  # fmt: skip
+    if result.cleaned:
+        click.echo(
+            f"cleaned up sink(s) {', '.join(result.cleaned)} as a restore of {result.restored} "
+            "would: committed what it covers, rolled back and deleted the rest"
+        )
+    if result.failures:
+        sys.exit(1)
 
 
 def _check_job_file(job_file: Path) -> None:

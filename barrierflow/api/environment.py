@@ -64,6 +64,10 @@ class _CommandLineDefaults:
     """Set by `barrierflow run --allow-fallback-duplicates` (or the job's CheckpointConfig)."""
     spark_options: SparkOptions | None = None
     """Set by `barrierflow run --conf/--py-files/...`: the Spark settings of the job's session."""
+    define_only: Callable[[JobGraph, Any], None] | None = None
+    """Set by `barrierflow cleanup`: `execute` and `execute_async` hand it the job's graph and
+    JobSettings instead of running the job, then raise JobDefined (nothing of the job file
+    after its first `execute` runs)."""
     watch: Callable[[JobClient], None] | None = None
     """Set by `barrierflow run`: `execute` hands it the started job and it shows the job's
     progress on the calling thread until the job ends (`execute` then returns or raises as
@@ -71,6 +75,12 @@ class _CommandLineDefaults:
 
 
 command_line_defaults = _CommandLineDefaults()
+
+
+class JobDefined(BaseException):
+    """Raised by `execute` under `command_line_defaults.define_only` once the job is defined:
+    the job file stops there (a BaseException, so a job file's `except Exception` lets it
+    through)."""
 
 
 class StreamExecutionEnvironment:
@@ -346,6 +356,11 @@ integer >= 1, got 0
             or config.allow_fallback_duplicates,
             repeated_failure_limit=config.repeated_failure_limit,
         )
+        if command_line_defaults.define_only is not None:
+            if scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
+            command_line_defaults.define_only(graph, settings)
+            raise JobDefined(job_name)
         options = (command_line_defaults.spark_options or SparkOptions()).merged(
             SparkOptions(py_files=tuple(self._python_files))
         )

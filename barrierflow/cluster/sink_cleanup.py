@@ -20,13 +20,20 @@ go on: leftovers of a failed cleanup are resolved by the next run or `barrierflo
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 
 from pyspark import cloudpickle
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
+from barrierflow.checkpoint.history import CheckpointHistoryFile
+from barrierflow.checkpoint.lease import CheckpointLease, this_process
+from barrierflow.checkpoint.lineage import job_lineage
 from barrierflow.checkpoint.metadata import restore_assignment
+from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
+from barrierflow.cluster.job_restore import JobRestore
+from barrierflow.cluster.job_settings import JobSettings
 from barrierflow.cluster.restore_point import RestorePoint
 from barrierflow.graph.job_graph import ChainedOperator, JobGraph, JobVertex, SubtaskId
 from barrierflow.runtime.operator_chain import restored_state
@@ -35,7 +42,7 @@ from barrierflow.state.key_groups import key_group_range_for_subtask
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SinkCleanup", "clean_up_sinks"]
+__all__ = ["SinkCleanup", "clean_up_sinks", "clean_up_stopped_job"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ def clean_up_sinks(
     deployment_id: str,
     attempt: int,
     clock: Clock = SYSTEM_CLOCK,
+    log_failures: bool = True,
 ) -> SinkCleanup:
     """Resolve every sink's leftovers as a restore of `point` (None: a fresh start) would,
     abandoning the commits of `lineage` above `abandoned_above`, for every subtask.
@@ -80,11 +88,48 @@ def clean_up_sinks(
                 cleaned.append(op.uid)
             else:
                 failures.append(failure)
+            if failure is not None and log_failures:
                 log.warning(
                     "job '%s': could not clean up %s; its leftovers stay until the next run or "
                     "`barrierflow cleanup`", graph.job_name, failure,
                 )  # fmt: skip
     return SinkCleanup(restored, tuple(cleaned), tuple(failures))
+
+
+def clean_up_stopped_job(graph: JobGraph, settings: JobSettings) -> SinkCleanup:
+    """`barrierflow cleanup`: resolve what a run of the job that cannot clean up any more (its
+    driver was killed) left in its sinks, as the next run's first restore would, without
+    running the job. Holds the job's lease meanwhile, so it is refused while a run holds it
+    (JobAlreadyRunningError naming that run) and no run starts during it. Failing sinks are
+    in the result, not logged."""
+    storage = FileSystemCheckpointStorage(settings.checkpoint_storage, graph.job_name)
+    run_id = uuid.uuid4().hex[:8]
+    lease = CheckpointLease(
+        storage.job_dir,
+        this_process(uuid.uuid4().hex, run_id, graph.job_name),
+        expiry_ms=settings.lease_expiry_ms,
+    )
+    lease.acquire()
+    try:
+        storage.prepare()
+        lineage = job_lineage(storage.job_dir)
+        history = CheckpointHistoryFile(storage.job_dir)
+        restoring = JobRestore(graph, settings, storage, history)
+        restoring.run_first_checkpoint_id = max(
+            storage.next_checkpoint_id(), history.first_unused_id()
+        )
+        point = restoring.choose()
+        return clean_up_sinks(
+            graph,
+            point,
+            restoring.abandoned_above(point),
+            lineage=lineage,
+            deployment_id=f"{run_id}-cleanup",
+            attempt=0,
+            log_failures=False,
+        )
+    finally:
+        lease.release()
 
 
 def _sinks_of(vertex: JobVertex) -> list[ChainedOperator]:
