@@ -67,7 +67,6 @@ __all__ = [
     "RENEW_INTERVAL_MS",
     "CheckpointLease",
     "probe_process",
-    "running_holder",
     "this_process",
 ]
 
@@ -298,16 +297,6 @@ def read_current(job_dir: _fs.Location) -> tuple[int, Lease | None]:
         return highest, Lease.decode(data, highest)
     except ValueError as error:
         raise ValueError(f"{target} is not a lease: {error}") from None
-
-
-def running_holder(job_dir: _fs.Location, clock: Clock = SYSTEM_CLOCK) -> Lease | None:
-    """The lease of the run that holds `job_dir` now (one a start would be refused by), or
-    None; for commands that must not act on a running job's folder. Raises OSError or
-    ValueError when the lease cannot be read."""
-    highest, current = read_current(job_dir)
-    observer = this_process("", "", "")
-    decision = judge(current, highest, observer, clock.epoch_millis(), probe_process)
-    return decision.lease if isinstance(decision, Refuse) else None
 
 
 def _link_exclusive(path: Path, data: bytes) -> bool:

@@ -21,7 +21,6 @@ from barrierflow.checkpoint.lease import (
     EXPIRY_MS,
     CheckpointLease,
     probe_process,
-    running_holder,
     this_process,
 )
 from barrierflow.checkpoint.lease_rules import ProcessState, first_lease
@@ -224,17 +223,6 @@ def test_the_refused_start_is_clear_about_an_unwritable_or_unreadable_folder(tmp
     (folder / "_lease-4").write_text("not json")
     with pytest.raises(CheckpointStorageError, match=r"_lease-4 is not a lease.*delete that file"):
         lease_of(folder, "a", ManualClock()).acquire()
-
-
-def test_running_holder_tells_commands_whether_a_run_holds_the_folder(tmp_path):
-    folder = tmp_path / NAME
-    location = _fs.location(folder)
-    assert running_holder(location) is None
-    holder = lease_of(folder, "holder", ManualClock(epoch_ms=10**13))  # far in the future
-    holder.acquire()
-    assert running_holder(location).holder.job_id == "holder"
-    holder.release()
-    assert running_holder(location) is None
 
 
 # ---- an object store -------------------------------------------------------------------------
