@@ -42,6 +42,10 @@ HANDSHAKE_TIMEOUT_S = 5.0
 ways, hello and answer. A peer that takes longer is dropped."""
 
 _CLOSE_JOIN_S = 2.0
+MAX_PENDING_HANDSHAKES = 256
+"""Connections set up at once, each on its own thread, before they authenticated; one more
+is closed at once (with a log line), so unauthenticated peers cannot spawn threads without
+bound. Far above what a job's tasks open at once."""
 """How long `Acceptor.close` waits for its threads; they end at once, this only bounds it."""
 
 _MAGIC = b"barrierflow-1"
@@ -194,7 +198,9 @@ class Acceptor:
 
     Accepts on one thread; authenticates each connection, reads its hello and asks
     `admit` on a short-lived thread of its own, so a stalled peer delays nobody and is
-    dropped after `timeout_s` with one log line. `close` ends the accept thread and every
+    dropped after `timeout_s` with one log line. At most `max_pending` set-ups run at once:
+    a connection beyond them is closed at once, so peers that never authenticate cannot
+    make threads without bound. `close` ends the accept thread and every
     handshake thread, and closes every admitted connection, before it returns.
     """
 
@@ -207,7 +213,10 @@ class Acceptor:
         name: str,
         timeout_s: float = HANDSHAKE_TIMEOUT_S,
         clock: Clock = SYSTEM_CLOCK,
+        max_pending: int = MAX_PENDING_HANDSHAKES,
     ) -> None:
+        self._max_pending = max_pending
+        self._turned_away = 0
         self._secret = secret
         self._admit = admit
         self._name = name
@@ -306,8 +315,18 @@ class Acceptor:
             if self._closed:
                 sock.close()
                 return
-            self._handshakes[sock] = thread
-            thread.start()
+            if len(self._handshakes) >= self._max_pending:
+                sock.close()
+                self._turned_away += 1
+                turned_away = self._turned_away
+            else:
+                self._handshakes[sock] = thread
+                thread.start()
+                return
+        if turned_away == 1 or turned_away % 100 == 0:  # a flood logs a line per hundred
+            log.warning("%s server closed a connection from %s:%s at once: %d set-ups under "
+                        "way already (%d closed so far)", self._name, peer[0], peer[1],
+                        self._max_pending, turned_away)  # fmt: skip
 
     # ---- one handshake thread per connection ------------------------------------------------
 

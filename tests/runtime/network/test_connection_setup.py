@@ -149,3 +149,33 @@ def test_closing_the_server_ends_its_threads_and_every_channel_at_once():
         read_until_closed(peer)  # the stalled handshake ended with the server
     assert next_mail(lost, OutputChannelLost) == OutputChannelLost(3, 0)
     assert wait_for(lambda: threads_started_since(before, "channel-") == [])
+
+
+def test_connections_beyond_the_pending_set_ups_are_closed_at_once_with_a_line(caplog):
+    # issue 21: every incoming connection got a thread before it authenticated, without bound
+    from barrierflow.runtime.network import handshake
+
+    caplog.set_level(logging.WARNING, logger=HANDSHAKE_LOGGER)
+    admitted: queue.SimpleQueue = queue.SimpleQueue()
+    acceptor = handshake.Acceptor(
+        "127.0.0.1",
+        SECRET,
+        lambda hello: admitted.put,
+        name="limited",
+        timeout_s=60,
+        max_pending=2,
+    )
+    acceptor.start()
+    try:
+        with stalled_peer(acceptor.address), stalled_peer(acceptor.address):
+            assert wait_for(lambda: len(acceptor._handshakes) == 2)
+            with stalled_peer(acceptor.address) as third:
+                assert read_until_closed(third) == b""  # closed at once: no challenge even
+            lines = [r.message for r in caplog.records if "at once" in r.message]
+            assert len(lines) == 1 and "2 set-ups under way" in lines[0], lines
+        assert wait_for(lambda: not acceptor._handshakes)
+        conn = run_bounded(lambda: handshake.connect(acceptor.address, SECRET, b"hi"))
+        assert admitted.get(timeout=BOUND_S) is not None  # room again once they ended
+        conn.close()
+    finally:
+        acceptor.close()
