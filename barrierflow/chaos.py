@@ -17,6 +17,10 @@ random moments drawn from a seeded `random.Random`:
 - its recovery time runs from the injection to the job RUNNING again under a later
   attempt (every task restored and its channels connected; sources emit from then on).
 
+The kinds restore and storage arm the restore that follows the failure
+(cluster/chaos_faults.py); with the kind driver, the chaos run runs in driver processes of
+its own, killed whole at each driver failure and followed by a rerun (`DriverRuns`).
+
 Both runs restart at once and without limit (a fixed delay of 0), whatever the job's own
 strategy. Afterwards every sink that can say what it committed (`Sink.committed_output`;
 `FileSink` can) is read in both runs and the two are compared as multisets: records the
@@ -165,7 +169,9 @@ class FailureRecord:
     attempt: int
     """The attempt it hit."""
     recovery_ms: float | None
-    """From the injection to RUNNING under a later attempt; None: the job ended first."""
+    """From the injection to RUNNING under a later attempt (restore: the attempt after the
+    one that failed while restoring; driver: from the kill to RUNNING in the new driver);
+    None: the job ended first."""
 
     def describe(self, total: int) -> str:
         """`failure 3/10 at 4.21 s: kill of 'Map' (1/2) in attempt 2, recovered in 1532 ms`"""
