@@ -8,8 +8,12 @@ the bucket through it. Each rule counts what it failed (`failed`), so a test can
 fault to have happened and check it did. Standard library only (http.server, http.client);
 it binds 127.0.0.1 only.
 
-pyarrow's S3 client retries a 503 on its own (the AWS SDK's standard strategy, 3 tries per
-call), so a rule of `SDK_TRIES` faults or more is what reaches barrierflow as an error.
+What reaches barrierflow (tests/test_s3_fault_proxy.py shows it): pyarrow's S3 client
+retries a 503 SlowDown on its own, again and again, on every request but a ranged GET,
+where one 503 surfaces at once (the SDK writes the error body into the read buffer:
+"AWS Error INTERNAL_FAILURE ... Failed to flush response stream"). A 403 AccessDenied (a
+permission fluke) is never retried by the client: it is how a test makes a DELETE or a
+copy fail in barrierflow's hands.
 """
 
 from __future__ import annotations
@@ -24,14 +28,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from s3_server import S3Server
 
-SDK_TRIES = 3
-"""Tries of one pyarrow S3 call (AwsStandardS3RetryStrategy's default max_attempts)."""
+ANSWERS = {
+    503: ("Slow Down", "SlowDown", "Please reduce your request rate."),
+    403: ("Forbidden", "AccessDenied", "Access Denied"),
+}
+"""What a struck request gets, by status: reason, S3 error code, message."""
 
-SLOW_DOWN = (
-    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
-    b"<Message>Please reduce your request rate.</Message>"
-    b"<RequestId>fault-proxy</RequestId></Error>"
-)
+
+def error_body(status: int) -> bytes:
+    _, code, message = ANSWERS[status]
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+        f"<Message>{message}</Message><RequestId>fault-proxy</RequestId></Error>"
+    ).encode()
+
+
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
 
 
@@ -43,6 +54,7 @@ class Rule:
     pattern: re.Pattern[str]
     nth: int
     count: int
+    status: int = 503
     seen: int = 0
     failed: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -78,13 +90,15 @@ class S3FaultProxy:
             def _handle(self) -> None:
                 body = self._body()
                 proxy.requests.append((self.command, self.path))
-                if any(rule.strikes(self.command, self.path) for rule in list(proxy.rules)):
-                    payload = b"" if self.command == "HEAD" else SLOW_DOWN
-                    self.send_response(503, "Slow Down")
+                struck = [r for r in list(proxy.rules) if r.strikes(self.command, self.path)]
+                if struck:
+                    body = error_body(struck[0].status)
+                    self.send_response(struck[0].status, ANSWERS[struck[0].status][0])
                     self.send_header("Content-Type", "application/xml")
-                    self.send_header("Content-Length", str(len(SLOW_DOWN)))
+                    self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if self.command != "HEAD":
+                        self.wfile.write(body)
                     return
                 connection = http.client.HTTPConnection(host, int(port), timeout=60)
                 try:
@@ -138,10 +152,13 @@ class S3FaultProxy:
             f"endpoint_override={self.upstream.endpoint}", f"endpoint_override={self.endpoint}"
         )
 
-    def fail(self, method: str, pattern: str, nth: int = 1, count: int = SDK_TRIES) -> Rule:
-        """Answer 503 SlowDown to `count` requests of `method` whose path and query match
-        the regex `pattern`, from its `nth` match on (matches count from now)."""
-        rule = Rule(method, re.compile(pattern), nth, count)
+    def fail(
+        self, method: str, pattern: str, nth: int = 1, count: int = 1, status: int = 503
+    ) -> Rule:
+        """Answer `status` (503 SlowDown, or 403 AccessDenied) to `count` requests of
+        `method` whose path and query match the regex `pattern`, from its `nth` match on
+        (matches count from now)."""
+        rule = Rule(method, re.compile(pattern), nth, count, status)
         self.rules.append(rule)
         return rule
 

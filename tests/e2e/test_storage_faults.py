@@ -1,7 +1,8 @@
 """Faults of checkpoint storage are not damage, and never fatal (issue 21, items 2 and 4), on
 Spark with an S3-compatible server behind a fault-injecting proxy (tests/s3_fault_proxy.py):
-a 503 reading `_metadata` at a restore, on a DELETE of retention, during a FileSink commit,
-and a failed `_metadata` write. Each time the job goes on, restores the newest checkpoint,
+a 503 reading `_metadata` at a restore, a 503 and a 403 on DELETEs of retention and on the
+copies of a FileSink commit (the S3 client retries a 503 there itself), and a failed
+`_metadata` write. Each time the job goes on, restores the newest checkpoint,
 and its committed output equals a failure-free run's: nothing twice, nothing lost."""
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import uuid
 from collections import Counter
 
 import pytest
-from s3_fault_proxy import SDK_TRIES
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, _fs
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
@@ -81,33 +81,37 @@ def test_a_503_reading_metadata_at_a_restore_restores_the_newest_checkpoint(
     assert committed(sink) == expected()
 
 
-def test_a_503_deleting_an_old_checkpoint_is_retried_later_and_the_job_finishes(spark, s3_faults):
-    checkpoints, out = locations(s3_faults, "retain-503")
-    # Retention deletes a folder's objects in one POST ?delete, then the folder's own key:
-    # the first such DELETE fails as often as the S3 client tries it.
-    rule = s3_faults.fail("DELETE", r"/chk/retain-503/chk-\d+/$", count=SDK_TRIES)
-    env, sink = word_count(checkpoints, out, rate=3000)
+def test_a_failed_delete_of_retention_is_retried_later_and_the_job_finishes(spark, s3_faults):
+    checkpoints, out = locations(s3_faults, "retain-fault")
+    # Retention deletes a folder's objects in one POST ?delete, then the folder's own key.
+    # The S3 client retries a 503 itself; a 403 (a permission fluke) reaches barrierflow.
+    slow = s3_faults.fail("DELETE", r"/chk/retain-fault/chk-\d+/$", nth=1)
+    denied = s3_faults.fail("DELETE", r"/chk/retain-fault/chk-\d+/$", nth=2, status=403)
+    env, sink = word_count(checkpoints, out, rate=1500)
 
-    result = env.execute_async("retain-503").wait(timeout=240)
+    result = env.execute_async("retain-fault").wait(timeout=240)
 
-    assert rule.failed == SDK_TRIES
+    assert (slow.failed, denied.failed) == (1, 1)
     assert result.restarts == 0  # never fatal, not even a failover
     assert committed(sink) == expected()
-    storage = FileSystemCheckpointStorage(checkpoints, "retain-503")
+    storage = FileSystemCheckpointStorage(checkpoints, "retain-fault")
     assert len(storage.completed_checkpoint_ids()) == 1  # the leftovers went later
 
 
-def test_a_503_during_a_file_sink_commit_commits_nothing_twice(spark, s3_faults):
-    checkpoints, out = locations(s3_faults, "commit-503")
+def test_a_failed_file_sink_commit_commits_nothing_twice(spark, s3_faults):
+    checkpoints, out = locations(s3_faults, "commit-fault")
     # On S3 a commit copies the staged file to its final name (a PUT with a copy source),
-    # then deletes the staged one: the 4th copy fails as often as the S3 client tries it.
-    rule = s3_faults.fail("PUT", r"/out/part-[^/]*$", nth=4, count=SDK_TRIES)
-    env, sink = word_count(checkpoints, out, rate=3000)
+    # then deletes the staged one. Subtask 0's 1st copy gets a 503 (the S3 client retries
+    # it), its 2nd a 403: the commit fails in barrierflow's hands, the attempt restarts and
+    # the restore commits the file again.
+    slow = s3_faults.fail("PUT", r"/out/part-sink-0-[^/]*$", nth=1)
+    denied = s3_faults.fail("PUT", r"/out/part-sink-0-[^/]*$", nth=2, status=403)
+    env, sink = word_count(checkpoints, out, rate=1500)
 
-    result = env.execute_async("commit-503").wait(timeout=240)
+    result = env.execute_async("commit-fault").wait(timeout=240)
 
-    assert rule.failed == SDK_TRIES
-    assert result.restarts >= 1  # the commit failed the attempt; the restore committed it
+    assert (slow.failed, denied.failed) == (1, 1)
+    assert result.restarts >= 1
     assert committed(sink) == expected()
     assert not _fs.list_files_recursive(_fs.location(out).child(".staging"))
 
