@@ -2,9 +2,10 @@
 
 One dict, built by `openapi_spec`: every route of rest.py's `_ROUTES` and `/metrics`
 (a test keeps the two in step), their parameters, the JSON bodies' schemas, Flink's
-error body `{"errors": [...]}`, and the bearer token the actions need. Reads need
-nothing. The schemas name the fields every body has; bodies may carry more (a field
-added later is no breaking change), so objects stay open.
+error body `{"errors": [...]}`, and the bearer token the actions, the logs and the
+exception history need. Other reads need nothing. The schemas name the fields every body
+has; bodies may carry more (a field added later is no breaking change), so objects stay
+open.
 """
 
 from __future__ import annotations
@@ -403,6 +404,12 @@ _QUERY: dict[str, list[dict[str, Any]]] = {
     ],
 }
 
+_TOKEN_GETS = frozenset(
+    {"/jobs/{job_id}/exceptions", "/jobs/{job_id}/logs", "/jobs/{job_id}/logs/{log_name}"}
+)
+"""Reads that need the job's token (rest.TOKEN_ROUTES: a test keeps them in step)."""
+_TOKEN_ERRORS = {"401": _error("no token"), "403": _error("a wrong token")}
+
 _ACTION_ERRORS = {
     "400": _error("a bad body or parameter"),
     "401": _error("no token"),
@@ -481,7 +488,9 @@ def openapi_spec(job_id: str | None = None) -> dict[str, Any]:
                     if "{log_name}" in path
                     else {}
                 ),
+                **(_TOKEN_ERRORS if path in _TOKEN_GETS else {}),
             },
+            **({"security": [{"jobToken": []}]} if path in _TOKEN_GETS else {}),
         }
     for path, operations in _actions().items():
         parameters = [_path_parameter("job_id", _PARAMETER_TEXT["job_id"], job_id)]
@@ -507,7 +516,9 @@ def openapi_spec(job_id: str | None = None) -> dict[str, Any]:
             "version": "1",
             "description": (
                 "The JobMaster's endpoint for one running job, in Flink's REST shapes. "
-                "Reads are open; actions need the job's token (`barrierflow list --json`). "
+                "Reads are open but for the logs and the exception history; those and the "
+                "actions need the job's token (`barrierflow list --json`). Credentials in "
+                "URIs are left out of every body. "
                 'Every error is {"errors": ["..."]}.'
             ),
         },

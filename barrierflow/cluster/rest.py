@@ -45,9 +45,12 @@ master is local.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import os
 import re
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -68,10 +71,12 @@ from barrierflow.cluster import (
 from barrierflow.cluster.dashboard_files import serve_dashboard
 from barrierflow.cluster.metrics_view import MetricsSnapshot
 from barrierflow.cluster.rest_actions import JobControl, RestError
+from barrierflow.cluster.uri_redaction import redact
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
     "REST_PORT_VARIABLE",
+    "TOKEN_ROUTES",
     "EdgeView",
     "FailureEntry",
     "JobControl",
@@ -314,6 +319,22 @@ def _vertex_view(view: JobView, job_id: str, vertex_id: str) -> VertexView:
     raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no vertex {vertex_id}")
 
 
+def _with_token(handler: _RouteHandler) -> _RouteHandler:
+    """A route that serves only with the job's token (logs and the exception history carry
+    tracebacks, paths and whatever user code logged): 401 without, 403 wrong, 403 on an
+    endpoint that has no token."""
+
+    def guarded(view: JobView, control: Any, request: RestRequest, *groups: str) -> Any:
+        if control is None:
+            raise RestError(
+                HTTPStatus.FORBIDDEN, "this endpoint has no token: it serves no logs or exceptions"
+            )
+        control.check_token(request.authorization)
+        return handler(view, control, request, *groups)
+
+    return guarded
+
+
 def _log_file(
     view: JobView, control: Any, request: RestRequest, job_id: str, name: str
 ) -> tuple[int, Any]:
@@ -335,7 +356,7 @@ _ROUTES: list[Route] = [
     Route(
         "GET",
         "/jobs/{job_id}/exceptions",
-        _read(lambda v, j: rest_json.exceptions_json(_job(v, j))),
+        _with_token(_read(lambda v, j: rest_json.exceptions_json(_job(v, j)))),
     ),
     Route(
         "GET",
@@ -372,9 +393,9 @@ _ROUTES: list[Route] = [
     Route(
         "GET",
         "/jobs/{job_id}/logs",
-        _read(lambda v, j: rest_logs.list_logs(_job(v, j).log_dir)),
+        _with_token(_read(lambda v, j: rest_logs.list_logs(_job(v, j).log_dir))),
     ),
-    Route("GET", "/jobs/{job_id}/logs/{log_name}", _log_file),
+    Route("GET", "/jobs/{job_id}/logs/{log_name}", _with_token(_log_file)),
     Route(
         "GET",
         "/jobs/{job_id}/savepoints/{trigger_id}",
@@ -398,6 +419,11 @@ _ROUTES: list[Route] = [
 ]
 """Every route but `/metrics` (Prometheus' text, answered by the server itself); the
 OpenAPI spec (openapi.py) lists exactly these and `/metrics` (a test keeps them in step)."""
+
+TOKEN_ROUTES = frozenset(
+    {"/jobs/{job_id}/exceptions", "/jobs/{job_id}/logs", "/jobs/{job_id}/logs/{log_name}"}
+)
+"""The GETs that need the job's token (`_with_token`); the spec marks them so."""
 
 
 def routes() -> list[tuple[str, str]]:
@@ -424,7 +450,8 @@ def route(
 ) -> tuple[int, Any]:
     """The status and body (JSON, or a RawBody) of a request (pure but for `control`, which
     acts on the job, and the log routes, which read the job's log folder: tests call it
-    without a socket). GETs are open; actions need `control`'s token."""
+    without a socket). GETs are open but for logs and exceptions (TOKEN_ROUTES); actions
+    need `control`'s token. Credentials in any URI of a JSON body are taken out."""
     request = RestRequest(method, path, body, authorization, metrics)
     clean = _clean(path)
     get = "GET" if method == "HEAD" else method
@@ -443,9 +470,10 @@ def route(
         if candidate.method != get:
             continue
         try:
-            return candidate.handler(view, control, request, *match.groups())
+            status, body = candidate.handler(view, control, request, *match.groups())
         except RestError as refused:
             return refused.status, {"errors": [str(refused)]}
+        return status, body if isinstance(body, RawBody) else redact(body)
     if matched:
         allowed = ", ".join(allowed_methods(path))
         return HTTPStatus.METHOD_NOT_ALLOWED, {"errors": [f"{method} {clean}: use {allowed}"]}
@@ -454,6 +482,89 @@ def route(
 
 def _clean(path: str) -> str:
     return unquote(urlsplit(path).path).rstrip("/") or "/"
+
+
+REST_HOSTS_VARIABLE = "BARRIERFLOW_REST_HOSTS"
+"""More names the endpoint answers to in the Host header (comma-separated; e.g. the name a
+reverse proxy forwards), beside its bind address, loopback, this machine's names and any IP
+address."""
+MAX_CONNECTIONS = 32
+"""HTTP connections served at once (a thread each); one more is closed at once."""
+REQUEST_TIMEOUT_S = 10.0
+"""How long a connection may take to send its request: a client that trickles holds its
+thread no longer."""
+
+
+def allowed_host_names(bind_host: str, environ: Mapping[str, str]) -> frozenset[str]:
+    """The names a request's Host header may give (lower case), besides IP addresses.
+
+    >>> sorted(allowed_host_names("127.0.0.1", {"BARRIERFLOW_REST_HOSTS": "Proxy.example"}))[:3]
+    ['127.0.0.1', 'localhost', 'proxy.example']
+    """
+    names = {bind_host, "localhost", socket.gethostname(), socket.getfqdn()}
+    names.update(n.strip() for n in environ.get(REST_HOSTS_VARIABLE, "").split(","))
+    return frozenset(n.lower() for n in names if n)
+
+
+def host_allowed(host_header: str | None, names: frozenset[str]) -> bool:
+    """Whether a request's Host header names this endpoint: an IP address (the page was
+    loaded from that address, so it is this server's origin), or one of `names`. A name
+    elsewhere is a DNS rebinding attempt (a page of another site whose name now resolves to
+    this address, e.g. loopback) and is refused; no Host header at all (an HTTP/1.0 client,
+    never a browser) passes.
+
+    >>> names = frozenset({"localhost", "driver-1"})
+    >>> [host_allowed(h, names) for h in ("127.0.0.1:8081", "[::1]:8081", "LOCALHOST:1",
+    ...                                   "driver-1", "evil.example:8081", "")]
+    [True, True, True, True, False, False]
+    """
+    if host_header is None:
+        return True
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    if not host:
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return host in names
+
+
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most MAX_CONNECTIONS at once: one more is closed at once
+    with a log line (a line per hundred in a flood), so nobody makes threads without bound."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._turned_away = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._turned_away += 1  # the serving thread only
+            if self._turned_away == 1 or self._turned_away % 100 == 0:
+                log.warning("REST endpoint closed a connection from %s at once: %d served "
+                            "already (%d closed so far)", client_address[0], MAX_CONNECTIONS,
+                            self._turned_away)  # fmt: skip
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class RestServer:
@@ -481,10 +592,10 @@ class RestServer:
             metrics = staticmethod(read_metrics)
             registry = metrics_prometheus.metrics_registry(get_view, read_metrics)
             job_control = control
+            host_names = allowed_host_names(host, os.environ)
 
         self.control = control
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self._server = _BoundedHTTPServer((host, port), Handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.2},
@@ -521,6 +632,8 @@ class _Handler(BaseHTTPRequestHandler):
     registry: Any
     """The prometheus-client CollectorRegistry of this server (its own, never the global)."""
     job_control: JobControl | None
+    host_names: frozenset[str]
+    timeout = REQUEST_TIMEOUT_S
 
     def do_GET(self) -> None:
         self._answer(send_body=True)
@@ -534,6 +647,11 @@ class _Handler(BaseHTTPRequestHandler):
     do_PATCH = do_PUT = do_DELETE = do_POST
 
     def _answer(self, *, send_body: bool) -> None:
+        if not host_allowed(self.headers.get("Host"), self.host_names):
+            self.close_connection = True
+            message = f"this endpoint does not answer to the host {self.headers.get('Host')!r}"
+            self._send(HTTPStatus.MISDIRECTED_REQUEST, {"errors": [message]}, send_body)
+            return
         if serve_dashboard(self, send_body=send_body):  # GET "/" and "/dashboard/<file>"
             return
         if _clean(self.path) == "/metrics" and self.command in ("GET", "HEAD"):

@@ -11,6 +11,7 @@ from job_master_builder import COUNTERS, SOURCES, failure, job_master_builder
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.cluster import job_view
 from barrierflow.cluster.rest import route
+from barrierflow.cluster.rest_actions import JobControl
 from barrierflow.runtime import task_messages as msg
 
 DELAY_MS = 500
@@ -18,7 +19,9 @@ DELAY_MS = 500
 
 def exceptions(job) -> dict:
     view = job.master.publisher.view
-    status, body = route(view, f"/jobs/{view.job_id}/exceptions")
+    control = JobControl(object(), "t")  # type: ignore[arg-type]  # reads only
+    path = f"/jobs/{view.job_id}/exceptions"
+    status, body = route(view, path, authorization="Bearer t", control=control)
     assert status == 200
     return body
 

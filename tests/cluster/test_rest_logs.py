@@ -13,6 +13,16 @@ import pytest
 from test_rest import JOB_ID, job_view, tracker_with_checkpoints
 
 from barrierflow.cluster.rest import RawBody, RestServer, route
+from barrierflow.cluster.rest_actions import JobControl
+
+TOKEN = "log-token"
+CONTROL = JobControl(object(), TOKEN)  # type: ignore[arg-type]  # reads only: no action
+AUTH = f"Bearer {TOKEN}"
+
+
+def read(view, path):
+    """A GET with the job's token (log routes need it)."""
+    return route(view, path, authorization=AUTH, control=CONTROL)
 
 
 @pytest.fixture
@@ -32,7 +42,7 @@ def view_of(folder):
 
 
 def test_the_listing_names_the_folders_regular_files_but_not_its_symlinks(log_dir):
-    status, body = route(view_of(log_dir), f"/jobs/{JOB_ID}/logs")
+    status, body = read(view_of(log_dir), f"/jobs/{JOB_ID}/logs")
 
     assert status == 200
     assert [(f["name"], f["size"]) for f in body["logs"]] == [
@@ -43,23 +53,23 @@ def test_the_listing_names_the_folders_regular_files_but_not_its_symlinks(log_di
 
 
 def test_a_folder_not_created_yet_lists_nothing(tmp_path):
-    assert route(view_of(tmp_path / "none"), f"/jobs/{JOB_ID}/logs") == (200, {"logs": []})
+    assert read(view_of(tmp_path / "none"), f"/jobs/{JOB_ID}/logs") == (200, {"logs": []})
 
 
 def test_a_log_file_is_plain_text_and_tail_gives_its_last_lines(log_dir):
-    status, body = route(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log")
+    status, body = read(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log")
     assert status == 200 and isinstance(body, RawBody)
     assert body.content_type.startswith("text/plain")
     assert body.data.decode().splitlines()[0] == "line 1"
 
-    tail = route(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log?tail=2")[1]
+    tail = read(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log?tail=2")[1]
     assert tail.data == b"line 4\nline 5\n"
-    assert route(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log?tail=0")[1].data == b""
+    assert read(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log?tail=0")[1].data == b""
 
 
 @pytest.mark.parametrize("tail", ["-1", "x", "1.5", "99999999999", "²"])
 def test_a_bad_tail_is_a_400(log_dir, tail):
-    status, body = route(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log?tail={tail}")
+    status, body = read(view_of(log_dir), f"/jobs/{JOB_ID}/logs/jobmaster.log?tail={tail}")
     assert status == 400 and "tail" in body["errors"][0]
 
 
@@ -81,7 +91,7 @@ def test_a_bad_tail_is_a_400(log_dir, tail):
     ],
 )
 def test_nothing_outside_the_log_folder_is_served(log_dir, name, status):
-    code, body = route(view_of(log_dir), f"/jobs/{JOB_ID}/logs/{name}")
+    code, body = read(view_of(log_dir), f"/jobs/{JOB_ID}/logs/{name}")
 
     assert code == status
     assert list(body) == ["errors"]
@@ -90,20 +100,39 @@ def test_nothing_outside_the_log_folder_is_served(log_dir, name, status):
 
 def test_without_a_log_folder_the_routes_say_so(log_dir):
     view = replace(view_of(log_dir), log_dir=None)
-    assert route(view, f"/jobs/{JOB_ID}/logs") == (200, {"logs": []})
-    assert route(view, f"/jobs/{JOB_ID}/logs/jobmaster.log")[0] == 404
+    assert read(view, f"/jobs/{JOB_ID}/logs") == (200, {"logs": []})
+    assert read(view, f"/jobs/{JOB_ID}/logs/jobmaster.log")[0] == 404
 
 
 def test_a_log_file_over_http_is_text_plain(log_dir):
-    server = RestServer("127.0.0.1", 0, lambda: view_of(log_dir))
+    server = RestServer("127.0.0.1", 0, lambda: view_of(log_dir), CONTROL)
     try:
         url = f"{server.url}/jobs/{JOB_ID}/logs/task-1-0.log"
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=10)
+        assert refused.value.code == 401  # the job's token, or nothing
+        request = urllib.request.Request(url, headers={"Authorization": AUTH})
+        with urllib.request.urlopen(request, timeout=10) as response:
             assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
             assert response.read() == b"task says hello\n"
+        escape = f"{server.url}/jobs/{JOB_ID}/logs/escape.log"
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(f"{server.url}/jobs/{JOB_ID}/logs/escape.log", timeout=10)
+            urllib.request.urlopen(urllib.request.Request(escape, headers={"Authorization": AUTH}),
+                                   timeout=10)  # fmt: skip
         assert refused.value.code == 404
         assert refused.value.headers["Content-Type"] == "application/json; charset=utf-8"
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("path", ["/logs", "/logs/jobmaster.log", "/exceptions"])
+def test_logs_and_exceptions_need_the_jobs_token(log_dir, path):
+    # issue 21: any GET served the logs and the exception history to whoever reached the port
+    view = view_of(log_dir)
+    assert route(view, f"/jobs/{JOB_ID}{path}", control=CONTROL)[0] == 401
+    assert (
+        route(view, f"/jobs/{JOB_ID}{path}", authorization="Bearer no", control=CONTROL)[0] == 403
+    )
+    assert route(view, f"/jobs/{JOB_ID}{path}")[0] == 403  # an endpoint without a token
+    assert read(view, f"/jobs/{JOB_ID}{path}")[0] == 200
+    assert route(view, f"/jobs/{JOB_ID}")[0] == 200  # the job's status stays open

@@ -16,9 +16,12 @@ from test_rest import JOB_ID, job_view, tracker_with_checkpoints
 from barrierflow._clock import ManualClock
 from barrierflow.cluster.metrics_store import MetricsStore
 from barrierflow.cluster.rest import EdgeView, FailureEntry, JobView, RestServer, route
+from barrierflow.cluster.rest_actions import JobControl
 from barrierflow.graph.job_graph import SubtaskId
 
 NOW = 100_000
+WITH_TOKEN = {"control": JobControl(object(), "t"), "authorization": "Bearer t"}  # type: ignore[arg-type]
+"""The job's token, which the exceptions and logs need (reads only: no action is taken)."""
 
 
 def full_view(**changes) -> JobView:
@@ -106,7 +109,7 @@ def test_the_configuration_names_the_job_and_its_spark_ui():
 
 
 def test_the_exceptions_are_newest_first_with_the_restart_strategys_state():
-    status, body = route(full_view(), f"/jobs/{JOB_ID}/exceptions")
+    status, body = route(full_view(), f"/jobs/{JOB_ID}/exceptions", **WITH_TOKEN)
 
     assert status == 200
     entries = body["exceptionHistory"]["entries"]
@@ -123,7 +126,7 @@ def test_the_exceptions_are_newest_first_with_the_restart_strategys_state():
 
 def test_without_failures_the_history_is_empty():
     view = full_view(exceptions=(), restart_strategy={"type": "no-restart"})
-    body = route(view, f"/jobs/{JOB_ID}/exceptions")[1]
+    body = route(view, f"/jobs/{JOB_ID}/exceptions", **WITH_TOKEN)[1]
     assert body["exceptionHistory"] == {"entries": [], "truncated": False}
     assert body["root-exception"] is None
     assert body["restart_strategy"] == {
@@ -150,7 +153,7 @@ def test_the_openapi_spec_is_served_even_before_the_first_view():
 
 @pytest.fixture
 def server():
-    server = RestServer("127.0.0.1", 0, lambda: full_view())
+    server = RestServer("127.0.0.1", 0, lambda: full_view(), WITH_TOKEN["control"])
     yield server
     server.close()
 
@@ -189,6 +192,6 @@ def test_a_percent_encoded_traversal_in_any_path_is_a_json_404(server):
     code, _headers, body = raw(
         server,
         f"GET /jobs/{JOB_ID}/logs/%2e%2e%2f%2e%2e%2fetc%2fpasswd HTTP/1.1\r\n"
-        "Host: x\r\nConnection: close\r\n\r\n".encode(),
+        "Host: 127.0.0.1\r\nAuthorization: Bearer t\r\nConnection: close\r\n\r\n".encode(),
     )
     assert code == 404 and json.loads(body)["errors"]

@@ -59,7 +59,10 @@ def test_the_rest_api_of_a_running_job_keeps_to_its_openapi_spec(spark, tmp_path
         # an injected failure is in the history with its root cause
         attempt = job.inject_failure("exception", vertex_id=1, subtask_index=0)
         wait_for_attempt(job, attempt + 1, timeout=30)
-        status, history = call(f"{base}/jobs/{job_id}/exceptions")
+        token = job.action_token
+        assert call(f"{base}/jobs/{job_id}/exceptions")[0] == 401  # the job's token, or nothing
+        assert call(f"{base}/jobs/{job_id}/logs", token="wrong")[0] == 403
+        status, history = call(f"{base}/jobs/{job_id}/exceptions", token=token)
         assert status == 200
         (entry,) = history["exceptionHistory"]["entries"]
         assert (
@@ -95,7 +98,9 @@ def test_the_rest_api_of_a_running_job_keeps_to_its_openapi_spec(spark, tmp_path
             )
             @hypothesis.given(case=operation.as_strategy())
             def conforms(case) -> None:
-                response = case.call(base_url=base, timeout=10)
+                response = case.call(
+                    base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=10
+                )
                 case.validate_response(response, checks=CHECKS)
 
             conforms()

@@ -141,7 +141,10 @@ function fmtByteRate(value) {
 // ---- talking to the endpoint ------------------------------------------------------------------
 
 async function getJson(path) {
-  const response = await fetch(path, { headers: { Accept: "application/json" }, cache: "no-store" });
+  // The token goes with every read: the logs and the exception history need it.
+  const headers = { Accept: "application/json" };
+  if (token()) headers.Authorization = "Bearer " + token();
+  const response = await fetch(path, { headers, cache: "no-store" });
   let body = null;
   try {
     body = await response.json();
@@ -154,6 +157,13 @@ async function getJson(path) {
 function errorText(answer) {
   const errors = answer.body && answer.body.errors;
   return "HTTP " + answer.status + (errors && errors.length ? ": " + errors.join("; ") : "");
+}
+
+// Why a panel is empty: not served here, the job's token missing or wrong, or the error.
+function unavailableText(answer) {
+  if (answer.status === 404) return "Not available on this endpoint.";
+  if (answer.status === 401 || answer.status === 403) return "Needs the job's token: open the dashboard link `barrierflow run` printed, or set the token below.";
+  return errorText(answer);
 }
 
 function jobPath(suffix) {
@@ -703,7 +713,7 @@ function pick(object, names) {
 function renderExceptions(answer) {
   const box = clear($("exceptions"));
   if (!answer.ok || !answer.body) {
-    box.append(el("p", { class: "muted", text: answer.status === 404 ? "Not available on this endpoint." : errorText(answer) }));
+    box.append(el("p", { class: "muted", text: unavailableText(answer) }));
     return;
   }
   const body = answer.body;
@@ -771,7 +781,7 @@ function renderKeyValues(box, object) {
 function renderLogs(answer) {
   const list = clear($("logs"));
   if (!answer.ok || !answer.body) {
-    list.append(el("li", { class: "muted", text: answer.status === 404 ? "Not available on this endpoint." : errorText(answer) }));
+    list.append(el("li", { class: "muted", text: unavailableText(answer) }));
     return;
   }
   const entries = Array.isArray(answer.body) ? answer.body : answer.body.logs || [];
@@ -780,8 +790,22 @@ function renderLogs(answer) {
     const name = typeof entry === "string" ? entry : entry.name;
     const href = (typeof entry === "object" && (entry.url || entry.href)) || jobPath("/logs/" + encodeURIComponent(name));
     const size = typeof entry === "object" && !missing(entry.size) ? ` (${fmtBytes(entry.size)})` : "";
-    list.append(el("li", {}, el("a", { href, target: "_blank", rel: "noopener", "data-testid": "log-link", text: name }), size));
+    const link = el("a", { href, target: "_blank", rel: "noopener", "data-testid": "log-link", text: name });
+    link.addEventListener("click", (event) => openLog(event, href));
+    list.append(el("li", {}, link, size));
   }
+}
+
+// A log file needs the token, which a plain link cannot send: fetch it with the token and
+// show the text in a new tab.
+async function openLog(event, href) {
+  event.preventDefault();
+  const headers = token() ? { Authorization: "Bearer " + token() } : {};
+  const response = await fetch(href, { headers, cache: "no-store" });
+  const text = response.ok ? await response.text() : errorText({ status: response.status, body: await response.json().catch(() => null) });
+  const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+  window.open(url, "_blank", "noopener");
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
 // ---- actions ---------------------------------------------------------------------------------
