@@ -133,19 +133,9 @@ class SourceOperator(StreamOperator):
             return self.END_OF_INPUT
         records = polled.records
         if len(records):
-            batch = self._stamped(records, polled)
-            watermarks = self._watermarks
-            tracked = watermarks is not None and polled.split_id not in self._finished_splits
-            if tracked and polled.split_id not in watermarks.live_splits:
-                watermarks.register_split(polled.split_id)
-            if self._output.idle and (watermarks is None or not watermarks.is_idle):
-                # Idle since it started without splits; a split appeared (a monitored folder).
-                self._output.emit_stream_status(StreamStatus.ACTIVE)
-            if tracked:
-                self._on_events(polled.split_id, batch)
             try:
-                self.output.collect(batch)
-            except Exception:
+                self._emit(records, polled)
+            except Exception:  # the timestamp assigner, or a function down the chain
                 self.failed_at = self._position_of(polled.split_id, len(records))
                 raise
         if polled.bad:
@@ -154,6 +144,21 @@ class SourceOperator(StreamOperator):
             self._finish_split(polled.split_id)
         more = records or polled.finished or polled.bad
         return self.MORE_AVAILABLE if more else self.NOTHING_AVAILABLE
+
+    def _emit(self, records: Any, polled: SplitBatch) -> None:
+        """The polled records, stamped, down the chain (and their event time to the split's
+        watermark generator)."""
+        batch = self._stamped(records, polled)
+        watermarks = self._watermarks
+        tracked = watermarks is not None and polled.split_id not in self._finished_splits
+        if tracked and polled.split_id not in watermarks.live_splits:
+            watermarks.register_split(polled.split_id)
+        if self._output.idle and (watermarks is None or not watermarks.is_idle):
+            # Idle since it started without splits; a split appeared (a monitored folder).
+            self._output.emit_stream_status(StreamStatus.ACTIVE)
+        if tracked:
+            self._on_events(polled.split_id, batch)
+        self.output.collect(batch)
 
     def stop(self, drain: bool) -> None:
         """Stop with savepoint: read nothing more. With `drain`, end the input as a bounded
