@@ -75,6 +75,9 @@ class JobRestore:
         """Folders without `_metadata` already named in the log."""
         """Restore points whose non-restored state was logged (once each)."""
         self._claimed: RestorePoint | None = None
+        self._refused: StateRestoreError | None = None
+        """A fallback refused (`_check_fallback`): every later choice fails the same way, so
+        nothing (a sink cleanup at the job's end included) acts as if it had fallen back."""
         """A savepoint restored in claim mode, deleted once this run's checkpoints subsume it."""
 
     @property
@@ -85,6 +88,8 @@ class JobRestore:
     def choose(self) -> RestorePoint | None:
         """What the next attempt restores (restore_point.py): the newest intact candidate,
         logged when it falls back past a damaged one. Raises when none is left."""
+        if self._refused is not None:
+            raise self._refused
         name, storage = self._graph.job_name, self._storage
         ids = storage.completed_checkpoint_ids()
         restore = self._settings.savepoint_restore
@@ -154,12 +159,13 @@ class JobRestore:
                 sinks,
             )  # fmt: skip
             return
-        raise StateRestoreError(
+        self._refused = StateRestoreError(
             f"{what}; falling back to {target} would commit the output committed after it "
             f"twice, since {sinks} cannot take it back: restore a savepoint with "
             "--from-savepoint PATH, or rerun with --allow-fallback-duplicates to accept "
             "duplicates"
         )
+        raise self._refused
 
     def _say_incomplete(self, point: RestorePoint | None) -> None:
         """Name, once, each folder of an earlier run newer than the restore point that lacks

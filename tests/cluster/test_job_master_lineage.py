@@ -144,9 +144,11 @@ def test_the_lineage_is_kept_in_the_folder_and_renewed_when_the_folder_is_new(tm
     lineage_file = tmp_path / "checkpoints" / "unit-job" / LINEAGE_FILE
     lineage = lineage_file.read_text().strip()
     assert len(lineage) == 16 and task_lineage(job) == lineage
+    job.master.close()  # the run ends (its lease goes)
 
     again = harness(tmp_path).start()  # a rerun into the same folder
     assert task_lineage(again) == lineage
+    again.master.close()
 
     shutil.rmtree(tmp_path / "checkpoints")  # the folder deleted: a new lineage
     fresh = harness(tmp_path).start()
@@ -176,6 +178,9 @@ def test_a_fallback_a_sink_cannot_take_back_stops_the_job_naming_the_choices(tmp
         "--allow-fallback-duplicates to accept duplicates"
     )
     assert job.master.status.state == "FAILED"
+    with pytest.raises(StateRestoreError) as again:  # nothing acts as if it had fallen back
+        job.master.restoring.choose()
+    assert str(again.value) == message
 
 
 def test_with_duplicates_allowed_the_fallback_goes_on_with_a_warning(tmp_path, caplog):

@@ -55,6 +55,9 @@ class RecordingSink(TwoPhaseCommitSink):
     def recover_and_abort(self, transaction: str) -> None:
         self.calls.append(("recover_and_abort", transaction))
 
+    def finish_recovery(self) -> None:
+        self.calls.append(("finish_recovery",))
+
     def close(self) -> None:
         self.calls.append(("close",))
 
@@ -74,7 +77,7 @@ def started(sink: RecordingSink, deployment: str = "d0", states=(), restored: in
 def test_records_between_barriers_form_one_transaction_committed_when_its_checkpoint_completes():
     sink = RecordingSink()
     writer = started(sink)
-    assert sink.take() == [("open", None), ("begin", "d0/1")]
+    assert sink.take() == [("open", None), ("finish_recovery",), ("begin", "d0/1")]
     writer.write_batch(["a"])
     writer.write_batch([])
     writer.write_batch(["b", "c"])
@@ -130,6 +133,7 @@ def test_a_restore_commits_the_pending_transactions_and_aborts_the_open_one():
         ("recover_and_commit", "d0/1"),
         ("recover_and_commit", "d0/2"),
         ("recover_and_abort", "d0/3"),
+        ("finish_recovery",),  # after the commits: what is left, no restored state lists
         ("begin", "d1/1"),
     ]
 
@@ -149,6 +153,7 @@ def test_a_rescaled_restore_commits_every_old_subtask_oldest_checkpoint_first_th
         ("recover_and_commit", "old2/5"),
         ("recover_and_abort", "old0/6"),
         ("recover_and_abort", "old2/6"),
+        ("finish_recovery",),
         ("begin", "d1/1"),
     ]
 
