@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from barrierflow import StreamExecutionEnvironment, _fs, state_processor
 from barrierflow.checkpoint.storage import load_metadata
 from barrierflow.cluster.restore_point import Candidate, RestorePoint
@@ -134,3 +136,28 @@ def test_a_failing_sink_is_one_line_and_the_others_are_cleaned_up(tmp_path: Path
     assert "uid sink-1" in failure and "subtask 1 of 2" in failure
     assert "ConnectionError: no server for subtask 0" in failure and "\n" not in failure
     assert _files_under(tmp_path / "out" / ".staging") == []
+
+
+def test_a_delta_table_gets_the_checkpoints_commits_once(tmp_path: Path) -> None:
+    pytest.importorskip("deltalake")
+    from barrierflow.connectors.delta import DeltaSink
+
+    sink = DeltaSink.for_path(str(tmp_path / "table"))
+    graph = _graph(sink)
+    states = []
+    for subtask in (0, 1):  # checkpoint 1 pre-committed (complete), 2 pre-committed (not)
+        context = SinkContext("sink-0", subtask, 2, 0, "run1-0", job_name=JOB, lineage=LINEAGE)
+        writer = sink.create_writer(context)
+        writer.restore([])
+        writer.write_batch([{"n": subtask}])
+        writer.pre_commit(1)
+        states.append(writer.snapshot_state())
+        writer.write_batch([{"n": subtask + 10}])
+        writer.pre_commit(2)
+    point = _checkpoint(tmp_path / "chk-1", states)
+
+    for deployment in ("cleanup-1", "cleanup-2"):  # a second cleanup commits nothing again
+        result = clean_up_sinks(graph, point, 1, lineage=LINEAGE, deployment_id=deployment,
+                                attempt=1)  # fmt: skip
+        assert (result.cleaned, result.failures) == (("sink-0",), ())
+        assert sorted(row["n"] for row in sink.committed_output()) == [0, 1]
