@@ -3,7 +3,9 @@
 The coordinator (checkpoint/coordinator.py) decides; this executes: it sends
 triggers and notifications to the tasks, writes `_metadata`, discards folders,
 feeds the statistics tracker, and fails the attempt when the coordinator says so.
-JobMaster thread only.
+JobMaster thread only. A storage error after a checkpoint completed (retention, deleting an
+aborted checkpoint's folder) is logged and tried again later, never fatal; one writing
+`_metadata` aborts that checkpoint (the tolerable-failure count decides).
 
 A savepoint the JobMaster was asked for (`SavepointRequest`) has its own folder: its
 trigger names it (the barrier carries it to every task), `_metadata` is written there,
@@ -47,10 +49,12 @@ class SavepointRequest:
 
 
 def write_savepoint_metadata(folder: _fs.Location, metadata: dict[str, Any]) -> None:
-    """Write a savepoint's `_metadata` into its folder, atomically (as a checkpoint's)."""
+    """Write a savepoint's `_metadata` into its folder, atomically and durably (as a
+    checkpoint's: the folder's own entry in its parent too)."""
     target = folder.child(METADATA)
     try:
         _fs.write_atomic(target, _envelope.encode(METADATA_KIND, metadata))
+        _fs.sync_dir(folder.parent)
     except OSError as error:
         raise CheckpointStorageError(f"cannot write {target}: {error}") from error
 

@@ -55,7 +55,7 @@ def committed(sink: FileSink) -> Counter:
     return Counter(tuple(row) for row in sink.committed_output())
 
 
-def test_a_503_reading_metadata_at_a_restore_restores_the_newest_checkpoint(
+def test_a_503_reading_a_checkpoint_at_a_restore_restores_the_newest_checkpoint(
     spark, s3_faults, caplog
 ):
     checkpoints, out = locations(s3_faults, "restore-503")
@@ -67,15 +67,17 @@ def test_a_503_reading_metadata_at_a_restore_restores_the_newest_checkpoint(
         client.wait(timeout=120)
     storage = FileSystemCheckpointStorage(checkpoints, "restore-503")
     newest = storage.completed_checkpoint_ids()[-1]
-    # The rerun reads the newest _metadata first when it restores: that GET gets a 503.
+    # The rerun reads the newest _metadata first when it restores: that GET gets a 503; so
+    # does the first GET of a state file, in the task that reads it.
     rule = s3_faults.fail("GET", rf"/chk/restore-503/chk-{newest}/_metadata$", count=1)
+    state_rule = s3_faults.fail("GET", rf"/chk/restore-503/chk-{newest}/[^/]*\.state$")
 
     env, sink = word_count(checkpoints, out, rate=None, retained=3)
     with caplog.at_level(logging.WARNING):
         rerun = env.execute_async("restore-503")
         rerun.wait(timeout=240)
 
-    assert rule.failed == 1
+    assert (rule.failed, state_rule.failed) == (1, 1)
     assert rerun.restored_from == newest  # not an older one: a 503 is no damage
     assert not [r for r in caplog.records if "is damaged" in r.getMessage()]
     assert committed(sink) == expected()
