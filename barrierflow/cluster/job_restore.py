@@ -18,7 +18,7 @@ from typing import Any
 from barrierflow import _fs
 from barrierflow.checkpoint.history import CheckpointHistoryFile
 from barrierflow.checkpoint.metadata import check_compatible
-from barrierflow.checkpoint.stats import CheckpointStats
+from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsStatus
 from barrierflow.checkpoint.storage import (
     FileSystemCheckpointStorage,
     check_files,
@@ -36,7 +36,7 @@ from barrierflow.cluster.restore_point import (
     RestorePointChooser,
 )
 from barrierflow.core.restart_strategies import RestartDecision
-from barrierflow.errors import StateRestoreError
+from barrierflow.errors import CheckpointStorageError, StateRestoreError
 from barrierflow.graph.job_graph import JobGraph
 
 log = logging.getLogger(__name__)
@@ -134,13 +134,33 @@ class JobRestore:
         """Above which checkpoint id the commits of the job's lineage are abandoned by
         restoring `point` (SinkContext.abandoned_above): the id of one of the job's own
         checkpoints or savepoints; for the savepoint the user named, only this run's own
-        later commits (its ids start at `run_first_checkpoint_id`), never an earlier run's;
-        None on a fresh start."""
+        later commits (its ids start at `run_first_checkpoint_id`), never an earlier run's.
+
+        None when the restore abandons nothing: a fresh start, or no checkpoint or
+        savepoint of the folder above that id ever completed (only a completed one was
+        committed), as at every restore but a fallback. That spares sinks their search
+        (FileSink lists its whole output folder) at ordinary restores."""
         if point is None:
             return None
-        if point.candidate.user_given:
-            return self.run_first_checkpoint_id - 1
-        return point.checkpoint_id
+        user_given = point.candidate.user_given
+        above = self.run_first_checkpoint_id - 1 if user_given else point.checkpoint_id
+        return above if self._completed_above(above) else None
+
+    def _completed_above(self, checkpoint_id: int) -> bool:
+        """Whether a checkpoint or savepoint of the job's folder above `checkpoint_id`
+        completed: its folder holds `_metadata` (intact or not), or the history records it
+        completed (a `_metadata` lost since). True when either cannot be read."""
+        try:
+            if any(n > checkpoint_id for n in self._storage.completed_checkpoint_ids()):
+                return True
+            entries = self._history.read_entries()
+        except CheckpointStorageError:
+            return True  # cannot tell: let the sinks look
+        return any(
+            entry.stats.checkpoint_id > checkpoint_id
+            and entry.stats.status is CheckpointStatsStatus.COMPLETED
+            for entry in entries
+        )
 
     def _check_fallback(self, damaged: tuple[str, ...], point: RestorePoint) -> None:
         """A fallback to `point` past the `damaged` candidates: every sink must take back

@@ -256,10 +256,12 @@ class SinkContext:
     writer made outside a job): such a writer names things as before lineages existed."""
     abandoned_above: int | None = None
     """Every commit of this `lineage` for a checkpoint id above this one belongs to a
-    checkpoint this restore abandons (a fallback past damaged checkpoints); None on a fresh
-    start. Restoring one of the job's own checkpoints it is that checkpoint's id; restoring
-    a savepoint the user named, this run's first checkpoint id - 1. A sink that can take
-    output back (`Sink.survives_fallback`) does so for those commits, once."""
+    checkpoint this restore abandons (a fallback past damaged checkpoints). Restoring one
+    of the job's own checkpoints it is that checkpoint's id; restoring a savepoint the user
+    named, this run's first checkpoint id - 1. None when the restore abandons nothing: a
+    fresh start, or no checkpoint above it ever completed (every restore but a fallback).
+    A sink that can take output back (`Sink.survives_fallback`) does so for those commits,
+    once."""
     max_parallelism: int = 0
     """The job's max parallelism: no run's subtask index of this operator reaches it (0:
     unknown; then `parallelism` bounds only this run's)."""

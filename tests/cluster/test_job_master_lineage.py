@@ -102,22 +102,34 @@ def test_a_savepoint_restored_into_an_empty_folder_numbers_above_it(tmp_path):
     job = harness(tmp_path, restore=restore).start()
     job.run_all()
     assert deployed(job).restore_checkpoint_id == SAVEPOINT_ID
-    assert deployed(job).abandoned_above == SAVEPOINT_ID  # this run's first id is 41
+    assert deployed(job).abandoned_above is None  # nothing above it ever completed here
 
     job.lose(COUNTERS[0])  # a failure before the first new checkpoint
     job.advance(500)
     job.run_all(attempt=1)
     assert deployed(job).restore_checkpoint_id == SAVEPOINT_ID
-    assert deployed(job).abandoned_above == SAVEPOINT_ID
     first = complete_checkpoint(job, attempt=1)
     assert first == SAVEPOINT_ID + 1
 
     job.lose(COUNTERS[0])  # and one after it
     job.advance(500)
     job.run_all(attempt=2)
-    assert deployed(job).restore_checkpoint_id == first
-    assert deployed(job).abandoned_above == first
+    assert (deployed(job).restore_checkpoint_id, deployed(job).abandoned_above) == (first, None)
     assert complete_checkpoint(job, attempt=2) == first + 1
+
+
+def test_falling_back_to_the_named_savepoint_abandons_only_this_runs_commits(tmp_path):
+    restore = SavepointRestoreSettings.for_path(str(savepoint_of(tmp_path)))
+    job = harness(tmp_path, checkpoints=(50,), restore=restore).start()
+    job.run_all()
+    first = complete_checkpoint(job)
+    assert first == 51
+    damage_newest(tmp_path, first)  # this run's only checkpoint, damaged after it committed
+    job.lose(COUNTERS[0])
+    job.advance(500)
+    job.run_all(attempt=1)
+    # back to savepoint 40: this run's commits (51) are abandoned, the earlier run's 50 not
+    assert (deployed(job).restore_checkpoint_id, deployed(job).abandoned_above) == (40, 50)
 
 
 def test_a_savepoint_restored_into_a_folder_with_newer_ids_numbers_above_the_folder(tmp_path):
@@ -125,18 +137,17 @@ def test_a_savepoint_restored_into_a_folder_with_newer_ids_numbers_above_the_fol
     job = harness(tmp_path, checkpoints=(50, 51), restore=restore).start()
     job.run_all()
     assert deployed(job).restore_checkpoint_id == SAVEPOINT_ID
-    # only this run's own later commits are abandoned, never an earlier run's 50 and 51
-    assert deployed(job).abandoned_above == 51
+    assert deployed(job).abandoned_above is None  # an earlier run's 50 and 51 stay
     assert complete_checkpoint(job) == 52
 
 
-def test_a_fresh_start_abandons_nothing_and_a_rerun_restores_its_own_checkpoint(tmp_path):
+def test_a_fresh_start_and_a_restore_of_the_newest_abandon_nothing(tmp_path):
     job = harness(tmp_path).start()
     job.run_all()
     assert deployed(job).abandoned_above is None
     rerun = harness(tmp_path / "rerun", checkpoints=(5, 6)).start()
     rerun.run_all()
-    assert (deployed(rerun).restore_checkpoint_id, deployed(rerun).abandoned_above) == (6, 6)
+    assert (deployed(rerun).restore_checkpoint_id, deployed(rerun).abandoned_above) == (6, None)
 
 
 def test_the_lineage_is_kept_in_the_folder_and_renewed_when_the_folder_is_new(tmp_path):
