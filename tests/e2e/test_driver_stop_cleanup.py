@@ -187,8 +187,11 @@ def test_sigterm_between_prepare_and_commit_stops_in_order_then_a_rerun_is_exact
     with StoppedDriver(tmp_path, postgres_server) as job:
         driver = job.start_driver()
         checkpoint = job.wait_between_prepare_and_commit(driver)
+        signalled = time.monotonic()
         driver.send_signal(signal.SIGTERM)
         _, stderr = driver.communicate(timeout=WAIT_S)
+        print(f"SIGTERM to exit: {time.monotonic() - signalled:.1f} s; the driver said:")
+        print("\n".join(line for line in stderr.splitlines() if "barrierflow:" in line))
 
         assert driver.returncode == 143, stderr[-3000:]
         said = [line for line in stderr.splitlines() if "stopped by SIGTERM:" in line]
