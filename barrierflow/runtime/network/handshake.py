@@ -315,18 +315,17 @@ class Acceptor:
             if self._closed:
                 sock.close()
                 return
-            if len(self._handshakes) >= self._max_pending:
-                sock.close()
-                self._turned_away += 1
-                turned_away = self._turned_away
-            else:
+            if len(self._handshakes) < self._max_pending:
                 self._handshakes[sock] = thread
                 thread.start()
                 return
+            self._turned_away += 1
+            turned_away = self._turned_away
         if turned_away == 1 or turned_away % 100 == 0:  # a flood logs a line per hundred
             log.warning("%s server closed a connection from %s:%s at once: %d set-ups under "
                         "way already (%d closed so far)", self._name, peer[0], peer[1],
                         self._max_pending, turned_away)  # fmt: skip
+        sock.close()  # after the line: whoever sees the end may look for it
 
     # ---- one handshake thread per connection ------------------------------------------------
 
