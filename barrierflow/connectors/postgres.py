@@ -368,8 +368,8 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
             ) from None
 
     def open(self, context: SinkContext) -> None:
-        """Connect, check the table and learn its columns; leftovers are decided at the
-        first `begin_transaction`, after the restored transactions were committed.
+        """Connect, check the table and learn its columns; leftovers are decided in
+        `finish_recovery`, after the restored transactions were committed.
 
         Starts from a clean slate: a roll-back in place opens this object again, and its
         leftovers (prepared for a checkpoint after the restored one) must be decided again."""
