@@ -76,6 +76,8 @@ class JobRestore:
         """Restore points whose non-restored state was logged (once each)."""
         self._claimed: RestorePoint | None = None
         self._refused: StateRestoreError | None = None
+        self._fallbacks_allowed: set[str] = set()
+        """Restore points a fallback to which went on with duplicates allowed (warned once)."""
         """A fallback refused (`_check_fallback`): every later choice fails the same way, so
         nothing (a sink cleanup at the job's end included) acts as if it had fallen back."""
         """A savepoint restored in claim mode, deleted once this run's checkpoints subsume it."""
@@ -101,7 +103,9 @@ class JobRestore:
         )
         candidates = self.chooser.candidates(ids, storage.checkpoint_dir, savepoints)
         choice = self.chooser.choose(candidates, load_checked)
-        if choice.damaged and choice.point is not None:
+        if choice.point is not None and (
+            choice.damaged or self._completed_above(self._above(choice.point)) is True
+        ):  # a fallback: past damaged candidates, or past one whose _metadata is gone
             self._check_fallback(choice.damaged, choice.point)
         if choice.note is not None:
             log.warning("job '%s': %s", name, choice.note)
@@ -142,20 +146,24 @@ class JobRestore:
         (FileSink lists its whole output folder) at ordinary restores."""
         if point is None:
             return None
-        user_given = point.candidate.user_given
-        above = self.run_first_checkpoint_id - 1 if user_given else point.checkpoint_id
-        return above if self._completed_above(above) else None
+        above = self._above(point)
+        return None if self._completed_above(above) is False else above  # unknown: look
 
-    def _completed_above(self, checkpoint_id: int) -> bool:
+    def _above(self, point: RestorePoint) -> int:
+        if point.candidate.user_given:
+            return self.run_first_checkpoint_id - 1
+        return point.checkpoint_id
+
+    def _completed_above(self, checkpoint_id: int) -> bool | None:
         """Whether a checkpoint or savepoint of the job's folder above `checkpoint_id`
         completed: its folder holds `_metadata` (intact or not), or the history records it
-        completed (a `_metadata` lost since). True when either cannot be read."""
+        completed (a `_metadata` lost since). None when either cannot be read now."""
         try:
             if any(n > checkpoint_id for n in self._storage.completed_checkpoint_ids()):
                 return True
             entries = self._history.read_entries()
         except CheckpointStorageError:
-            return True  # cannot tell: let the sinks look
+            return None
         return any(
             entry.stats.checkpoint_id > checkpoint_id
             and entry.stats.status is CheckpointStatsStatus.COMPLETED
@@ -168,11 +176,14 @@ class JobRestore:
         StateRestoreError in one line naming the damaged checkpoint, the sinks and the
         choices."""
         refusing = sinks_refusing_fallback(self._graph)
-        if not refusing:
+        if not refusing or point.folder.uri in self._fallbacks_allowed:
             return
-        sinks, what = ", ".join(refusing), "; ".join(damaged)
         target = point.candidate.describe()
+        sinks = ", ".join(refusing)
+        gone = f"a checkpoint above {target} completed but its _metadata is gone"
+        what = "; ".join(damaged) or gone
         if self._settings.allow_fallback_duplicates:
+            self._fallbacks_allowed.add(point.folder.uri)  # said once per restore point
             log.warning(
                 "job '%s': %s; falling back to %s with duplicates allowed: %s commit(s) "
                 "again the output committed after it", self._graph.job_name, what, target,

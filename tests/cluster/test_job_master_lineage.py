@@ -15,6 +15,7 @@ from pyspark import cloudpickle
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.lineage import LINEAGE_FILE
 from barrierflow.checkpoint.metadata import build_metadata
+from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsStatus
 from barrierflow.cluster.restore_point import SavepointRestoreSettings
 from barrierflow.connectors.files import FileSink
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
@@ -211,3 +212,27 @@ def test_a_fallback_every_sink_takes_back_goes_on(tmp_path):
     job.start()
     job.run_all()
     assert (deployed(job).restore_checkpoint_id, deployed(job).abandoned_above) == (6, 6)
+
+
+def test_a_checkpoint_whose_metadata_is_gone_counts_as_abandoned_too(tmp_path):
+    """Its folder looks like one that never completed, but the history says it completed
+    (so its output was committed): restoring the older one is a fallback like any other."""
+    job = harness(tmp_path, checkpoints=(5, 6, 7), sink=Inserts())
+    job.master.history.append(
+        CheckpointStats(7, CheckpointStatsStatus.COMPLETED, 7_000, ()), job_id="earlier"
+    )
+    (tmp_path / "checkpoints" / "unit-job" / "chk-7" / "_metadata").unlink()
+    with pytest.raises(StateRestoreError) as raised:
+        job.start()
+    assert str(raised.value).startswith(
+        "a checkpoint above checkpoint 6 completed but its _metadata is gone; falling back to "
+        "checkpoint 6 would commit the output committed after it twice, since 'Sink'"
+    )
+    allowed = harness(tmp_path / "allowed", checkpoints=(5, 6, 7), sink=Inserts(), allow=True)
+    allowed.master.history.append(
+        CheckpointStats(7, CheckpointStatsStatus.COMPLETED, 7_000, ()), job_id="earlier"
+    )
+    (tmp_path / "allowed" / "checkpoints" / "unit-job" / "chk-7" / "_metadata").unlink()
+    allowed.start()
+    allowed.run_all()
+    assert (deployed(allowed).restore_checkpoint_id, deployed(allowed).abandoned_above) == (6, 6)
