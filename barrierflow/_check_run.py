@@ -28,20 +28,36 @@ from pathlib import Path
 _root: Path | None = None
 """The active run's folder, None outside a check's run."""
 _full_speed = False
+_continued = False
 
 
 @contextlib.contextmanager
-def check_run(root: Path, *, full_speed: bool = False) -> Iterator[None]:
+def check_run(root: Path, *, full_speed: bool = False, continued: bool = False) -> Iterator[None]:
     """Jobs built inside the block write their outputs and checkpoints into `root` and, with
-    `full_speed`, read generator sources without their rate."""
-    global _root, _full_speed
+    `full_speed`, read generator sources without their rate. `continued`: the block goes on
+    with a run whose driver was killed (`barrierflow chaos`'s kind driver; see
+    `continues_run`)."""
+    global _root, _full_speed, _continued
     if _root is not None:
         raise RuntimeError(f"a check's run into {_root} is already active")
-    _root, _full_speed = root, full_speed
+    _root, _full_speed, _continued = root, full_speed, continued
     try:
         yield
     finally:
-        _root, _full_speed = None, False
+        _root, _full_speed, _continued = None, False, False
+
+
+def continues_run() -> bool:
+    """Whether the active run goes on with one whose driver was killed: what that driver
+    committed belongs to the run, so a sink keeps the run's own table (a new run replaces it).
+
+    >>> with check_run(Path("/work/chaos"), continued=True):
+    ...     continues_run()
+    True
+    >>> continues_run()
+    False
+    """
+    return _continued
 
 
 def source_rate(records_per_second: float | None) -> float | None:

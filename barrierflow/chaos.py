@@ -449,6 +449,7 @@ class ChaosCheck:
         full_speed: bool | None = None,
         injector_args: dict[str, Any] | None = None,
         on_job: Callable[[JobClient], None] | None = None,
+        continued: bool = False,
     ) -> _Run:
         """One run of the job file in this process; `full_speed` (default: without a plan),
         `injector_args` (FailureInjector's keywords) and `on_job` (told of the file's first
@@ -478,7 +479,8 @@ class ChaosCheck:
         started = time.monotonic()
         try:
             fast = not plan if full_speed is None else full_speed
-            with _check_run.check_run(self.workdir / name, full_speed=fast), settings:
+            check = _check_run.check_run(self.workdir / name, full_speed=fast, continued=continued)
+            with check, settings:
                 run_job_file(self.job_file, self.job_args)
         except ConfigurationError:
             raise
@@ -543,7 +545,7 @@ def run_driver(spec: DriverSpec, send: Callable[..., None]) -> None:
     with command_line_settings(spark_options=spec.spark_options):
         run = spec.check._run_once(
             "chaos", spec.plan, lambda line: None, full_speed=False,
-            injector_args=injector_args, on_job=on_job,
+            injector_args=injector_args, on_job=on_job, continued=spec.rerun,
         )  # fmt: skip
     if run.injector is not None and run.injector.error is not None:
         send(event="error", text=str(run.injector.error))

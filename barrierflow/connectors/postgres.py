@@ -30,6 +30,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+from barrierflow import _check_run
 from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import ConfigurationError, SinkError, SinkUnavailableError
@@ -340,6 +341,8 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         """Under `barrierflow chaos`: this run's own empty copy of the table (columns,
         defaults, constraints and indexes, `LIKE ... INCLUDING ALL`), replacing one an earlier
         check left, and no dead-letter table of an earlier check."""
+        if _check_run.continues_run():  # a new driver of the same run: its table stays
+            return
         psycopg = _psycopg()
         sql = psycopg.sql
         _, name = _split_table(self.table)
