@@ -9,11 +9,11 @@ fault to have happened and check it did. Standard library only (http.server, htt
 it binds 127.0.0.1 only.
 
 What reaches barrierflow (tests/test_s3_fault_proxy.py shows it): pyarrow's S3 client
-retries a 503 SlowDown on its own, again and again, on every request but a ranged GET,
-where one 503 surfaces at once (the SDK writes the error body into the read buffer:
-"AWS Error INTERNAL_FAILURE ... Failed to flush response stream"). A 403 AccessDenied (a
-permission fluke) is never retried by the client: it is how a test makes a DELETE or a
-copy fail in barrierflow's hands.
+retries a 503 SlowDown on its own, again and again, but for a GET of an object smaller
+than the error body, where one 503 surfaces at once (the SDK writes the error body into
+the read buffer: "AWS Error INTERNAL_FAILURE ... Failed to flush response stream"). A 403
+AccessDenied (a permission fluke) is never retried by the client: it is how a test makes
+a read, a DELETE or a copy fail in barrierflow's hands.
 """
 
 from __future__ import annotations

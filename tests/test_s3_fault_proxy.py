@@ -1,7 +1,8 @@
 """What S3 faults reach barrierflow through pyarrow's S3 client, and how barrierflow's reads
 classify them (issue 21, item 2), against moto behind the fault-injecting proxy: a 503 on a
-GET surfaces and is retried by the checkpoint reader; other 503s the client retries itself;
-a 403 surfaces at once; a missing object is FileNotFoundError (damage), never retried."""
+GET of a small object surfaces and is retried by the checkpoint reader; other 503s the
+client retries itself; a 403 surfaces at once and the reader retries it; a missing object
+is FileNotFoundError (damage), never retried."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def metadata(s3_faults) -> _fs.Location:
     return where
 
 
-def test_one_503_on_a_get_surfaces_and_the_reader_retries_it(s3_faults, metadata):
+def test_one_503_on_a_get_of_a_small_object_surfaces_and_the_reader_retries_it(s3_faults, metadata):
     rule = s3_faults.fail("GET", r"/chk-7/_metadata$")
 
     header, _ = read_checkpoint_file(metadata, KIND)
@@ -68,3 +69,13 @@ def test_a_missing_object_is_damage_and_read_once(s3_faults, metadata):
         read_checkpoint_file(missing, "subtask-state")
     reads = [p for m, p in s3_faults.requests if p.split("?")[0].endswith("/1-0-run.state")]
     assert len(reads) == 1
+
+
+def test_a_403_on_a_get_of_a_larger_object_surfaces_and_the_reader_retries_it(s3_faults):
+    where = _fs.location(s3_faults.uri(f"proxy-large-{id(s3_faults)}/chk-7/_metadata"))
+    _fs.write_bytes(where, envelope.encode(KIND, {"pad": "x" * 4096}))
+    slow = s3_faults.fail("GET", r"proxy-large-.*/_metadata$", nth=1)  # the client retries
+    denied = s3_faults.fail("GET", r"proxy-large-.*/_metadata$", nth=2, status=403)
+
+    assert read_checkpoint_file(where, KIND)[0] == {"pad": "x" * 4096}
+    assert (slow.failed, denied.failed) == (1, 1)

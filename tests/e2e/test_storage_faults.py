@@ -1,9 +1,10 @@
 """Faults of checkpoint storage are not damage, and never fatal (issue 21, items 2 and 4), on
 Spark with an S3-compatible server behind a fault-injecting proxy (tests/s3_fault_proxy.py):
-a 503 reading `_metadata` at a restore, a 503 and a 403 on DELETEs of retention and on the
-copies of a FileSink commit (the S3 client retries a 503 there itself), and a failed
-`_metadata` write. Each time the job goes on, restores the newest checkpoint,
-and its committed output equals a failure-free run's: nothing twice, nothing lost."""
+a 503 and a 403 reading `_metadata` and state files at a restore, on DELETEs of retention
+and on the copies of a FileSink commit (the S3 client retries a 503 itself; a 403, a
+permission fluke, reaches barrierflow), and a failed `_metadata` write. Each time the job
+goes on, restores the newest checkpoint, and its committed output equals a failure-free
+run's: nothing twice, nothing lost."""
 
 from __future__ import annotations
 
@@ -55,29 +56,36 @@ def committed(sink: FileSink) -> Counter:
     return Counter(tuple(row) for row in sink.committed_output())
 
 
-def test_a_503_reading_a_checkpoint_at_a_restore_restores_the_newest_checkpoint(
+def test_faults_reading_a_checkpoint_at_a_restore_restore_the_newest_checkpoint(
     spark, s3_faults, caplog
 ):
-    checkpoints, out = locations(s3_faults, "restore-503")
+    checkpoints, out = locations(s3_faults, "restore-fault")
     env, sink = word_count(checkpoints, out, rate=500, retained=3)  # 18 s: cancelled before
-    client = env.execute_async("restore-503")
+    client = env.execute_async("restore-fault")
     assert client.wait_for_completed_checkpoints(3, timeout=120)
     client.cancel()
     with pytest.raises(JobExecutionError, match="cancelled"):
         client.wait(timeout=120)
-    storage = FileSystemCheckpointStorage(checkpoints, "restore-503")
+    storage = FileSystemCheckpointStorage(checkpoints, "restore-fault")
     newest = storage.completed_checkpoint_ids()[-1]
-    # The rerun reads the newest _metadata first when it restores: that GET gets a 503; so
-    # does the first GET of a state file, in the task that reads it.
-    rule = s3_faults.fail("GET", rf"/chk/restore-503/chk-{newest}/_metadata$", count=1)
-    state_rule = s3_faults.fail("GET", rf"/chk/restore-503/chk-{newest}/[^/]*\.state$")
+    # The rerun reads the newest _metadata first when it restores: that GET gets a 503 (the
+    # S3 client retries it itself), the next a 403 (a permission fluke, which reaches
+    # barrierflow); so do the first two GETs of state files, in the tasks that read them.
+    metadata = rf"/chk/restore-fault/chk-{newest}/_metadata$"
+    state = rf"/chk/restore-fault/chk-{newest}/[^/]*\.state$"
+    rules = [
+        s3_faults.fail("GET", metadata, nth=1),
+        s3_faults.fail("GET", metadata, nth=2, status=403),
+        s3_faults.fail("GET", state, nth=1),
+        s3_faults.fail("GET", state, nth=2, status=403),
+    ]
 
     env, sink = word_count(checkpoints, out, rate=None, retained=3)
     with caplog.at_level(logging.WARNING):
-        rerun = env.execute_async("restore-503")
+        rerun = env.execute_async("restore-fault")
         rerun.wait(timeout=240)
 
-    assert (rule.failed, state_rule.failed) == (1, 1)
+    assert [rule.failed for rule in rules] == [1, 1, 1, 1]
     assert rerun.restored_from == newest  # not an older one: a 503 is no damage
     assert not [r for r in caplog.records if "is damaged" in r.getMessage()]
     assert committed(sink) == expected()
