@@ -29,9 +29,13 @@ row. With `.with_dead_letter_table(path)` they go instead, with the error, into 
 Delta table written the same way (its own application transaction per checkpoint and
 subtask, committed in the same commit step), so dead letters are exactly once too.
 
-Caveats: files of transactions that never committed (a task killed between writing and
-its checkpoint) stay in the folder, unreferenced: readers of the Delta log never see them
-and `DeltaTable.vacuum(full=True)` removes them. Checkpoint ids never repeat within a
+Sweeping: files of transactions that never committed (a task killed between writing and
+its checkpoint, a run failed or cancelled before the checkpoint completed) are deleted by
+the next restore (`_sweep_uncommitted`): a data file's name says its lineage, subtask and
+the checkpoint its transaction began after, which together with the table's `txn`
+version of that app id tells whether it can have been committed. Files of other lineages
+and files named before lineages are never swept (`DeltaTable.vacuum(full=True)` removes
+those). Checkpoint ids never repeat within a
 lineage (the job's checkpoint folder sees to that, and a job moved to new storage gets a
 new lineage, so its own app ids); a table holding a newer version for this run's app id
 fails the commit with a clear error instead of skipping it. Taken-back files stay until
@@ -69,12 +73,18 @@ conflict with each other; each retry only re-reads the log)."""
 HANDLE_VERSION = 1
 """Format version of a transaction handle stored in checkpoints."""
 
+TXN_RETENTION = "delta.setTransactionRetentionDuration"
+"""A table property making `txn` versions expire: with it a version cannot prove that a
+file was never committed, so such a table is not swept."""
+
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 """The folder name of a partition whose value is null (as Spark and Hive spell it)."""
 
 Handle = dict[str, Any]
-"""A transaction handle: {"v", "app_id", "name", "checkpoint", "schema", "files"}, and
-"dead_letters" (the handle of the dead-letter table's transaction, or None); msgpack-able,
+"""A transaction handle: {"v", "app_id", "name", "checkpoint", "schema", "files", "after"},
+and "dead_letters" (the handle of the dead-letter table's transaction, or None); "after"
+is a checkpoint id below the one the transaction will be pre-committed for (None in
+handles of writers without a lineage, and in handles from before it existed); msgpack-able,
 stored in checkpoints. "files" lists the written data files with their size, partition
 values and stats; "schema" is the Arrow schema (IPC bytes) they were written with."""
 
@@ -215,6 +225,10 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         self._buffered_bytes: dict[str, int] = {}
         self._filesystem: Any = None
         self._sequence = 0
+        self._after: int | None = None
+        """A checkpoint id below the one the next transaction will be pre-committed for, and
+        at or above this subtask's app id's `txn` version while it begins (see
+        `_sweep_uncommitted`); None until `finish_recovery` reads it."""
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -260,6 +274,7 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         """Remember where this writer runs and read the table's schema if it exists."""
         _deltalake()
         self._context = context
+        self._after = None
         if _is_local(self.table_uri):
             os.makedirs(self.table_uri, exist_ok=True)
         existing = self._load_table()
@@ -275,6 +290,8 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         name = f"{_name_part(context.deployment_id)}-{self._sequence:08d}"
         self._sequence += 1
         self._buffers[name], self._buffered_bytes[name] = [], 0
+        if context.lineage and self._after is None:  # used without finish_recovery
+            self._after = self._own_version()
         return {
             "v": HANDLE_VERSION,
             "app_id": self.app_id(context.subtask_index),
@@ -282,6 +299,7 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             "checkpoint": None,
             "schema": None,
             "files": [],
+            "after": self._after if context.lineage else None,
             "dead_letters": (
                 None if self.dead_letters is None else self.dead_letters.begin_transaction()
             ),
@@ -321,6 +339,7 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         likewise, in their own handle inside it)."""
         self._write_files(transaction)
         transaction["checkpoint"] = checkpoint_id
+        self._after = max(self._after or 0, checkpoint_id)  # the next transaction's
         self._buffers.pop(transaction["name"], None)
         self._buffered_bytes.pop(transaction["name"], None)
         if transaction.get("dead_letters") is not None:
@@ -400,16 +419,103 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         return f"DeltaSink, table {self.table_uri}"
 
     def finish_recovery(self) -> None:
-        """After a fallback (`abandoned_above` set), subtask 0 takes back every commit of this
-        lineage for a checkpoint above it, for every old subtask (one remover: no commits
-        conflicting with each other; no subtask commits anything new before every subtask
-        restored). Then the same in the dead-letter table."""
+        """After the restored transactions were committed: delete the data files of this
+        lineage's transactions that never committed and this subtask owns
+        (`_sweep_uncommitted`). After a fallback (`abandoned_above` set), subtask 0 also
+        takes back every commit of this lineage for a checkpoint above it, for every old
+        subtask (one remover: no commits conflicting with each other; no subtask commits
+        anything new before every subtask restored). Then the same in the dead-letter
+        table."""
         context = self._require_context()
+        if context.lineage:
+            self._sweep_uncommitted()
+            self._after = self._own_version()
         above = context.abandoned_above
         if above is not None and context.lineage and context.subtask_index == 0:
             self._take_back(above)
         if self.dead_letters is not None:
             self.dead_letters.finish_recovery()
+
+    def _own_version(self) -> int:
+        """This subtask's app id's `txn` version in the table (0 for none): every
+        transaction it begins now will be pre-committed for a checkpoint above it (a commit
+        at or below it is refused)."""
+        table = self._load_table()
+        app_id = self.app_id(self._require_context().subtask_index)
+        version = None if table is None else table.transaction_version(app_id)
+        return version or 0
+
+    def _sweep_uncommitted(self) -> None:
+        """Delete this lineage's data files that no Delta commit ever referenced and this
+        subtask owns (those of old subtask j belong to subtask j mod parallelism, which
+        restored j's state and committed its pending transactions just before).
+
+        A file named (lineage, j, after) belongs to a transaction of app id j for some
+        checkpoint c > after. App id j commits its transactions in checkpoint order and its
+        `txn` version v only grows, so a committed one has c <= v, hence after < v: a file
+        with v None or v <= after was never committed, and no writer is left that could
+        still commit it (only the owner commits j's transactions, and it is here, before
+        its first transaction). Files a later commit removed (a take-back, OPTIMIZE) keep
+        after < v, so they stay for time travel until `vacuum`. Costs one listing of the
+        table folder per subtask and restore (`_data_files`)."""
+        context = self._require_context()
+        table = self._load_table()
+        if table is not None and TXN_RETENTION in (table.metadata().configuration or {}):
+            return  # an expired version could not tell committed files from the rest
+        prefix = _swept_prefix(context)
+        versions: dict[int, int | None] = {}
+        doomed = []
+        for path in self._data_files():
+            found = _swept_name(path.rpartition("/")[2], prefix)
+            if found is None or found[0] % context.parallelism != context.subtask_index:
+                continue
+            subtask, after = found
+            if subtask not in versions:
+                app_id = self.app_id(subtask)
+                versions[subtask] = None if table is None else table.transaction_version(app_id)
+            version = versions[subtask]
+            if version is None or version <= after:
+                doomed.append(path)
+        if doomed and table is not None:  # belt and braces: never a file the table lists
+            listed = _column(table.get_add_actions(flatten=False), "path")
+            active = set(listed) | {urllib.parse.unquote(p) for p in listed}
+            doomed = [p for p in doomed if p not in active]
+        filesystem = self._fs()
+        for path in doomed:
+            try:
+                filesystem.delete_file(path)
+            except FileNotFoundError:
+                pass  # another cleanup of the same leftovers was faster
+            except OSError as error:
+                raise SinkError(
+                    f"{self._sink_name()}: cannot delete {path}, a data file of a transaction "
+                    f"that never committed: {error}"
+                ) from None
+
+    def _data_files(self) -> list[str]:
+        """The paths of the files in the table folder and its partition folders (`col=val`,
+        at any depth), not in `_delta_log` or other folders starting with `_` or `.`: one
+        listing of the top level, and one recursive listing per top-level partition folder
+        (on an object store, one LIST request per 1,000 files)."""
+        from pyarrow import fs as pafs
+
+        filesystem = self._fs()
+        try:
+            top = filesystem.get_file_info(pafs.FileSelector("", allow_not_found=True))
+            found = [i for i in top if not i.base_name.startswith(("_", "."))]
+            paths = [i.path for i in found if i.type == pafs.FileType.File]
+            for folder in (i for i in found if i.type == pafs.FileType.Directory):
+                if "=" not in folder.base_name:
+                    continue
+                selector = pafs.FileSelector(folder.path, recursive=True, allow_not_found=True)
+                paths += [
+                    i.path
+                    for i in filesystem.get_file_info(selector)
+                    if i.type == pafs.FileType.File
+                ]
+        except OSError as error:
+            raise SinkError(f"{self._sink_name()}: cannot list the table folder: {error}") from None
+        return paths
 
     def _take_back(self, above: int) -> None:
         """One Delta commit removing the files that commits of this lineage's app ids for
@@ -679,9 +785,17 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         if transaction["schema"] is None:
             transaction["schema"] = self._table_schema.serialize().to_pybytes()
         filesystem = self._fs()
+        context = self._require_context()
+        if context.lineage and transaction.get("after") is not None:
+            # lineage, subtask and `after` read back by `_sweep_uncommitted`
+            name = (
+                f"{_swept_prefix(context)}{context.subtask_index}.{transaction['after']}."
+                f"{transaction['name']}"
+            )
+        else:  # the names from before lineages: never swept
+            name = f"part-{_name_part(context.operator_uid)}-{transaction['name']}"
         for values, part in self._partitions(data):
             folder = "/".join(_partition_folder(c, values[c]) for c in self.partition_columns)
-            name = f"part-{_name_part(self._require_context().operator_uid)}-{transaction['name']}"
             path = f"{folder}/" if folder else ""
             path += f"{name}-{len(transaction['files']):05d}-{uuid.uuid4().hex[:8]}.parquet"
             try:
@@ -949,6 +1063,31 @@ def _partition_folder(column: str, value: str | None) -> str:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+_SWEPT_REST = re.compile(r"(\d+)\.(\d+)\.[A-Za-z0-9_-]+\.parquet")
+"""What follows `_swept_prefix` in a data file's name: subtask, after, the rest."""
+
+
+def _swept_prefix(context: SinkContext) -> str:
+    """The start of the names of this sink's data files in this lineage and job:
+    `part-<uid>.<lineage>.<job digest>.` (the dots appear in no `_name_part`, so no other
+    sink's, lineage's or job's names start alike; the job name is in the app id too)."""
+    job = hashlib.sha256(context.job_name.encode()).hexdigest()[:8]
+    return f"part-{_name_part(context.operator_uid)}.{context.lineage}.{job}."
+
+
+def _swept_name(name: str, prefix: str) -> tuple[int, int] | None:
+    """(subtask, after) of a data file named with `prefix`, None for any other name.
+
+    >>> _swept_name("part-out.00aa.1b2c3d4e.3.17.run1-0-00000002-00000-ab12cd34.parquet",
+    ...             "part-out.00aa.1b2c3d4e.")
+    (3, 17)
+    >>> _swept_name("part-out-run1-0-00000002-00000-ab12cd34.parquet", "part-out.00aa.1b2c3d4e.")
+    """
+    if not name.startswith(prefix):
+        return None
+    found = _SWEPT_REST.fullmatch(name, len(prefix))
+    return None if found is None else (int(found[1]), int(found[2]))
 
 
 def _name_part(text: str) -> str:

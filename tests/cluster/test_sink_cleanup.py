@@ -3,6 +3,7 @@ files: what a checkpoint lists as pending is committed, every other staged file 
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,37 @@ def test_a_delta_table_gets_the_checkpoints_commits_once(tmp_path: Path) -> None
                                 attempt=1)  # fmt: skip
         assert (result.cleaned, result.failures) == (("sink-0",), ())
         assert sorted(row["n"] for row in sink.committed_output()) == [0, 1]
+
+
+def test_a_delta_tables_files_of_intervals_that_never_committed_are_deleted(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("deltalake")
+    import deltalake
+
+    from barrierflow.connectors.delta import DeltaSink
+
+    table = tmp_path / "table"
+    sink = DeltaSink(str(table), target_file_size=1)  # rows are written to files at once
+    graph = _graph(sink)
+    states = []
+    for subtask in (0, 1):  # 1 committed, 2 pre-committed (never complete), 3 open
+        context = SinkContext("sink-0", subtask, 2, 0, "run1-0", job_name=JOB, lineage=LINEAGE)
+        writer = sink.create_writer(context)
+        writer.restore([])
+        writer.write_batch([{"n": subtask}])
+        writer.pre_commit(1)
+        states.append(copy.deepcopy(writer.snapshot_state()))  # as checkpoint 1 holds it
+        writer.commit(1)
+        writer.write_batch([{"n": subtask + 10}])
+        writer.pre_commit(2)
+        writer.write_batch([{"n": subtask + 20}])
+    point = _checkpoint(tmp_path / "chk-1", states)
+    assert len(list(table.rglob("*.parquet"))) == 6
+
+    result = clean_up_sinks(graph, point, None, lineage=LINEAGE, deployment_id="c", attempt=1)
+
+    assert (result.cleaned, result.failures) == (("sink-0",), ())
+    listed = {Path(uri) for uri in deltalake.DeltaTable(str(table)).file_uris()}
+    assert set(table.rglob("*.parquet")) == listed and len(listed) == 2
+    assert sorted(row["n"] for row in sink.committed_output()) == [0, 1]

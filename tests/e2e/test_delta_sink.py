@@ -56,6 +56,8 @@ def test_a_killed_task_leaves_every_row_in_the_delta_table_exactly_once(spark, t
     files = deltalake.DeltaTable(str(table)).file_uris()
     read_by_spark = spark.read.parquet(*files).collect()
     assert Counter((row["word"], row["count"]) for row in read_by_spark) == expected
+    # no data file is left that the table does not list (none of an unfinished interval)
+    assert {str(p) for p in table.rglob("*.parquet")} == set(files)
 
     commits = delta_app_transactions(table)
     assert commits and max(commits.values()) == 1  # one commit per checkpoint and subtask
