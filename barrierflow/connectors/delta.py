@@ -428,24 +428,25 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         table."""
         context = self._require_context()
         if context.lineage:
-            self._sweep_uncommitted()
-            self._after = self._own_version()
+            table = self._load_table()  # as the restored commits left it
+            self._sweep_uncommitted(table)
+            self._after = self._own_version(table)
         above = context.abandoned_above
         if above is not None and context.lineage and context.subtask_index == 0:
             self._take_back(above)
         if self.dead_letters is not None:
             self.dead_letters.finish_recovery()
 
-    def _own_version(self) -> int:
-        """This subtask's app id's `txn` version in the table (0 for none): every
-        transaction it begins now will be pre-committed for a checkpoint above it (a commit
-        at or below it is refused)."""
-        table = self._load_table()
+    def _own_version(self, table: Any = None) -> int:
+        """This subtask's app id's `txn` version in `table` (read now if not given; 0 for
+        none): every transaction it begins now will be pre-committed for a checkpoint above
+        it (a commit at or below it is refused)."""
+        table = self._load_table() if table is None else table
         app_id = self.app_id(self._require_context().subtask_index)
         version = None if table is None else table.transaction_version(app_id)
         return version or 0
 
-    def _sweep_uncommitted(self) -> None:
+    def _sweep_uncommitted(self, table: Any) -> None:
         """Delete this lineage's data files that no Delta commit ever referenced and this
         subtask owns (those of old subtask j belong to subtask j mod parallelism, which
         restored j's state and committed its pending transactions just before).
@@ -456,10 +457,10 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         with v None or v <= after was never committed, and no writer is left that could
         still commit it (only the owner commits j's transactions, and it is here, before
         its first transaction). Files a later commit removed (a take-back, OPTIMIZE) keep
-        after < v, so they stay for time travel until `vacuum`. Costs one listing of the
-        table folder per subtask and restore (`_data_files`)."""
+        after < v, so they stay for time travel until `vacuum`. `table` is the table (None:
+        none yet) as the restored commits left it. Costs one listing of the table folder
+        per subtask and restore (`_data_files`)."""
         context = self._require_context()
-        table = self._load_table()
         if table is not None and TXN_RETENTION in (table.metadata().configuration or {}):
             return  # an expired version could not tell committed files from the rest
         prefix = _swept_prefix(context)
