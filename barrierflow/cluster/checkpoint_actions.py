@@ -200,8 +200,8 @@ class CheckpointActions:
                 write_savepoint_metadata(request.folder, metadata)
             else:
                 master.storage.write_metadata(action.checkpoint_id, metadata)
-        except CheckpointStorageError:
-            log.warning("finalizing checkpoint %d failed", action.checkpoint_id, exc_info=True)
+        except CheckpointStorageError as error:  # a storage fault: one line, no traceback
+            log.warning("finalizing checkpoint %d failed: %s", action.checkpoint_id, error)
             self.carry_out(self.coordinator.on_finalize_failed(action.checkpoint_id, self._now()))
             return
         self.carry_out(self.coordinator.on_checkpoint_finalized(action.checkpoint_id, self._now()))

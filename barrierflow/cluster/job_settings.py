@@ -49,14 +49,14 @@ class JobSettings:
     """How often the JobMaster renews the lease of the job's checkpoint folder."""
     lease_expiry_ms: int = lease.EXPIRY_MS
     """How long the lease holds after its last renewal (checkpoint/lease.py)."""
-    allow_fallback_duplicates: bool = False
-    """A restore that falls back past a damaged checkpoint goes on even when a sink cannot
-    take back what the abandoned checkpoints committed (that output is committed again);
-    False: such a fallback fails the job naming the choices."""
     repeated_failure_limit: int | None = DEFAULT_LIMIT
     """The same failure this many times in a row from one restore point (a record that
     always fails) fails the job, whatever the restart strategy (repeated_failures.py);
     0 or None: never."""
+    allow_fallback_duplicates: bool = False
+    """A restore that falls back past a damaged checkpoint goes on even when a sink cannot
+    take back what the abandoned checkpoints committed (that output is committed again);
+    False: such a fallback fails the job naming the choices."""
 
     def task_settings(
         self,
