@@ -557,19 +557,11 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             },
             max_commit_retries=MAX_COMMIT_RETRIES,
         )
-        try:
-            table.create_write_transaction(
-                actions,
-                "append",
-                table.schema(),
-                partition_by=list(table.metadata().partition_columns) or None,
-                commit_properties=properties,
-            )
-        except Exception as error:
-            raise SinkError(
-                f"{self._sink_name()}: cannot take back the {len(actions)} file(s) committed "
-                f"for checkpoints above {above} of lineage {context.lineage}: {error}"
-            ) from None
+        self._write_transaction(
+            table, actions, properties,
+            f"take back the {len(actions)} file(s) committed for checkpoints above {above} of "
+            f"lineage {context.lineage}",
+        )  # fmt: skip
 
     def _added_by(self, table: Any, app_ids: set[str], above: int) -> list[dict[str, Any]]:
         """The `add` entries of the commits of `app_ids` for checkpoints above `above`,
@@ -879,6 +871,14 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             max_commit_retries=MAX_COMMIT_RETRIES,
             app_transactions=[delta.Transaction(app_id, checkpoint)],
         )
+        self._write_transaction(
+            table, actions, properties, f"commit checkpoint {checkpoint} of '{app_id}'"
+        )
+
+    def _write_transaction(
+        self, table: Any, actions: list[Any], properties: Any, what: str
+    ) -> None:
+        """One Delta commit of `actions` (adds or removes); a SinkError "cannot `what`"."""
         try:
             table.create_write_transaction(
                 actions,
@@ -888,9 +888,7 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
                 commit_properties=properties,
             )
         except Exception as error:
-            raise SinkError(
-                f"{self._sink_name()}: cannot commit checkpoint {checkpoint} of '{app_id}': {error}"
-            ) from None
+            raise SinkError(f"{self._sink_name()}: cannot {what}: {error}") from None
 
     def _check_files_exist(self, transaction: Handle) -> None:
         from pyarrow import fs as pafs
