@@ -324,7 +324,7 @@ class JobMaster:
             self.settings.master, len(self.partitions), self.graph.job_name, self.mailbox.put
         )
         if self.logs is not None:
-            self.logs.when_closed(self._runner.log_to(self.log_dir))
+            self._runner.log_to(self.log_dir)
         check_job_storage(self.graph, self.settings, self._runner.executor_hosts)
         addresses = self._runner.addresses
         self.publisher.spark_ui = getattr(self._runner, "spark_ui_url", None)

@@ -112,9 +112,8 @@ class AttemptRunner(Protocol):
         """Kill the tasks of the attempt submitted as `group` (its SparkJobEnded follows)."""
         ...
 
-    def log_to(self, folder: Path) -> Callable[[], None] | None:
-        """Write the driver's Spark log into `folder` (the job's log folder) from now on;
-        returns what gives the log back at the job's end (None: nothing to give back)."""
+    def log_to(self, folder: Path) -> None:
+        """Write the driver's Spark log into `folder` (the job's log folder) from now on."""
         ...
 
     def wait_ended(self, group: str, timeout_s: float) -> bool:
@@ -172,8 +171,8 @@ class SparkAttemptRunner:
             name=f"spark-attempt-{attempt}",
         ).start()
 
-    def log_to(self, folder: Path) -> Callable[[], None] | None:
-        return redirect_spark_log(self._spark, folder)
+    def log_to(self, folder: Path) -> None:
+        redirect_spark_log(self._spark, folder)
 
     def cancel(self, group: str) -> None:
         with self._lock:

@@ -192,8 +192,7 @@ def startup_log_config() -> Path:
 
     One file per process, made with mkstemp (a name nobody can guess, mode 0600, created by
     this process alone: issue 21, a fixed name in /tmp let another user's file be read by our
-    JVM), kept while the process lives (a job's end gives the JVM this configuration back)
-    and removed at its exit."""
+    JVM), kept while the process lives and removed at its exit."""
     with _startup_lock:
         if _startup_config and _startup_config[0].is_file():
             return _startup_config[0]
@@ -232,13 +231,20 @@ logger.jetty.level = warn
 """
 
 
-def redirect_spark_log(spark: Any, folder: Path) -> Callable[[], None] | None:
+_redirected: list[Any] = []
+"""The JVM stream of the last job's spark.log (its System.err), closed by the next job's
+redirection: a driver holds one spark.log open, whatever the number of jobs it ran."""
+
+
+def redirect_spark_log(spark: Any, folder: Path) -> None:
     """From now on the driver JVM's Spark log and its standard error go to
     `folder`/spark.log only (log4j2 reconfigured at run time through its Configurator: the
-    JVM started before the job's folder was known). Returns what undoes it at the job's end
-    (`restore`: the JVM holds the file open until then); None when the JVM's logging cannot
-    be reconfigured (another backend), which leaves Spark's output as it was. Executors on a
-    cluster keep their own logs (the cluster manager's)."""
+    JVM started before the job's folder was known). The previous job's spark.log is closed
+    here, not at that job's end: what Spark prints after a job (a local-cluster shutting
+    down, the session stopping) belongs in the last job's log, never on the console, and
+    the driver holds at most one such file (issue 21: one left open per job). When the JVM's
+    logging cannot be reconfigured (another backend) Spark's output stays as it was.
+    Executors on a cluster keep their own logs (the cluster manager's)."""
     level = os.environ.get(SPARK_LOG_LEVEL_ENV) or "WARN"
     log_file = folder / SPARK_LOG_FILE
     config = folder / "log4j2.properties"
@@ -247,33 +253,21 @@ def redirect_spark_log(spark: Any, folder: Path) -> Callable[[], None] | None:
             create_private_file(private)
         config.write_text(spark_log_config(log_file, level), encoding="utf-8")
         jvm = spark.sparkContext._jvm
-        context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
-        before = context.getConfigLocation()
-        ours = jvm.java.net.URI(config.as_uri())
-        jvm.org.apache.logging.log4j.core.config.Configurator.reconfigure(ours)
+        # reconfiguring stops the previous configuration's file appender (closing its file)
+        jvm.org.apache.logging.log4j.core.config.Configurator.reconfigure(
+            jvm.java.net.URI(config.as_uri())
+        )
         # What the JVM prints itself, outside log4j (an uncaught exception's stack trace,
         # e.g. a rejected task of a thread pool while a local-cluster shuts down), joins it.
-        system = jvm.java.lang.System
-        err_before = system.err
         stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(str(log_file), True), True)
-        system.setErr(stream)
+        jvm.java.lang.System.setErr(stream)
     except Exception as error:  # another logging backend, an unwritable folder
         log.warning("Spark's log stays where Spark writes it: %s", error)
-        return None
-
-    def restore() -> None:
-        """Give the JVM its logging back and close the job's file (issue 21: every job left
-        it open), unless a later job has redirected it meanwhile."""
-        try:
-            if system.err.equals(stream):
-                system.setErr(err_before)
-            stream.close()
-            if ours.equals(context.getConfigLocation()):
-                context.setConfigLocation(before)  # reconfigures, closing the file appender
-        except Exception as error:  # the JVM is gone (the session stopped first)
-            log.debug("Spark's log could not be given back: %s", error)
-
-    return restore
+        return
+    previous, _redirected[:] = _redirected[:], [stream]
+    for old in previous:
+        with contextlib.suppress(Exception):  # a JVM of an earlier, stopped session
+            old.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -163,7 +163,6 @@ class JobLogs:
         for name in ("jobmaster.log", "spark.log"):
             create_private_file(folder / name)
         self._handlers: list[tuple[logging.Logger, logging.Handler, bool, int]] = []
-        self._undo: list[Callable[[], None]] = []
         driver = logging.FileHandler(folder / "jobmaster.log", encoding="utf-8")
         driver.setLevel(logging.INFO)
         driver.setFormatter(
@@ -210,11 +209,6 @@ class JobLogs:
         except OSError as error:
             log.debug("cannot write %s: %s", path, error)
 
-    def when_closed(self, undo: Callable[[], None] | None) -> None:
-        """Call `undo` on `close` (the JVM's Spark log given back: spark_session)."""
-        if undo is not None:
-            self._undo.append(undo)
-
     def close(self) -> None:
         """Detach the handlers and close every file of the folder the driver holds (the
         files stay): a long-lived driver runs many jobs."""
@@ -224,6 +218,3 @@ class JobLogs:
             logger.setLevel(level)
             handler.close()
         self._handlers = []
-        undo, self._undo = self._undo, []
-        for step in reversed(undo):
-            step()

@@ -1,6 +1,7 @@
-"""A job's log folder on the driver: nothing of it stays open once the job ended, in the
-driver's Python process nor in its JVM (issue 21: two descriptors per job were left, seen
-in a long test session)."""
+"""A job's log folder on the driver: nothing of it stays open in the driver's Python process
+once the job ended, and its JVM holds only the last job's spark.log (what Spark prints after
+a job goes there, never to the console) — never one file per job (issue 21: two descriptors
+per job were left, seen in a long test session)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def open_files_under(pid: int, folder: Path) -> list[str]:
     return sorted(found)
 
 
-def test_two_jobs_in_one_driver_leave_no_log_file_open(spark, tmp_path, monkeypatch):
+def test_two_jobs_in_one_driver_leave_only_the_last_spark_log_open(spark, tmp_path, monkeypatch):
     logs = tmp_path / "logs"
     monkeypatch.setenv("BARRIERFLOW_LOG_DIR", str(logs))
     jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
@@ -42,6 +43,8 @@ def test_two_jobs_in_one_driver_leave_no_log_file_open(spark, tmp_path, monkeypa
             "python": open_files_under(os.getpid(), logs),
             "jvm": open_files_under(jvm_pid, logs),
         }
-        assert held == {"python": [], "jvm": []}, f"after job {run}: {held}"
+        last = str(logs / folders[-1] / "spark.log")
+        assert held["python"] == [], f"after job {run}: {held}"
+        assert set(held["jvm"]) <= {last}, f"after job {run}: {held}"
         modes = {p.name: oct(p.stat().st_mode & 0o777) for p in (logs / folders[-1]).iterdir()}
         assert set(modes.values()) == {"0o600"}, modes  # log4j2.properties, spark.log, ...
