@@ -147,7 +147,7 @@ def test_chaos_kills_the_driver_of_a_postgresql_job_between_checkpoints_exactly_
 ):
     psycopg = pytest.importorskip("psycopg")
     with psycopg.connect(postgres_server, autocommit=True) as pg:
-        pg.execute("CREATE TABLE chaos_counts (word text NOT NULL, n bigint NOT NULL)")
+        pg.execute("CREATE TABLE chaos_driver_counts (word text NOT NULL, n bigint NOT NULL)")
         result = chaos(
             tmp_path,
             "postgres_count.py",
@@ -155,7 +155,7 @@ def test_chaos_kills_the_driver_of_a_postgresql_job_between_checkpoints_exactly_
             "driver",
             8_000,
             500,
-            outputs=(postgres_server, "chaos_counts"),
+            outputs=(postgres_server, "chaos_driver_counts"),
         )
         assert result.exit_code == 0, result.output[-3000:]
         assert "8000 records without failures, 8000 with; 0 lost, 0 duplicated" in result.output

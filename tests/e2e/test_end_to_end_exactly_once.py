@@ -145,7 +145,9 @@ def test_nats_to_postgres_and_delta_is_exactly_once_with_tasks_killed_at_random(
     assert Counter((row["word"], row["n"]) for row in read_by_spark) == running_count_rows(words)
     commits = delta_app_transactions(table)
     assert commits and max(commits.values()) == 1  # one commit per checkpoint and subtask
-    assert {app_id for app_id, _ in commits} <= {f"{job_name}/counts-delta/{i}" for i in (0, 1)}
+    lineage = (tmp_path / "checkpoints" / job_name / "_lineage").read_text().strip()
+    expected = {f"{job_name}/counts-delta/{lineage}/{i}" for i in (0, 1)}
+    assert {app_id for app_id, _ in commits} <= expected  # the folder's lineage names them
     completed = completed_checkpoints(tmp_path / "checkpoints", job_name)
     assert {version for _, version in commits} <= completed
 
