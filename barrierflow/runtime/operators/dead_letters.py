@@ -17,15 +17,16 @@ stays; its outputs of the failing record are dropped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import length_hint
 from typing import Any
 
 from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter
-from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.operators.base import Output
+from barrierflow.runtime.operators.emitter import Emitter
 
-__all__ = ["DEAD_LETTERS", "failed_index", "send_dead_letters", "without"]
+__all__ = ["DEAD_LETTERS", "emit_guarded", "failed_index", "send_dead_letters", "without"]
 
 
 def failed_index(size: int, iterator: Any) -> int:
@@ -54,3 +55,35 @@ def without(timestamps: Sequence[int] | None, failed: list[tuple[int, BaseExcept
         return None
     skip = {i for i, _ in failed}
     return [t for i, t in enumerate(timestamps) if i not in skip]
+
+
+def emit_guarded(
+    output: Output,
+    operator: str,
+    batch: RecordBatch,
+    emitter: Emitter,
+    call: Callable[[Any, int | None], None],
+) -> None:
+    """`call(record, timestamp)` for each record of `batch`, which adds its outputs to
+    `emitter`; a record it raises on goes to `DEAD_LETTERS` (as the `process_element` of
+    `operator`) and its outputs are dropped. The process operators' guarded loop, keyed or
+    not."""
+    values = batch.values
+    timestamps = batch.timestamps or [NO_TIMESTAMP] * len(values)
+    failed: list[tuple[int, BaseException]] = []
+    records = iter(values)
+    pairs = zip(records, timestamps, strict=True)
+    main, side_buffers, before, sides = emitter.main_values, emitter.side_buffers, 0, None
+    while True:
+        try:
+            for value, timestamp in pairs:
+                before = len(main)
+                sides = emitter.side_lengths() if side_buffers else None
+                call(value, None if timestamp == NO_TIMESTAMP else timestamp)
+            break
+        except Exception as error:
+            emitter.drop_since(before, sides)
+            failed.append((failed_index(len(values), records), error))
+    emitter.flush()
+    if failed:
+        send_dead_letters(output, operator, "process_element", values, batch.timestamps, failed)

@@ -15,7 +15,12 @@ from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
 from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
-from barrierflow.runtime.operators.dead_letters import failed_index, send_dead_letters, without
+from barrierflow.runtime.operators.dead_letters import (
+    emit_guarded,
+    failed_index,
+    send_dead_letters,
+    without,
+)
 from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.timers import InternalTimerService, Timer
@@ -322,33 +327,18 @@ class KeyedFunctionOperator(KeyedOperator):
     def _process_keyed_guarded(self, batch: RecordBatch, get_key: Any, process: Any) -> None:
         """`_process_keyed`, a record the key selector or the function raises on going to
         `DEAD_LETTERS` (what it changed of its key's state or timers before it raised stays)."""
-        backend, ctx, emitter, values = self.backend, self._ctx, self.emitter, batch.values
+        backend, ctx, emitter = self.backend, self._ctx, self.emitter
         assert backend is not None
         ctx.domain = TimeDomain.EVENT_TIME
-        timestamps = batch.timestamps or [NO_TIMESTAMP] * len(values)
-        failed: list[tuple[int, BaseException]] = []
-        records = iter(values)
-        pairs = zip(records, timestamps, strict=True)
-        main, side_buffers, before, sides = emitter.main_values, emitter.side_buffers, 0, None
-        while True:
-            try:
-                for value, timestamp in pairs:
-                    before = len(main)
-                    sides = emitter.side_lengths() if side_buffers else None
-                    backend.set_current_key(get_key(value))
-                    stamp = None if timestamp == NO_TIMESTAMP else timestamp
-                    ctx.current_timestamp = ctx.output_timestamp = stamp
-                    produced = process(value, ctx)
-                    if produced is not None:
-                        emitter.add_all(produced, stamp)
-                break
-            except Exception as error:
-                emitter.drop_since(before, sides)
-                failed.append((failed_index(len(values), records), error))
-        emitter.flush()
-        if failed:
-            send_dead_letters(self.output, self.name, "process_element", values,
-                              batch.timestamps, failed)  # fmt: skip
+
+        def call(value: Any, stamp: int | None) -> None:
+            backend.set_current_key(get_key(value))
+            ctx.current_timestamp = ctx.output_timestamp = stamp
+            produced = process(value, ctx)
+            if produced is not None:
+                emitter.add_all(produced, stamp)
+
+        emit_guarded(self.output, self.name, batch, emitter, call)
 
     def on_event_time(self, timer: Timer) -> None:
         self._on_timer(timer, TimeDomain.EVENT_TIME, timer.timestamp)

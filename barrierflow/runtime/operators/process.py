@@ -10,7 +10,7 @@ from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
 from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
-from barrierflow.runtime.operators.dead_letters import failed_index, send_dead_letters
+from barrierflow.runtime.operators.dead_letters import emit_guarded
 from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.watermarks import MIN_WATERMARK
@@ -96,30 +96,15 @@ class FunctionOperator(StreamOperator):
 
     def _process_guarded(self, batch: RecordBatch, process: Any) -> None:
         """`_process_with`, a record the function raises on going to `DEAD_LETTERS`."""
-        ctx, emitter, values = self._ctx, self.emitter, batch.values
-        timestamps = batch.timestamps or [NO_TIMESTAMP] * len(values)
-        failed: list[tuple[int, BaseException]] = []
-        records = iter(values)
-        pairs = zip(records, timestamps, strict=True)
-        main, side_buffers, before, sides = emitter.main_values, emitter.side_buffers, 0, None
-        while True:
-            try:
-                for value, timestamp in pairs:
-                    before = len(main)
-                    sides = emitter.side_lengths() if side_buffers else None
-                    stamp = None if timestamp == NO_TIMESTAMP else timestamp
-                    ctx.current_timestamp = stamp
-                    produced = process(value, ctx)
-                    if produced is not None:
-                        emitter.add_all(produced, stamp)
-                break
-            except Exception as error:
-                emitter.drop_since(before, sides)
-                failed.append((failed_index(len(values), records), error))
-        emitter.flush()
-        if failed:
-            send_dead_letters(self.output, self.name, "process_element", values,
-                              batch.timestamps, failed)  # fmt: skip
+        ctx, emitter = self._ctx, self.emitter
+
+        def call(value: Any, stamp: int | None) -> None:
+            ctx.current_timestamp = stamp
+            produced = process(value, ctx)
+            if produced is not None:
+                emitter.add_all(produced, stamp)
+
+        emit_guarded(self.output, self.name, batch, emitter, call)
 
     def process_watermark(self, watermark: Watermark) -> None:
         self.current_watermark = watermark.timestamp
