@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
 from hypothesis import settings
 
 # Property tests check behaviour, not speed: on a busy 2-core CI machine one example can take
@@ -24,3 +25,14 @@ from nats_server import nats_server  # noqa: E402, F401
 from pg_server import postgres_server  # noqa: E402, F401
 from s3_fault_proxy import s3_faults  # noqa: E402, F401
 from s3_server import s3_server  # noqa: E402, F401
+
+
+@pytest.fixture
+def storage_faults():
+    """Install `_fs.FaultInjector` rules for one test: `storage_faults("delete:*/chk-1:1")`."""
+    from barrierflow import _fs
+
+    removers = []
+    yield lambda spec: removers.append(_fs.add_hook(_fs.FaultInjector.parse(spec)))
+    for remove in removers:
+        remove()

@@ -30,15 +30,6 @@ def quick_retries(monkeypatch):
     monkeypatch.setattr(retry, "DEFAULT_BACKOFF", Backoff(attempts=2, first_delay_s=0))
 
 
-@pytest.fixture
-def faults():
-    """Install `_fs.FaultInjector` rules for the test: `faults("delete:*/chk-1:1")`."""
-    removers = []
-    yield lambda spec: removers.append(_fs.add_hook(_fs.FaultInjector.parse(spec)))
-    for remove in removers:
-        remove()
-
-
 def storage_with(tmp_path, completed=(), incomplete=(), savepoints=()):
     storage = FileSystemCheckpointStorage(str(tmp_path), "my job")
     storage.prepare()
@@ -225,18 +216,18 @@ def test_deleting_on_cancellation_spares_a_protected_checkpoint(tmp_path):
 # ---- storage faults: not damage, never fatal after a checkpoint completed (issue 21) ------
 
 
-def test_a_fault_listing_the_folder_is_retried(tmp_path, faults):
+def test_a_fault_listing_the_folder_is_retried(tmp_path, storage_faults):
     storage = storage_with(tmp_path, completed=(1, 2))
-    faults("list:*/my_job:1:2")  # two faults, then an answer (the default 5 tries)
+    storage_faults("list:*/my_job:1:2")  # two faults, then an answer (the default 5 tries)
 
     assert storage.completed_checkpoint_ids() == [1, 2]
 
 
 def test_a_fault_reading_metadata_that_outlives_the_retries_is_unavailable_storage(
-    tmp_path, faults, quick_retries
+    tmp_path, storage_faults, quick_retries
 ):
     storage = storage_with(tmp_path, completed=(3,))
-    faults("read:*/chk-3/_metadata:1:2")
+    storage_faults("read:*/chk-3/_metadata:1:2")
 
     with pytest.raises(CheckpointStorageUnavailableError, match="chk-3/_metadata") as raised:
         storage.load_metadata(3)
@@ -245,9 +236,9 @@ def test_a_fault_reading_metadata_that_outlives_the_retries_is_unavailable_stora
     assert storage.load_metadata(3)["checkpoint_id"] == 3  # the file was sound all along
 
 
-def test_a_folder_retention_cannot_delete_now_goes_at_the_next_retention(tmp_path, faults):
+def test_a_folder_retention_cannot_delete_now_goes_at_the_next_retention(tmp_path, storage_faults):
     storage = storage_with(tmp_path, completed=(1, 2, 3))
-    faults("delete:*/chk-1:1")
+    storage_faults("delete:*/chk-1:1")
 
     assert storage.retain(1) == [2]  # chk-1 failed: logged, left, nothing raised
     assert storage.completed_checkpoint_ids() == [1, 3]
@@ -258,12 +249,12 @@ def test_a_folder_retention_cannot_delete_now_goes_at_the_next_retention(tmp_pat
 
 
 def test_a_discarded_folder_that_cannot_be_deleted_is_deleted_at_the_next_retention(
-    tmp_path, faults
+    tmp_path, storage_faults
 ):
     storage = storage_with(tmp_path, completed=(1,))
     aborted = tmp_path / "savepoints" / "savepoint-ab12cd-0123456789ab"
     aborted.mkdir(parents=True)
-    faults(f"delete:*{aborted.name}:1")
+    storage_faults(f"delete:*{aborted.name}:1")
 
     assert storage.discard_folder(_fs.location(aborted)) is False  # logged, remembered
     assert aborted.is_dir()

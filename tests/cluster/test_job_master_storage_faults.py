@@ -11,7 +11,6 @@ import logging
 import pytest
 from job_master_builder import COUNTERS, INTERVAL_MS, PARTITIONS, SOURCES, JobHarness, failure
 
-from barrierflow import _fs
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint import retry
 from barrierflow.checkpoint.files import file_error
@@ -25,14 +24,6 @@ from barrierflow.runtime import task_messages as msg
 def quick_retries(monkeypatch):
     """Two tries without a wait: a storage fault outlives the retries after two faults."""
     monkeypatch.setattr(retry, "DEFAULT_BACKOFF", Backoff(attempts=2, first_delay_s=0))
-
-
-@pytest.fixture
-def faults():
-    removers = []
-    yield lambda spec: removers.append(_fs.add_hook(_fs.FaultInjector.parse(spec)))
-    for remove in removers:
-        remove()
 
 
 def harness(tmp_path, checkpoints, restart=None) -> JobHarness:
@@ -50,10 +41,10 @@ def restored_id(job: JobHarness) -> int | None:
 
 
 def test_unreadable_metadata_at_a_start_restarts_and_restores_the_newest_checkpoint(
-    tmp_path, faults, caplog
+    tmp_path, storage_faults, caplog
 ):
     job = harness(tmp_path, checkpoints=(6, 7))
-    faults("read:*/chk-7/_metadata:1:2")  # both tries of the first choice fail
+    storage_faults("read:*/chk-7/_metadata:1:2")  # both tries of the first choice fail
 
     with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_master"):
         job.start()
@@ -71,9 +62,11 @@ def test_unreadable_metadata_at_a_start_restarts_and_restores_the_newest_checkpo
     assert job.master.restoring.chooser.damaged == {}
 
 
-def test_a_storage_fault_that_lasts_ends_the_job_as_the_restart_strategy_says(tmp_path, faults):
+def test_a_storage_fault_that_lasts_ends_the_job_as_the_restart_strategy_says(
+    tmp_path, storage_faults
+):
     job = harness(tmp_path, checkpoints=(7,), restart=RestartStrategies.no_restart())
-    faults("read:*/chk-7/_metadata:1:2")
+    storage_faults("read:*/chk-7/_metadata:1:2")
 
     job.start()
 
@@ -98,10 +91,10 @@ def test_a_task_failing_on_a_storage_fault_restores_the_same_checkpoint_every_ti
     assert job.master.restoring.chooser.damaged == {}
 
 
-def test_retention_that_cannot_delete_is_not_fatal_and_catches_up(tmp_path, faults):
+def test_retention_that_cannot_delete_is_not_fatal_and_catches_up(tmp_path, storage_faults):
     job = harness(tmp_path, checkpoints=(1,)).start()
     job.run_all()
-    faults("delete:*/chk-1:1")  # the first retention's delete of chk-1 fails
+    storage_faults("delete:*/chk-1:1")  # the first retention's delete of chk-1 fails
 
     for checkpoint_id, left in ((2, [1, 2]), (3, [3])):
         job.advance(INTERVAL_MS)
