@@ -244,7 +244,7 @@ class Attempt:
                     restore_checkpoint_id=latest.checkpoint_id if latest else None,
                     restore=restore,
                     channel_state=channel_state,
-                    abandoned_above=master.restoring.abandoned_above(latest),
+                    abandoned_above=master.restoring.abandoned_above,
                     fail_restore=fail_restore,
                     read_faults=read_faults,
                 ),

@@ -695,7 +695,7 @@ class JobMaster:
             result = clean_up_sinks(
                 self.graph,
                 point,
-                self.restoring.abandoned_above(point),
+                self.restoring.abandoned_above,
                 lineage=self.lineage,
                 deployment_id=f"{self.run_id}-cleanup",
                 attempt=self.status.attempt + 1,

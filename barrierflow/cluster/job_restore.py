@@ -68,6 +68,16 @@ class JobRestore:
         )
         self.point: RestorePoint | None = None
         """What the current (or the last) attempt restores."""
+        self.abandoned_above: int | None = None
+        """Above which checkpoint id restoring `point` abandons the commits of the job's
+        lineage (SinkContext.abandoned_above): the id of one of the job's own checkpoints or
+        savepoints; for the savepoint the user named, only this run's own later commits (its
+        ids start at `run_first_checkpoint_id`), never an earlier run's.
+
+        None when the restore abandons nothing: a fresh start, or no checkpoint or savepoint
+        of the folder above that id ever completed (only a completed one was committed), as
+        at every restore but a fallback. That spares sinks their search (FileSink lists its
+        whole output folder) at ordinary restores. Set by `choose`, with `point`."""
         self.run_first_checkpoint_id = 1
         """Checkpoints of this run have ids from here on (those of earlier runs are below)."""
         self._said_skipped: set[str] = set()
@@ -103,10 +113,15 @@ class JobRestore:
         )
         candidates = self.chooser.candidates(ids, storage.checkpoint_dir, savepoints)
         choice = self.chooser.choose(candidates, load_checked)
-        if choice.point is not None and (
-            choice.damaged or self._completed_above(self._above(choice.point)) is True
-        ):  # a fallback: past damaged candidates, or past one whose _metadata is gone
-            self._check_fallback(choice.damaged, choice.point)
+        above = completed = None
+        if choice.point is not None:
+            above = self._above(choice.point)
+            completed = self._completed_above(above)
+            if choice.damaged or completed is True:
+                # a fallback: past damaged candidates, or past one whose _metadata is gone
+                self._check_fallback(choice.damaged, choice.point)
+        # unknown (None) whether one completed above: sinks look
+        self.abandoned_above = None if above is None or completed is False else above
         if choice.note is not None:
             log.warning("job '%s': %s", name, choice.note)
         point = self.point = choice.point
@@ -133,21 +148,6 @@ class JobRestore:
             elif point.folder.uri == storage.checkpoint_dir(point.checkpoint_id).uri:
                 storage.protected.add(point.checkpoint_id)  # no-claim: retention must not delete
         return point
-
-    def abandoned_above(self, point: RestorePoint | None) -> int | None:
-        """Above which checkpoint id the commits of the job's lineage are abandoned by
-        restoring `point` (SinkContext.abandoned_above): the id of one of the job's own
-        checkpoints or savepoints; for the savepoint the user named, only this run's own
-        later commits (its ids start at `run_first_checkpoint_id`), never an earlier run's.
-
-        None when the restore abandons nothing: a fresh start, or no checkpoint or
-        savepoint of the folder above that id ever completed (only a completed one was
-        committed), as at every restore but a fallback. That spares sinks their search
-        (FileSink lists its whole output folder) at ordinary restores."""
-        if point is None:
-            return None
-        above = self._above(point)
-        return None if self._completed_above(above) is False else above  # unknown: look
 
     def _above(self, point: RestorePoint) -> int:
         if point.candidate.user_given:

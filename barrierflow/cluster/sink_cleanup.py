@@ -122,7 +122,7 @@ def clean_up_stopped_job(graph: JobGraph, settings: JobSettings) -> SinkCleanup:
         return clean_up_sinks(
             graph,
             point,
-            restoring.abandoned_above(point),
+            restoring.abandoned_above,
             lineage=lineage,
             deployment_id=f"{run_id}-cleanup",
             attempt=0,
