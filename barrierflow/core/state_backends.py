@@ -1,0 +1,76 @@
+"""Where a job keeps its keyed state, with PyFlink's names (`env.set_state_backend(...)`).
+
+Plain settings, picklable, sent to every task; `barrierflow.state.backends` builds the
+backend they describe.
+
+>>> backend = EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
+>>> backend.is_incremental_checkpoints_enabled()
+True
+>>> HashMapStateBackend().name
+'hashmap'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from barrierflow.errors import ConfigurationError
+
+DEFAULT_BLOCK_CACHE_MB = 64
+"""The on-disk backend's block cache per task process (shared by its column families)."""
+
+DEFAULT_WRITE_BUFFER_MB = 32
+"""The on-disk backend's memtable budget per task process (a write buffer manager)."""
+
+
+class StateBackend:
+    """Base of the state backend settings; `name` is what checkpoints and logs show."""
+
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class HashMapStateBackend(StateBackend):
+    """Keyed state in Python dicts (the default): fastest, bounded by the task's memory.
+
+    Snapshots are asynchronous: the barrier takes a copy-on-write view, serialization runs
+    on another thread.
+    """
+
+    name = "hashmap"
+
+
+@dataclass(frozen=True)
+class EmbeddedRocksDBStateBackend(StateBackend):
+    """Keyed state in an embedded RocksDB per subtask, on the task host's local disk.
+
+    State may outgrow memory; `block_cache_mb` and `write_buffer_mb` bound what RocksDB
+    holds in memory per task process. Checkpoints take RocksDB's native checkpoint (hard
+    links) at the barrier and upload its files asynchronously; with
+    `enable_incremental_checkpointing` only files no earlier checkpoint uploaded.
+    `local_dir`: where the databases live (default: the task's temporary folder).
+    """
+
+    enable_incremental_checkpointing: bool = False
+    local_dir: str | None = None
+    block_cache_mb: int = DEFAULT_BLOCK_CACHE_MB
+    write_buffer_mb: int = DEFAULT_WRITE_BUFFER_MB
+
+    name = "rocksdb"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enable_incremental_checkpointing, bool):
+            raise ConfigurationError(
+                "enable_incremental_checkpointing must be True or False, got "
+                f"{self.enable_incremental_checkpointing!r}"
+            )
+        for field_name in ("block_cache_mb", "write_buffer_mb"):
+            value = getattr(self, field_name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(
+                    f"{field_name} must be a positive number of MiB, got {value!r}"
+                )
+
+    def is_incremental_checkpoints_enabled(self) -> bool:
+        """PyFlink's name for `enable_incremental_checkpointing`."""
+        return self.enable_incremental_checkpointing
