@@ -372,20 +372,19 @@ def job_run(
         "task_peak_rss_mib": sampler.peak_mib,
         "tasks_peak_total_rss_mib": sampler.peak_total_mib,
     }
-    stats = list(getattr(result, "checkpoints", None) or [])
-    if stats:
-        figures["checkpoints"] = len(stats)
-        for field_name in (
-            "duration_ms",
-            "sync_duration_ms",
-            "async_duration_ms",
-            "state_size",
-            "checkpointed_size",
+    periodic = [c for c in result.checkpoints if not c.is_final]
+    if periodic:
+        figures["checkpoints"] = len(periodic)
+        for name, of in (
+            ("duration_ms", lambda c: c.duration_ms),
+            ("sync_duration_ms", lambda c: c.max_sync_ms),
+            ("async_duration_ms", lambda c: c.max_async_ms),
+            ("state_size", lambda c: c.state_bytes),
+            ("persisted_size", lambda c: c.persisted_bytes),
         ):
-            values = [getattr(s, field_name) for s in stats if getattr(s, field_name, None)]
-            if values:
-                figures[f"checkpoint_{field_name}_median"] = statistics.median(values)
-                figures[f"checkpoint_{field_name}_max"] = max(values)
+            values = [of(c) for c in periodic]
+            figures[f"checkpoint_{name}_median"] = statistics.median(values)
+            figures[f"checkpoint_{name}_max"] = max(values)
     return figures
 
 
