@@ -35,6 +35,7 @@ import fnmatch
 import os
 import threading
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -452,3 +453,33 @@ def keep_private(loc: Location) -> None:
     another user write there) nor an object store (no modes)."""
     if is_local(loc) and not on_network_mount(loc):
         os.chmod(loc.path, 0o700)
+
+
+# ---- copying whole files to and from this host (the on-disk state backend's files) ------------
+
+
+def upload_file(local_path: str, loc: Location, chunk_size: int = 4 << 20) -> tuple[int, int]:
+    """Copy the local file `local_path` to `loc` in chunks (never whole in memory), then make
+    it durable (`sync_file`); returns (size, CRC-32 of its bytes). Raises OSError."""
+    _before("write", loc)
+    size, checksum = 0, 0
+    with open(local_path, "rb") as source, open_output_stream(loc) as target:
+        while chunk := source.read(chunk_size):
+            target.write(chunk)
+            size += len(chunk)
+            checksum = zlib.crc32(chunk, checksum)
+    sync_file(loc)
+    return size, checksum
+
+
+def download_file(loc: Location, local_path: str, chunk_size: int = 4 << 20) -> tuple[int, int]:
+    """Copy the file `loc` to the local path `local_path` in chunks; returns (size, CRC-32
+    of its bytes). Raises OSError (FileNotFoundError when `loc` is missing)."""
+    _before("read", loc)
+    size, checksum = 0, 0
+    with loc.filesystem.open_input_stream(loc.path) as source, open(local_path, "wb") as target:
+        while chunk := source.read(chunk_size):
+            target.write(chunk)
+            size += len(chunk)
+            checksum = zlib.crc32(chunk, checksum)
+    return size, checksum
