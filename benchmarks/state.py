@@ -10,14 +10,14 @@
    `snapshot()` (the pause at the barrier), then `write(folder)` (the asynchronous part,
    timed alone here) into a local folder; bytes are the returned section plus the files
    written below the folder. Then 1 % of the keys change and a second checkpoint is taken
-   (`full` when the backend writes everything each time; incremental checkpoints are not
-   built yet). Then the keyed-count loop runs over the N keys (keys spread as in
-   `keyed_count.py`) for `--seconds` without snapshots, and again with a snapshot taken
-   every 1 s (once the previous write has finished: one checkpoint at a time) whose write
-   runs on a second thread, as the task's uploader does: records/s of both, and the
-   longest gap between two batches of 100 records of the loop while a write runs (the
-   stall the write causes through the GIL; the snapshot's own pause is not in it), next to
-   the longest gap without snapshots. Peak RSS: the child's `ru_maxrss`.
+   (`full` when the backend writes everything each time; `--incremental` asks the rocksdb
+   backend for incremental checkpoints). Then the keyed-count loop runs over the N keys
+   (keys spread as in `keyed_count.py`) for `--seconds` without snapshots, and again with
+   a snapshot taken every 1 s (once the previous write has finished: one checkpoint at a
+   time) whose write runs on a second thread, as the task's uploader does: records/s of
+   both, and the longest gap between two batches of 100 records of the loop while a write
+   runs (the stall the write causes through the GIL; the snapshot's own pause is not in it),
+   next to the longest gap without snapshots. Peak RSS: the child's `ru_maxrss`.
 2. Job level (`--job`): the keyed running count of `keyed_count.py` (parallelism 2,
    `--records` generated records over N keys, key_by + reduce, a filter in front of an
    exactly-once FileSink) on real Spark, with each backend (`env.set_state_backend`),
@@ -84,7 +84,7 @@ def machine() -> dict[str, Any]:
 # -- backend level (in a child process) ---------------------------------------------------
 
 
-def make_backend(name: str, workdir: str) -> Any:
+def make_backend(name: str, workdir: str, incremental: bool) -> Any:
     """The job's backend as a task builds it: `create_keyed_backend` over all key groups."""
     from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend
     from barrierflow.state.key_groups import KeyGroupRange
@@ -101,9 +101,11 @@ def make_backend(name: str, workdir: str) -> Any:
     settings = (
         HashMapStateBackend()
         if name == "hashmap"
-        else EmbeddedRocksDBStateBackend(local_dir=os.path.join(workdir, "db"))
+        else EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=incremental)
     )
-    return create_keyed_backend(settings, key_groups, MAX_PARALLELISM)
+    return create_keyed_backend(
+        settings, key_groups, MAX_PARALLELISM, local_dir=os.path.join(workdir, "db")
+    )
 
 
 class _Written:
@@ -211,11 +213,13 @@ def keyed_count_loop(
     return figures
 
 
-def backend_figures(name: str, keys: int, seconds: float, workdir: str) -> dict[str, Any]:
+def backend_figures(
+    name: str, keys: int, seconds: float, workdir: str, incremental: bool = False
+) -> dict[str, Any]:
     """Every backend-level figure of one backend at `keys` keys (run in a fresh process)."""
     from barrierflow.core.state_descriptors import ValueStateDescriptor
 
-    backend = make_backend(name, workdir)
+    backend = make_backend(name, workdir, incremental)
     state = backend.get_value_state(ValueStateDescriptor("count"))
     set_key, value, update = backend.set_current_key, state.value, state.update
     figures: dict[str, Any] = {"backend": name, "keys": keys}
@@ -228,7 +232,6 @@ def backend_figures(name: str, keys: int, seconds: float, workdir: str) -> dict[
     figures["rss_after_fill_mib"] = current_rss_mib()
 
     snapshot, figures["full_sync_ms"] = take_snapshot(backend)
-    incremental = bool(getattr(backend, "incremental", False))
     full_bytes, figures["full_write_ms"] = write_snapshot(snapshot, os.path.join(workdir, "full"))
     figures["full_bytes"] = full_bytes
 
@@ -240,7 +243,7 @@ def backend_figures(name: str, keys: int, seconds: float, workdir: str) -> dict[
         snapshot, os.path.join(workdir, "changed")
     )
     figures["changed_bytes"] = changed_bytes
-    figures["changed_kind"] = "incremental" if incremental else "full"
+    figures["changed_kind"] = "incremental" if incremental and name != "hashmap" else "full"
     shutil.rmtree(os.path.join(workdir, "full"))
     shutil.rmtree(os.path.join(workdir, "changed"))
 
@@ -261,11 +264,14 @@ def current_rss_mib() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def run_child(name: str, keys: int, seconds: float, timeout: float) -> dict[str, Any]:
+def run_child(
+    name: str, keys: int, seconds: float, timeout: float, incremental: bool
+) -> dict[str, Any]:
     """`backend_figures` in a fresh Python process; an error is one line in its figures."""
     workdir = tempfile.mkdtemp(prefix="barrierflow-state-bench-")
     line = [sys.executable, __file__, "--child", name, "--keys", str(keys)]
     line += ["--seconds", str(seconds), "--workdir", workdir]
+    line += ["--incremental"] if incremental else []
     try:
         done = subprocess.run(line, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -332,7 +338,12 @@ class RssSampler:
 
 
 def job_run(
-    backend: str, records: int, keys: int, checkpoint_ms: int | None, workdir: str
+    backend: str,
+    records: int,
+    keys: int,
+    checkpoint_ms: int | None,
+    workdir: str,
+    incremental: bool = False,
 ) -> dict[str, Any]:
     from barrierflow import (
         EmbeddedRocksDBStateBackend,
@@ -346,7 +357,9 @@ def job_run(
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     env.set_state_backend(
-        HashMapStateBackend() if backend == "hashmap" else EmbeddedRocksDBStateBackend()
+        HashMapStateBackend()
+        if backend == "hashmap"
+        else EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=incremental)
     )
     if checkpoint_ms:
         env.enable_checkpointing(checkpoint_ms)
@@ -388,7 +401,9 @@ def job_run(
     return figures
 
 
-def job_figures(backends: list[str], records: int, keys: int) -> list[dict[str, Any]]:
+def job_figures(
+    backends: list[str], records: int, keys: int, incremental: bool
+) -> list[dict[str, Any]]:
     from barrierflow.cluster.spark_session import obtain_spark
 
     obtain_spark(None, 4)
@@ -398,7 +413,7 @@ def job_figures(backends: list[str], records: int, keys: int) -> list[dict[str, 
         for label, interval in (("none", None), ("ckpt_1s", 1000)):
             workdir = tempfile.mkdtemp(prefix="barrierflow-state-job-")
             try:
-                row[label] = job_run(backend, records, keys, interval, workdir)
+                row[label] = job_run(backend, records, keys, interval, workdir, incremental)
             except Exception as error:  # one line per failed run; the others still run
                 row[label] = {"error": f"{type(error).__name__}: {error}"[:300]}
             finally:
@@ -489,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job", action="store_true", help="also run the Spark job level")
     parser.add_argument("--job-keys", help="key counts of the job level (default: --keys)")
     parser.add_argument("--records", type=int, default=2_000_000, help="records per job run")
+    parser.add_argument(
+        "--incremental", action="store_true", help="rocksdb with incremental checkpoints"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -512,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for count in keys:
         for backend in backends:
-            row = run_child(backend, count, args.seconds, args.timeout)
+            row = run_child(backend, count, args.seconds, args.timeout, args.incremental)
             rows.append(row)
             if not args.json:
                 shown = row.get("error") or f"{row['fill_records_per_second']:,.0f} fill rec/s"
@@ -521,7 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.job:
         job_keys = [int(k) for k in (args.job_keys or args.keys).split(",") if k.strip()]
         report["job_level"] = [
-            row for count in job_keys for row in job_figures(backends, args.records, count)
+            row
+            for count in job_keys
+            for row in job_figures(backends, args.records, count, args.incremental)
         ]
     if args.json:
         print(json.dumps(report, indent=1))
