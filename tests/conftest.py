@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -15,10 +16,24 @@ settings.load_profile("barrierflow")
 
 # Jobs started by tests register in a folder of their own, never in the user's registry of
 # running jobs (tests that look at a registry point BARRIERFLOW_REGISTRY_DIR elsewhere).
-os.environ["BARRIERFLOW_REGISTRY_DIR"] = tempfile.mkdtemp(prefix="barrierflow-test-registry-")
+_session_folders = [tempfile.mkdtemp(prefix="barrierflow-test-registry-")]
+os.environ["BARRIERFLOW_REGISTRY_DIR"] = _session_folders[0]
 # Likewise every job's log folder (spark.log, jobmaster.log, task logs) goes to a temporary
 # folder, not ./.barrierflow/logs of the checkout.
-os.environ.setdefault("BARRIERFLOW_LOG_DIR", tempfile.mkdtemp(prefix="barrierflow-test-logs-"))
+if "BARRIERFLOW_LOG_DIR" not in os.environ:
+    _session_folders.append(tempfile.mkdtemp(prefix="barrierflow-test-logs-"))
+    os.environ["BARRIERFLOW_LOG_DIR"] = _session_folders[-1]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
+    """Remove the session's registry and log folders after a passing run; keep them (and say
+    where) after a failing one, for its job logs."""
+    if exitstatus == 0:
+        for folder in _session_folders:
+            shutil.rmtree(folder, ignore_errors=True)
+    else:
+        terminalreporter.write_line(f"job logs of this run: {', '.join(_session_folders)}")
+
 
 # Session fixtures of the real servers, started only when a test asks for them.
 from nats_server import nats_server  # noqa: E402, F401

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -301,7 +302,9 @@ def zip_folder(folder: Path) -> Path:
     with _zip_lock:
         if str(folder) in _zips:
             return _zips[str(folder)]
-        target = Path(tempfile.mkdtemp(prefix="barrierflow-pyfiles-")) / f"{folder.name}.zip"
+        holder = tempfile.mkdtemp(prefix="barrierflow-pyfiles-")
+        atexit.register(shutil.rmtree, holder, True)  # Spark has its own copy by then
+        target = Path(holder) / f"{folder.name}.zip"
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
             for path in sorted(folder.rglob("*")):
                 if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
