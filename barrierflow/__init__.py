@@ -17,6 +17,11 @@ from barrierflow.core.async_function import AsyncFunction
 from barrierflow.core.functions import TimeDomain
 from barrierflow.core.output_tag import OutputTag
 from barrierflow.core.restart_strategies import RestartStrategies
+from barrierflow.core.state_backends import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StateBackend,
+)
 from barrierflow.core.time import Duration
 from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.runtime.async_io.retry import AsyncRetryStrategy
@@ -33,14 +38,17 @@ __all__ = [
     "DataStream",
     "DataStreamSink",
     "Duration",
+    "EmbeddedRocksDBStateBackend",
     "ExecutionConfig",
     "ExternalizedCheckpointRetention",
+    "HashMapStateBackend",
     "JobClient",
     "JobExecutionResult",
     "JoinedStreams",
     "KeyedStream",
     "OutputTag",
     "RestartStrategies",
+    "StateBackend",
     "StreamExecutionEnvironment",
     "TimeDomain",
     "TimestampAssigner",

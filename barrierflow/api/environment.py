@@ -26,12 +26,14 @@ from barrierflow.core.restart_strategies import (
     RestartStrategies,
     RestartStrategyConfiguration,
 )
+from barrierflow.core.state_backends import HashMapStateBackend, StateBackend
 from barrierflow.core.watermark_strategy import WatermarkStrategy
 from barrierflow.errors import ConfigurationError, JobDefinitionError
 from barrierflow.graph.builder import build_job_graph
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.graph.transformation import Transformation
 from barrierflow.runtime.operators.source_sink import SourceOperator
+from barrierflow.state.backends import check_backend_installed, check_state_backend
 from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM
 
 if TYPE_CHECKING:
@@ -105,6 +107,7 @@ class StreamExecutionEnvironment:
         self._config = ExecutionConfig()
         self._savepoint_restore: SavepointRestoreSettings | None = None
         self._python_files: list[str] = []
+        self._state_backend: StateBackend = HashMapStateBackend()
 
     @staticmethod
     def get_execution_environment() -> StreamExecutionEnvironment:
@@ -197,6 +200,32 @@ integer >= 1, got 0
         if self._checkpoint_config.is_checkpointing_enabled():
             return DEFAULT_WITH_CHECKPOINTING
         return RestartStrategies.no_restart()
+
+    def set_state_backend(self, backend: StateBackend) -> StreamExecutionEnvironment:
+        """Where keyed state lives (PyFlink's `set_state_backend`): `HashMapStateBackend()`,
+        the default, in Python dicts; `EmbeddedRocksDBStateBackend(...)` in an embedded
+        RocksDB per subtask on the task host's disk (needs `pip install
+        'barrierflow[rocksdb]'`). A job may switch backends through a savepoint
+        (docs/state-backends.md).
+
+        >>> from barrierflow import EmbeddedRocksDBStateBackend
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> env.set_state_backend(EmbeddedRocksDBStateBackend()).get_state_backend().name
+        'rocksdb'
+        >>> env.set_state_backend("rocksdb")
+        Traceback (most recent call last):
+        ...
+        barrierflow.errors.ConfigurationError: a state backend must be HashMapStateBackend() \
+or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
+        """
+        check_state_backend(backend)
+        check_backend_installed(backend)
+        self._state_backend = backend
+        return self
+
+    def get_state_backend(self) -> StateBackend:
+        """The state backend set, else `HashMapStateBackend()`."""
+        return self._state_backend
 
     def set_savepoint_restore_settings(
         self,
@@ -355,6 +384,7 @@ integer >= 1, got 0
             allow_fallback_duplicates=command_line_defaults.allow_fallback_duplicates
             or config.allow_fallback_duplicates,
             repeated_failure_limit=config.repeated_failure_limit,
+            state_backend=self._state_backend,
         )
         if command_line_defaults.define_only is not None:
             if scratch:

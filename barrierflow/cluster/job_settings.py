@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint import lease
 from barrierflow.cluster.repeated_failures import DEFAULT_LIMIT
 from barrierflow.cluster.restore_point import SavepointRestoreSettings
 from barrierflow.core.restart_strategies import RestartStrategyConfiguration
+from barrierflow.core.state_backends import HashMapStateBackend, StateBackend
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime.deployment import TaskSettings
 
@@ -57,6 +58,8 @@ class JobSettings:
     """A restore that falls back past a damaged checkpoint goes on even when a sink cannot
     take back what the abandoned checkpoints committed (that output is committed again);
     False: such a fallback fails the job naming the choices."""
+    state_backend: StateBackend = field(default_factory=HashMapStateBackend)
+    """Where keyed operators keep their keyed state (`env.set_state_backend`)."""
 
     def task_settings(
         self,
@@ -89,4 +92,5 @@ class JobSettings:
             task_log_level=self.task_log_level,
             latency_interval_ms=self.latency_interval_ms,
             lineage=lineage,
+            state_backend=self.state_backend,
         )

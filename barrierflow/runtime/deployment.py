@@ -8,10 +8,11 @@ factories of the subtask's chain, so it pickles to the Spark task as it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from barrierflow.core.checkpointing_mode import CheckpointingMode
+from barrierflow.core.state_backends import HashMapStateBackend, StateBackend
 from barrierflow.runtime.barriers.handler import BarrierHandler, barrier_handler_for
 from barrierflow.runtime.operators.base import DEFAULT_AUTO_WATERMARK_INTERVAL_MS, StreamOperator
 from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
@@ -135,6 +136,8 @@ class TaskSettings:
     `metrics.latency.interval`)."""
     lineage: str = ""
     """The job's checkpoint lineage (checkpoint/lineage.py; SinkContext.lineage)."""
+    state_backend: StateBackend = field(default_factory=HashMapStateBackend)
+    """Where keyed operators keep their keyed state (`env.set_state_backend`)."""
 
     def barrier_handler(self, channel_count: int) -> BarrierHandler:
         """The barrier handler of a task with `channel_count` input channels."""

@@ -13,14 +13,19 @@ head's latency; `emit_latency_marker` from the source), past every operator's co
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
+from barrierflow import _fs
 from barrierflow._clock import Clock
 from barrierflow.checkpoint.handles import OperatorRestore
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
+from barrierflow.core.state_backends import StateBackend
 from barrierflow.runtime.chain_inputs import ChainInputs
 from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
-from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings
+from barrierflow.runtime.deployment import SubtaskId, TaskDescriptor, TaskSettings
 from barrierflow.runtime.elements import LatencyMarker
 from barrierflow.runtime.mailbox_executor import MailboxExecutor
 from barrierflow.runtime.metrics.operator_metrics import MeteredOutput, OperatorMetrics
@@ -60,6 +65,8 @@ class OperatorChain:
         self.network_outputs: list[RecordWriterOutput] = []
         """The outputs whose records leave the task (each counts them)."""
         self._now_ms: Callable[[], int] | None = None
+        self._local_dir: str | None = None
+        """The subtask's folder of this attempt on the task host (removed at the end)."""
         self._state = "created"
 
     @property
@@ -76,6 +83,7 @@ class OperatorChain:
         """Connect, restore (`restore` by uid; missing uids start empty) and open every
         operator, head first."""
         self._now_ms = context.processing_time
+        self._local_dir = context.local_dir
         for operator, output in zip(self.operators, self._outputs(writer), strict=True):
             operator.setup(context, output)
             restore_operator(operator, restored_state(reader, restore.get(operator.uid)))
@@ -176,6 +184,7 @@ class OperatorChain:
         for operator in self.operators:
             operator.close()
         self._state = "closed"
+        self._remove_local_dir()
 
     def abort(self) -> None:
         """Discard uncommitted side effects (once; a closed chain has none left)."""
@@ -187,6 +196,13 @@ class OperatorChain:
                 operator.abort()
             except Exception:
                 log.warning("aborting %s failed", operator.name, exc_info=True)
+        self._remove_local_dir()
+
+    def _remove_local_dir(self) -> None:
+        """Delete what the operators left in the subtask's local folder (their backends
+        delete their own databases; this catches one whose dispose failed)."""
+        if self._local_dir is not None:
+            shutil.rmtree(self._local_dir, ignore_errors=True)
 
 
 def restored_state(
@@ -195,6 +211,9 @@ def restored_state(
     """What one operator restores, read from the checkpoint's state files (None: nothing)."""
     if restore is None:
         return None
+    # Every keyed section of one restore comes from one checkpoint's state files, which
+    # sit in its folder.
+    base = _fs.location(restore.keyed[0][0]).parent if restore.keyed else None
     return RestoredState(
         keyed=[reader.slice(uri, off, length) for uri, off, length in restore.keyed],
         operator=[
@@ -202,6 +221,7 @@ def restored_state(
             for old, uri, off, length in restore.operator
         ],
         timers=[reader.slice(uri, off, length) for uri, off, length in restore.timers],
+        base=base,
     )
 
 
@@ -216,6 +236,7 @@ def operator_context(
     """What every operator of one subtask's chain is set up with, for one attempt that
     restored `restored_checkpoint_id` (None: a fresh start), abandoning the commits of its
     lineage above `abandoned_above`."""
+    backend = settings.state_backend
     return OperatorContext(
         subtask_index=descriptor.subtask.subtask_index,
         parallelism=descriptor.parallelism,
@@ -230,4 +251,15 @@ def operator_context(
         restored_checkpoint_id=restored_checkpoint_id,
         lineage=settings.lineage,
         abandoned_above=abandoned_above,
+        state_backend=backend,
+        local_dir=str(local_state_dir(backend, settings.deployment_id, descriptor.subtask)),
     )
+
+
+def local_state_dir(backend: StateBackend, deployment_id: str, subtask: SubtaskId) -> Path:
+    """The folder on this host where one subtask of one attempt keeps on-disk state: below
+    the backend's `local_dir` if it sets one, else below this process's temporary folder;
+    unique per run, attempt (both in `deployment_id`) and subtask, so a restarted attempt
+    in the same process never opens the database of the one before."""
+    root = getattr(backend, "local_dir", None) or tempfile.gettempdir()
+    return Path(root) / "barrierflow-state" / f"{deployment_id}-{subtask}"

@@ -29,7 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from barrierflow import _fs
 from barrierflow.core.metrics import MetricGroup
+from barrierflow.core.state_backends import HashMapStateBackend, StateBackend
 from barrierflow.errors import (
     CheckpointStorageError,
     ExternalSystemUnavailableError,
@@ -74,6 +76,11 @@ class OperatorContext:
     abandoned_above: int | None = None
     """Commits of this lineage above this checkpoint id are abandoned by this restore
     (connectors.base.SinkContext.abandoned_above); None on a fresh start."""
+    state_backend: StateBackend = field(default_factory=HashMapStateBackend)
+    """Where keyed operators keep their keyed state (`env.set_state_backend`)."""
+    local_dir: str | None = None
+    """This subtask's own folder on the task host for this attempt (on-disk state: one
+    subfolder per operator); None: each on-disk backend makes a temporary folder."""
 
 
 class Output(Protocol):
@@ -114,12 +121,15 @@ class RestoredState:
     `keyed` holds the keyed snapshots whose key-group range overlaps this subtask's;
     `operator` holds every old subtask's operator state as (old index, state), so the
     operator picks what is its own (sources take the union, sinks their share);
-    `timers` holds the timer snapshots whose key-group range overlaps this subtask's.
+    `timers` holds the timer snapshots whose key-group range overlaps this subtask's;
+    `base` is the folder of the checkpoint `keyed` was read from, against which a keyed
+    section's native file names resolve (None: no keyed sections, or not from storage).
     """
 
     keyed: list[bytes] = field(default_factory=list)
     operator: list[tuple[int, Any]] = field(default_factory=list)
     timers: list[bytes] = field(default_factory=list)
+    base: _fs.Location | None = None
 
 
 class StreamOperator:

@@ -1,9 +1,12 @@
 """IntervalJoinOperator: `IntervalJoinLogic` (runtime/joins) as a keyed two-input operator.
 
-Mailbox thread only. The logic keeps its buffers in memory; at a checkpoint they are
-written, key by key, into a fresh heap keyed backend whose snapshot is cut per key
-group, so a restore at another parallelism takes exactly its own keys (the logic
-rebuilds the cleanup timers). Late records go to the late-data side outputs when
+Mailbox thread only. The logic keeps its buffers in memory, whatever state backend the
+job chose; at a checkpoint they are written, key by key, into a fresh heap keyed backend
+(`create_keyed_backend(HashMapStateBackend())`: the buffers are Python objects already,
+so the backend here is only the codec of the canonical per-key-group section, with no
+store to open on disk per checkpoint) whose snapshot is cut per key group and written on
+the uploader thread, so a restore at another parallelism takes exactly its own keys (the
+logic rebuilds the cleanup timers). Late records go to the late-data side outputs when
 tags are set, else they are dropped. Results carry max(left, right) timestamp.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow.core.functions import Function, as_callable
+from barrierflow.core.state_backends import HashMapStateBackend
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.joins import IntervalJoinLogic, JoinedRecord, JoinSide
@@ -22,7 +26,8 @@ from barrierflow.runtime.operators.base import (
 )
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.state import ValueStateDescriptor
-from barrierflow.state.heap_backend import HeapKeyedStateBackend
+from barrierflow.state.backend import KeyedStateBackend
+from barrierflow.state.backends import create_keyed_backend
 
 __all__ = ["IntervalJoinOperator"]
 
@@ -46,20 +51,27 @@ class IntervalJoinOperator(TwoInputStreamOperator):
         self.logic: IntervalJoinLogic | None = None
         self.num_late_records_dropped = 0
 
-    def _new_backend(self) -> HeapKeyedStateBackend:
+    def _new_backend(self) -> KeyedStateBackend:
+        """A fresh in-memory backend of this subtask's key groups (see the module docstring)."""
         assert self.context is not None
-        return HeapKeyedStateBackend(self.context.key_group_range, self.context.max_parallelism)
+        context = self.context
+        return create_keyed_backend(
+            HashMapStateBackend(), context.key_group_range, context.max_parallelism
+        )
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         self.logic = self.spec.create_logic()
         if restored is not None and restored.keyed:
             backend = self._new_backend()
-            backend.restore(restored.keyed)
-            state = backend.get_value_state(ValueStateDescriptor(BUFFERS_STATE))
-            buffers = {}
-            for key in backend.keys(BUFFERS_STATE):
-                backend.set_current_key(key)
-                buffers[key] = state.value()
+            try:
+                backend.restore(restored.keyed, restored.base)
+                state = backend.get_value_state(ValueStateDescriptor(BUFFERS_STATE))
+                buffers = {}
+                for key in backend.keys(BUFFERS_STATE):
+                    backend.set_current_key(key)
+                    buffers[key] = state.value()
+            finally:
+                backend.dispose()
             self.logic.restore(buffers)
 
     def open(self) -> None:

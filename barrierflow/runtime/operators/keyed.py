@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+from pathlib import Path
 from typing import Any
 
 from barrierflow.core.functions import (
@@ -13,7 +16,12 @@ from barrierflow.core.functions import (
 )
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
-from barrierflow.runtime.operators.base import OperatorSnapshot, RestoredState, StreamOperator
+from barrierflow.runtime.operators.base import (
+    OperatorContext,
+    OperatorSnapshot,
+    RestoredState,
+    StreamOperator,
+)
 from barrierflow.runtime.operators.checkpointed import FunctionOperatorState
 from barrierflow.runtime.operators.dead_letters import (
     emit_guarded,
@@ -25,13 +33,18 @@ from barrierflow.runtime.operators.emitter import Emitter
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.timers import InternalTimerService, Timer
 from barrierflow.state import ValueStateDescriptor
-from barrierflow.state.heap_backend import HeapKeyedStateBackend
+from barrierflow.state.backend import KeyedStateBackend
+from barrierflow.state.backends import create_keyed_backend
 
 
 class KeyedOperator(StreamOperator):
     """Owns the keyed state backend and the timer service of its key-group range.
 
-    Both are snapshotted per key group in every checkpoint, so they rescale; a user
+    The backend is the job's (`OperatorContext.state_backend`, built by
+    `create_keyed_backend`) and used through the `KeyedStateBackend` protocol only; it is
+    disposed when the operator closes or aborts (subclasses that override `close` call
+    `super().close()`). Both are snapshotted per key group in every checkpoint, so they
+    rescale; a user
     function that is a `CheckpointedFunction` (`user_function()`) adds operator list
     state, redistributed as its lists say. A watermark first fires the event-time
     timers it passes, then goes on; processing-time timers fire when the task calls
@@ -43,19 +56,25 @@ class KeyedOperator(StreamOperator):
         super().__init__(uid, name)
         self.key_selector = key_selector
         self._get_key = as_callable(key_selector, "get_key", "KeySelector")
-        self.backend: HeapKeyedStateBackend | None = None
+        self.backend: KeyedStateBackend | None = None
         self.timer_service: InternalTimerService | None = None
+        self._backend_disposed = False
 
     def initialize_state(self, restored: RestoredState | None) -> None:
         assert self.context is not None
         context = self.context
-        self.backend = HeapKeyedStateBackend(context.key_group_range, context.max_parallelism)
+        self.backend = create_keyed_backend(
+            context.state_backend,
+            context.key_group_range,
+            context.max_parallelism,
+            operator_local_dir(context, self.uid),
+        )
         self.timer_service = InternalTimerService(
             context.key_group_range, context.max_parallelism, _Triggerable(self)
         )
         if restored is not None:
             if restored.keyed:
-                self.backend.restore(restored.keyed)
+                self.backend.restore(restored.keyed, restored.base)
             if restored.timers:
                 self.timer_service.restore(restored.timers)
         self._function_state = FunctionOperatorState(self.user_function())
@@ -101,6 +120,32 @@ class KeyedOperator(StreamOperator):
             operator=self._function_state.snapshot(checkpoint_id),
             timers=service.snapshot() if has_timers else None,
         )
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.backend is not None:
+            self.backend.notify_checkpoint_complete(checkpoint_id)
+
+    def close(self) -> None:
+        self.dispose_backend()
+
+    def abort(self) -> None:
+        self.dispose_backend()
+
+    def dispose_backend(self) -> None:
+        """Free the keyed backend (close its store, delete its local folder), once."""
+        if self.backend is not None and not self._backend_disposed:
+            self._backend_disposed = True
+            self.backend.dispose()
+
+
+def operator_local_dir(context: OperatorContext, uid: str) -> Path | None:
+    """The folder of one operator's on-disk state: below the subtask's local folder, named
+    by its uid made safe for a file name (None: the subtask has none)."""
+    if context.local_dir is None:
+        return None
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", uid)[:60]
+    digest = hashlib.sha1(uid.encode()).hexdigest()[:8]
+    return Path(context.local_dir) / f"{safe}-{digest}"
 
 
 class _Triggerable:
@@ -359,7 +404,10 @@ class KeyedFunctionOperator(KeyedOperator):
         self.emitter.flush()
 
     def close(self) -> None:
-        self.function.close()
+        try:
+            self.function.close()
+        finally:
+            super().close()
 
 
 class KeyedProcessOperator(KeyedFunctionOperator):

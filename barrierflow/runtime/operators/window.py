@@ -26,7 +26,7 @@ from barrierflow.runtime.windowing import (
     WindowLogic,
 )
 from barrierflow.state import MapStateDescriptor
-from barrierflow.state.heap_backend import HeapKeyedStateBackend
+from barrierflow.state.backend import KeyedStateBackend
 
 __all__ = ["BackendWindowState", "WindowOperator", "make_window_contents"]
 
@@ -43,12 +43,13 @@ def make_window_contents(kind: str, function: Any, window_function: Any = None) 
 
 
 class BackendWindowState:
-    """A `WindowStateAccess` over the heap keyed backend: MapState `name`, entry `namespace`.
+    """A `WindowStateAccess` over the operator's keyed backend (any `KeyedStateBackend`):
+    MapState `name`, entry `namespace` (the window), as `state/backend.py` stores namespaces.
 
     Mailbox thread only; switches the backend's current key on every access.
     """
 
-    def __init__(self, backend: HeapKeyedStateBackend) -> None:
+    def __init__(self, backend: KeyedStateBackend) -> None:
         self._backend = backend
         self._maps: dict[str, Any] = {}
 
@@ -182,5 +183,8 @@ class WindowOperator(KeyedOperator):
             self.output.collect_side(self.late_data_tag.tag_id, batch)
 
     def close(self) -> None:
-        if self.logic is not None:
-            self.logic.close()
+        try:
+            if self.logic is not None:
+                self.logic.close()
+        finally:
+            super().close()
