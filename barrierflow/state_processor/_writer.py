@@ -22,6 +22,7 @@ from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.timers import InternalTimerService, Timer
 from barrierflow.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from barrierflow.state.backend import canonical_bytes
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import (
     DEFAULT_MAX_PARALLELISM,
@@ -335,7 +336,8 @@ class SavepointWriter:
                     handle.add_all(list(value))
                 else:
                     handle.update(value)
-        return [backend.snapshot() for backend in backends]
+        # A savepoint holds the canonical keyed-state envelope (docs/savepoint-format.md).
+        return [canonical_bytes(backend) for backend in backends]
 
     def _split_timers(self, operator: _Operator, parallelism: int) -> list[bytes | None]:
         if not operator.timers:
