@@ -104,6 +104,8 @@ PUBLIC = {
         "MetricGroup",
     },
     "barrierflow.state": {
+        "AggregatingState",
+        "AggregatingStateDescriptor",
         "ListState",
         "ListStateDescriptor",
         "MapState",
@@ -113,6 +115,8 @@ PUBLIC = {
         "ReducingStateDescriptor",
         "State",
         "StateDescriptor",
+        "StateTtlConfig",
+        "Time",
         "ValueState",
         "ValueStateDescriptor",
     },

@@ -35,6 +35,15 @@ class RuntimeContext(ABC):
         """Keyed `MapState` for a `MapStateDescriptor` (keyed streams only)."""
         raise NotImplementedError
 
+    def get_reducing_state(self, descriptor: Any) -> Any:
+        """Keyed `ReducingState` for a `ReducingStateDescriptor` (keyed streams only)."""
+        raise NotImplementedError
+
+    def get_aggregating_state(self, descriptor: Any) -> Any:
+        """Keyed `AggregatingState` for an `AggregatingStateDescriptor` (keyed streams
+        only): values added fold into the AggregateFunction's accumulator."""
+        raise NotImplementedError
+
     def get_metrics_group(self) -> MetricGroup:
         """Where this function registers its metrics (`counter`, `gauge`, `meter`,
         `distribution`, as in PyFlink); they are reported with the task's own metrics and

@@ -50,3 +50,32 @@ def to_millis(value: int | Duration, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be milliseconds (int) or a Duration, got {value!r}")
     return value
+
+
+class Time:
+    """PyFlink's older spelling of a time span (`Time.seconds(10)`, as `StateTtlConfig`
+    examples write it); each factory returns a `Duration`.
+
+    >>> Time.minutes(1) == Duration.of_seconds(60)
+    True
+    """
+
+    @staticmethod
+    def milliseconds(milliseconds: int) -> Duration:
+        return Duration.of_millis(milliseconds)
+
+    @staticmethod
+    def seconds(seconds: float) -> Duration:
+        return Duration.of_seconds(seconds)
+
+    @staticmethod
+    def minutes(minutes: float) -> Duration:
+        return Duration.of_minutes(minutes)
+
+    @staticmethod
+    def hours(hours: float) -> Duration:
+        return Duration.of_hours(hours)
+
+    @staticmethod
+    def days(days: float) -> Duration:
+        return Duration.of_days(days)

@@ -30,6 +30,7 @@ from typing import Any
 
 from barrierflow.core.functions import Function
 from barrierflow.core.state_descriptors import (
+    AggregatingStateDescriptor,
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
@@ -86,6 +87,10 @@ class KeyedStateStore(ABC):
     @abstractmethod
     def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> Any:
         """The `barrierflow.state.ReducingState` for a `ReducingStateDescriptor`."""
+
+    def get_aggregating_state(self, state_descriptor: AggregatingStateDescriptor) -> Any:
+        """The `barrierflow.state.AggregatingState` for an `AggregatingStateDescriptor`."""
+        raise NotImplementedError
 
 
 class ProcessWindowFunction(Function, ABC):

@@ -1,5 +1,6 @@
 """Keyed state and operator state for user functions, with PyFlink's names (operator
-state through `barrierflow.functions.CheckpointedFunction`).
+state through `barrierflow.functions.CheckpointedFunction`), and state TTL
+(`StateTtlConfig`, `descriptor.enable_time_to_live(...)`).
 
 >>> from barrierflow.state import ValueStateDescriptor
 >>> ValueStateDescriptor("count").name
@@ -7,16 +8,28 @@ state through `barrierflow.functions.CheckpointedFunction`).
 """
 
 from barrierflow.core.functions import OperatorStateStore
+from barrierflow.core.state_ttl import StateTtlConfig
+from barrierflow.core.time import Time
 from barrierflow.state.descriptors import (
+    AggregatingStateDescriptor,
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
     StateDescriptor,
     ValueStateDescriptor,
 )
-from barrierflow.state.values import ListState, MapState, ReducingState, State, ValueState
+from barrierflow.state.values import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    State,
+    ValueState,
+)
 
 __all__ = [
+    "AggregatingState",
+    "AggregatingStateDescriptor",
     "ListState",
     "ListStateDescriptor",
     "MapState",
@@ -26,6 +39,8 @@ __all__ = [
     "ReducingStateDescriptor",
     "State",
     "StateDescriptor",
+    "StateTtlConfig",
+    "Time",
     "ValueState",
     "ValueStateDescriptor",
 ]

@@ -24,7 +24,7 @@ checkpoint's `write(folder)` may instead name native files it uploaded into `fol
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -94,6 +94,16 @@ class KeyedStateBackend(Protocol):
 
     def keys(self, state_name: str) -> Iterator[Any]:
         """Every key with a value in state `state_name`; safe while changing the state."""
+        ...
+
+    def set_snapshot_filter(self, state_name: str, transform: Callable[[Any], Any] | None) -> None:
+        """Let snapshots write `transform(value)` for each key's value of `state_name` and
+        leave the key out where it returns None (TTL's full-snapshot cleanup,
+        `state/ttl.py`); None removes the filter. The value is what the state stores per
+        key (a value state's value, a list state's list, a map state's dict); live state
+        is never changed. `transform` must not change its argument and may run on the
+        uploader thread. A backend that snapshots native files (the on-disk backend's
+        checkpoints) applies it to savepoints (`write(None)`) only."""
         ...
 
     def snapshot(self) -> KeyedStateSnapshot:

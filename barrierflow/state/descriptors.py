@@ -2,6 +2,7 @@
 the function contracts that take them live."""
 
 from barrierflow.core.state_descriptors import (
+    AggregatingStateDescriptor,
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
@@ -11,6 +12,7 @@ from barrierflow.core.state_descriptors import (
 )
 
 __all__ = [
+    "AggregatingStateDescriptor",
     "ListStateDescriptor",
     "MapStateDescriptor",
     "ReducingStateDescriptor",

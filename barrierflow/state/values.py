@@ -117,3 +117,16 @@ class ReducingState(State):
     @abstractmethod
     def add(self, value: Any) -> None:
         """Fold `value` in: `reduce(current, value)`, or `value` if there is none."""
+
+
+class AggregatingState(State):
+    """One accumulator per key (and namespace) that every `add` folds a value into with an
+    `AggregateFunction`; `get` returns the function's result for it (PyFlink's name)."""
+
+    @abstractmethod
+    def get(self) -> Any:
+        """`get_result(accumulator)`, or None if nothing was added."""
+
+    @abstractmethod
+    def add(self, value: Any) -> None:
+        """Fold `value` in: `add(value, accumulator)`, starting from `create_accumulator()`."""

@@ -3,7 +3,8 @@
 What a trigger gets from `ctx.get_partitioned_state(descriptor)` and a
 ProcessWindowFunction from `context.window_state()` / `global_state()`: the
 state API of `barrierflow.state` (ValueState, ListState, MapState) plus
-Flink's `ReducingState`, each stored as one value per (name, key, namespace).
+Flink's `ReducingState` and `AggregatingState`, each stored as one value per (name,
+key, namespace). No TTL: window state is cleared with its window.
 `merge_namespaces` folds the values of several namespaces into one, as Flink's
 `MergingState.mergeNamespaces` does when session windows merge.
 
@@ -23,6 +24,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from barrierflow.core.state_descriptors import (
+    AggregatingStateDescriptor,
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
@@ -32,10 +34,19 @@ from barrierflow.core.state_descriptors import (
 from barrierflow.core.window_functions import KeyedStateStore
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.windowing.window_state import WindowStateAccess
-from barrierflow.state.values import ListState, MapState, ReducingState, State, ValueState
+from barrierflow.state.values import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    State,
+    ValueState,
+)
 
 __all__ = [
     "RESERVED_STATE_NAMES",
+    "AggregatingState",
+    "AggregatingStateDescriptor",
     "ReducingState",
     "ReducingStateDescriptor",
     "WindowKeyedStateStore",
@@ -104,6 +115,37 @@ class _PartitionedReducingState(_Scoped, ReducingState):
             raise ValueError("cannot add None to a ReducingState")
         current = self._get()
         result = value if current is None else self._reduce(current, value)
+        if result is None:
+            self.clear()
+        else:
+            self._put(result)
+
+
+class _PartitionedAggregatingState(_Scoped, AggregatingState):
+    __slots__ = ("_function",)
+
+    def __init__(
+        self,
+        access: WindowStateAccess,
+        name: str,
+        key: Hashable,
+        namespace: Hashable,
+        agg_function: Any,
+    ) -> None:
+        super().__init__(access, name, key, namespace)
+        self._function = agg_function
+
+    def get(self) -> Any:
+        accumulator = self._get()
+        return None if accumulator is None else self._function.get_result(accumulator)
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            raise ValueError("cannot add None to an AggregatingState")
+        accumulator = self._get()
+        if accumulator is None:
+            accumulator = self._function.create_accumulator()
+        result = self._function.add(value, accumulator)
         if result is None:
             self.clear()
         else:
@@ -199,6 +241,11 @@ def _checked_name(descriptor: StateDescriptor) -> str:
             f"state name {descriptor.name!r} is used by the window operator itself; "
             "give the state another name"
         )
+    if descriptor.time_to_live() is not None:
+        raise ConfigurationError(
+            f"state {descriptor.name!r} has a TTL; window and trigger state has none (it is "
+            "cleared with its window): remove enable_time_to_live from its descriptor"
+        )
     return descriptor.name
 
 
@@ -209,6 +256,10 @@ def partitioned_state(
     name = _checked_name(descriptor)
     if isinstance(descriptor, ReducingStateDescriptor):
         return _PartitionedReducingState(access, name, key, namespace, descriptor.reducer())
+    if isinstance(descriptor, AggregatingStateDescriptor):
+        return _PartitionedAggregatingState(
+            access, name, key, namespace, descriptor.get_agg_function()
+        )
     if isinstance(descriptor, ValueStateDescriptor):
         return _PartitionedValueState(access, name, key, namespace)
     if isinstance(descriptor, ListStateDescriptor):
@@ -234,14 +285,26 @@ def merge_namespaces(
     name = _checked_name(descriptor)
     if isinstance(descriptor, ReducingStateDescriptor):
         merge = descriptor.reducer()
+    elif isinstance(descriptor, AggregatingStateDescriptor):
+        merge = _accumulator_merge(descriptor)
     elif isinstance(descriptor, ListStateDescriptor):
         merge = _concatenate
     else:
         raise ConfigurationError(
-            f"state {name!r} cannot be merged: only reducing and list state can "
+            f"state {name!r} cannot be merged: only reducing, aggregating and list state can "
             f"(got {type(descriptor).__name__})"
         )
     merge_values(access, name, merge, key, target, sources)
+
+
+def _accumulator_merge(descriptor: AggregatingStateDescriptor) -> Callable[[Any, Any], Any]:
+    merge = getattr(descriptor.get_agg_function(), "merge", None)
+    if not callable(merge):
+        raise ConfigurationError(
+            f"aggregating state {descriptor.name!r} cannot be merged: its AggregateFunction "
+            "has no merge(acc_a, acc_b)"
+        )
+    return merge
 
 
 def _concatenate(a: list[Any], b: list[Any]) -> list[Any]:
@@ -295,6 +358,11 @@ class WindowKeyedStateStore(KeyedStateStore):
 
     def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState:
         return self._typed(state_descriptor, ReducingStateDescriptor)  # type: ignore[return-value]
+
+    def get_aggregating_state(
+        self, state_descriptor: AggregatingStateDescriptor
+    ) -> AggregatingState:
+        return self._typed(state_descriptor, AggregatingStateDescriptor)  # type: ignore[return-value]
 
     def _typed(self, descriptor: StateDescriptor, expected: type[StateDescriptor]) -> State:
         if not isinstance(descriptor, expected):

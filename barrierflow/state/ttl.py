@@ -1,0 +1,399 @@
+"""State TTL: value, list and map handles whose entries expire, over any keyed backend.
+
+`enable_time_to_live(StateTtlConfig...)` on a descriptor makes `keyed_state_handle`
+(`state/handles.py`) wrap the backend's own handle in one of these. Built over the
+protocol's value/list/map handles only, so the heap and the on-disk backend both have
+TTL without code of their own.
+
+Storage, as in Flink: a value is stored as a `TtlValue(value, last_access)` record
+(epoch milliseconds on the operator's processing-time clock); a list state stores one
+record per element and a map state one per entry, so list elements and map entries
+expire one by one. A record expires when `last_access + ttl <= now`. Snapshots store the
+records as the state's kind stores any value (`docs/savepoint-format.md`).
+
+Reads: an expired record is removed when a read meets it; with `NeverReturnExpired` it
+reads as absent, with `ReturnExpiredIfNotCleanedUp` that read still returns it.
+`OnReadAndWrite` rewrites a record read live with the current time. A record restored
+from a snapshot counts from its stored time, so a value restored after its TTL passed
+reads as absent: expired state is never restored as live.
+
+Cleanup (memory and snapshot size only; with `NeverReturnExpired` it never changes what
+a read returns):
+- full snapshot: the backend's snapshot filter (`set_snapshot_filter`) leaves expired
+  records out of what a snapshot writes;
+- incremental: each access to the state also checks up to `cleanup_size` further keys of
+  it, from a cursor over `backend.keys(name)` that persists across accesses and starts
+  over at the end, and removes their expired records;
+- RocksDB compaction filter: rocksdict exposes no compaction-filter callback, so the
+  incremental sweep stands in for it (Flink's default size, 5 keys per access).
+
+>>> from barrierflow.core.state_descriptors import ValueStateDescriptor
+>>> from barrierflow.core.state_ttl import StateTtlConfig
+>>> from barrierflow.state.handles import keyed_state_handle
+>>> from barrierflow.state.heap_backend import HeapKeyedStateBackend
+>>> from barrierflow.state.key_groups import KeyGroupRange
+>>> now = [1_000]
+>>> backend = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
+>>> descriptor = ValueStateDescriptor("last")
+>>> descriptor.enable_time_to_live(StateTtlConfig.new_builder(100).build())
+>>> last = keyed_state_handle(backend, descriptor, lambda: now[0])
+>>> backend.set_current_key("a")
+>>> last.update("x")
+>>> now[0] = 1_099
+>>> last.value()
+'x'
+>>> now[0] = 1_100
+>>> last.value() is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from barrierflow.core.state_ttl import StateTtlConfig
+from barrierflow.errors import StateRestoreError
+from barrierflow.state.values import ListState, MapState, State, ValueState
+
+if TYPE_CHECKING:
+    from barrierflow.state.backend import KeyedStateBackend
+
+Clock = Callable[[], int]
+"""The operator's processing-time clock: epoch milliseconds."""
+
+_ABSENT = object()
+_END = object()
+
+
+class TtlValue(NamedTuple):
+    """A stored value with the time it was last written (or read, `OnReadAndWrite`).
+
+    Pickled into snapshots by this module path: keep it stable.
+    """
+
+    value: Any
+    last_access: int
+    """Epoch milliseconds on the operator's processing-time clock."""
+
+
+def expired(record: TtlValue, ttl_ms: int, now: int) -> bool:
+    """Whether `record` expired at `now` (Flink's rule: at exactly `last_access + ttl`)."""
+    return record.last_access + ttl_ms <= now
+
+
+def _record(stored: Any, state_name: str) -> TtlValue:
+    if type(stored) is not TtlValue:
+        raise StateRestoreError(
+            f"state {state_name!r} holds {type(stored).__name__} values without TTL timestamps: "
+            "it was written while its descriptor had no TTL. Turning TTL on for existing state "
+            "is not supported (as in Flink); give the state a new name"
+        )
+    return stored
+
+
+# ---- what survives a cleanup (pure: the snapshot filter and the sweep use them) -----------
+
+
+def live_value(stored: Any, ttl_ms: int, now: int) -> Any:
+    """A value state's record, or None if it expired."""
+    if type(stored) is TtlValue and expired(stored, ttl_ms, now):
+        return None
+    return stored
+
+
+def live_list(stored: Any, ttl_ms: int, now: int) -> Any:
+    """A list state's records without the expired ones (the same list if none expired),
+    or None if none is left."""
+    if not isinstance(stored, list):
+        return stored
+    live = [r for r in stored if not (type(r) is TtlValue and expired(r, ttl_ms, now))]
+    if len(live) == len(stored):
+        return stored
+    return live or None
+
+
+def live_map(stored: Any, ttl_ms: int, now: int) -> Any:
+    """A map state's entries without the expired ones (the same dict if none expired), or
+    None if none is left."""
+    if not isinstance(stored, dict):
+        return stored
+    live = {
+        k: r for k, r in stored.items() if not (type(r) is TtlValue and expired(r, ttl_ms, now))
+    }
+    if len(live) == len(stored):
+        return stored
+    return live or None
+
+
+class SnapshotFilter:
+    """The full-snapshot cleanup handed to `backend.set_snapshot_filter`: reads the clock
+    when called (possibly on the uploader thread) and never changes its argument."""
+
+    __slots__ = ("_clock", "_live", "_ttl_ms")
+
+    def __init__(self, live: Callable[[Any, int, int], Any], ttl_ms: int, clock: Clock) -> None:
+        self._live = live
+        self._ttl_ms = ttl_ms
+        self._clock = clock
+
+    def __call__(self, stored: Any) -> Any:
+        return self._live(stored, self._ttl_ms, self._clock())
+
+
+# ---- the incremental sweep -------------------------------------------------------------------
+
+
+class IncrementalSweep:
+    """Checks up to `size` keys of one state per call, from a cursor over
+    `backend.keys(state_name)` kept across calls; `purge` removes the expired records of
+    the backend's current key. The caller's current key is set back afterwards."""
+
+    __slots__ = ("_backend", "_cursor", "_name", "_purge", "_size")
+
+    def __init__(
+        self,
+        backend: KeyedStateBackend,
+        state_name: str,
+        size: int,
+        purge: Callable[[int], None],
+    ) -> None:
+        self._backend = backend
+        self._name = state_name
+        self._size = size
+        self._purge = purge
+        self._cursor: Iterator[Any] | None = None
+
+    def run(self, now: int) -> None:
+        backend = self._backend
+        if backend.current_key_group is None:
+            return
+        current = backend.current_key
+        checked = 0
+        restarted = False
+        moved = False
+        try:
+            while checked < self._size:
+                if self._cursor is None:
+                    self._cursor = backend.keys(self._name)
+                key = next(self._cursor, _END)
+                if key is _END:
+                    self._cursor = None
+                    if restarted:
+                        return  # every key seen in this call
+                    restarted = True
+                    continue
+                moved = True
+                backend.set_current_key(key)
+                self._purge(now)
+                checked += 1
+        finally:
+            if moved:
+                backend.set_current_key(current)
+
+
+# ---- the handles -----------------------------------------------------------------------------
+
+
+class _TtlState(State):
+    """What every TTL handle shares: the wrapped handle, the settings, the clock, the sweep."""
+
+    __slots__ = ("_clock", "_inner", "_name", "_on_read", "_return_expired", "_sweep", "_ttl")
+
+    def __init__(self, inner: Any, name: str, config: StateTtlConfig, clock: Clock) -> None:
+        self._inner = inner
+        self._name = name
+        self._ttl = config.get_ttl().to_milliseconds()
+        self._on_read = config.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite
+        self._return_expired = (
+            config.get_state_visibility()
+            is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
+        )
+        self._clock = clock
+        self._sweep: IncrementalSweep | None = None
+
+    def sweep_with(self, sweep: IncrementalSweep) -> None:
+        """Run `sweep` after every access (incremental cleanup)."""
+        self._sweep = sweep
+
+    def _after_access(self, now: int) -> None:
+        if self._sweep is not None:
+            self._sweep.run(now)
+
+    def purge_current(self, now: int) -> None:
+        """Remove the current key's expired records (the sweep's step)."""
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        self._inner.clear()
+        self._after_access(self._clock())
+
+
+class TtlValueState(_TtlState, ValueState):
+    """A `ValueState` whose value expires `ttl` after its last write (or read)."""
+
+    __slots__ = ()
+
+    def value(self) -> Any:
+        now = self._clock()
+        stored = self._inner.value()
+        result = None
+        if stored is not None:
+            record = _record(stored, self._name)
+            if expired(record, self._ttl, now):
+                self._inner.clear()
+                if self._return_expired:
+                    result = record.value
+            else:
+                if self._on_read:
+                    self._inner.update(TtlValue(record.value, now))
+                result = record.value
+        self._after_access(now)
+        return result
+
+    def update(self, value: Any) -> None:
+        now = self._clock()
+        if value is None:
+            self._inner.clear()
+        else:
+            self._inner.update(TtlValue(value, now))
+        self._after_access(now)
+
+    def purge_current(self, now: int) -> None:
+        stored = self._inner.value()
+        if stored is not None and live_value(stored, self._ttl, now) is None:
+            self._inner.clear()
+
+
+class TtlListState(_TtlState, ListState):
+    """A `ListState` whose elements expire one by one, each `ttl` after it was added."""
+
+    __slots__ = ()
+
+    def get(self) -> list[Any]:
+        now = self._clock()
+        stored = [_record(r, self._name) for r in self._inner.get()]
+        live = [r for r in stored if not expired(r, self._ttl, now)]
+        returned = stored if self._return_expired else live
+        result = [r.value for r in returned]
+        if self._on_read and live:
+            self._inner.update([TtlValue(r.value, now) for r in live])
+        elif len(live) != len(stored):
+            self._inner.update(live)
+        self._after_access(now)
+        return result
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            raise ValueError("cannot add None to a ListState")
+        now = self._clock()
+        self._inner.add(TtlValue(value, now))
+        self._after_access(now)
+
+    def add_all(self, values: Iterable[Any] | None) -> None:
+        now = self._clock()
+        self._inner.add_all(_records(values, now))
+        self._after_access(now)
+
+    def update(self, values: Iterable[Any] | None) -> None:
+        now = self._clock()
+        self._inner.update(_records(values, now))
+        self._after_access(now)
+
+    def purge_current(self, now: int) -> None:
+        stored = self._inner.get()
+        live = live_list(stored, self._ttl, now)
+        if live is not stored:
+            self._inner.update(live)
+
+
+def _records(values: Iterable[Any] | None, now: int) -> list[TtlValue]:
+    new = [] if values is None else list(values)
+    if any(value is None for value in new):
+        raise ValueError("cannot add None to a ListState")
+    return [TtlValue(value, now) for value in new]
+
+
+class TtlMapState(_TtlState, MapState):
+    """A `MapState` whose entries expire one by one, each `ttl` after its last write (or
+    read)."""
+
+    __slots__ = ()
+
+    def _read(self, key: Any, now: int) -> Any:
+        """The live value of `key` (the expired one too, ReturnExpiredIfNotCleanedUp), or
+        _ABSENT; removes an expired entry, refreshes a live one on OnReadAndWrite."""
+        stored = self._inner.get(key)
+        if stored is None:
+            return _ABSENT
+        record = _record(stored, self._name)
+        if expired(record, self._ttl, now):
+            self._inner.remove(key)
+            return record.value if self._return_expired else _ABSENT
+        if self._on_read:
+            self._inner.put(key, TtlValue(record.value, now))
+        return record.value
+
+    def _entries(self, now: int, refresh: bool) -> list[tuple[Any, Any]]:
+        """The (key, value) pairs a read returns; removes expired entries, refreshes the
+        live ones if `refresh` and OnReadAndWrite."""
+        entries = [(k, _record(r, self._name)) for k, r in self._inner.items()]
+        result: list[tuple[Any, Any]] = []
+        refreshed: dict[Any, TtlValue] = {}
+        for key, record in entries:
+            if expired(record, self._ttl, now):
+                self._inner.remove(key)
+                if not self._return_expired:
+                    continue
+            elif refresh and self._on_read:
+                refreshed[key] = TtlValue(record.value, now)
+            result.append((key, record.value))
+        if refreshed:
+            self._inner.put_all(refreshed)
+        self._after_access(now)
+        return result
+
+    def get(self, key: Any) -> Any:
+        now = self._clock()
+        value = self._read(key, now)
+        self._after_access(now)
+        return None if value is _ABSENT else value
+
+    def put(self, key: Any, value: Any) -> None:
+        now = self._clock()
+        self._inner.put(key, TtlValue(value, now))
+        self._after_access(now)
+
+    def put_all(self, mapping: dict[Any, Any]) -> None:
+        now = self._clock()
+        if mapping:
+            self._inner.put_all({k: TtlValue(v, now) for k, v in mapping.items()})
+        self._after_access(now)
+
+    def remove(self, key: Any) -> None:
+        now = self._clock()
+        self._inner.remove(key)
+        self._after_access(now)
+
+    def contains(self, key: Any) -> bool:
+        now = self._clock()
+        found = self._read(key, now) is not _ABSENT
+        self._after_access(now)
+        return found
+
+    def keys(self) -> list[Any]:
+        return [key for key, _ in self._entries(self._clock(), refresh=True)]
+
+    def values(self) -> list[Any]:
+        return [value for _, value in self._entries(self._clock(), refresh=True)]
+
+    def items(self) -> list[tuple[Any, Any]]:
+        return self._entries(self._clock(), refresh=True)
+
+    def is_empty(self) -> bool:
+        return not self._entries(self._clock(), refresh=False)
+
+    def purge_current(self, now: int) -> None:
+        for key, stored in self._inner.items():
+            if type(stored) is TtlValue and expired(stored, self._ttl, now):
+                self._inner.remove(key)
