@@ -17,7 +17,9 @@
    time) whose write runs on a second thread, as the task's uploader does: records/s of
    both, and the longest gap between two batches of 100 records of the loop while a write
    runs (the stall the write causes through the GIL; the snapshot's own pause is not in it),
-   next to the longest gap without snapshots. Peak RSS: the child's `ru_maxrss`.
+   next to the longest gap without snapshots. Also records per CPU second of the process
+   (all its threads), which another process's load changes less than records/s on a
+   shared machine. Peak RSS: the child's `ru_maxrss`.
 2. Job level (`--job`): the keyed running count of `keyed_count.py` (parallelism 2,
    `--records` generated records over N keys, key_by + reduce, a filter in front of an
    exactly-once FileSink) on real Spark, with each backend (`env.set_state_backend`),
@@ -164,6 +166,7 @@ def keyed_count_loop(
     longest_gap_writing = longest_gap_idle = 0.0
     records = 0
     index = 0
+    cpu_started = time.process_time()
     started = last = time.perf_counter()
     next_snapshot = started + 1.0
     deadline = started + seconds
@@ -199,8 +202,10 @@ def keyed_count_loop(
     elapsed = time.perf_counter() - started
     if writer is not None:
         writer.join()
+    cpu = time.process_time() - cpu_started  # every thread's, the last write's included
     figures: dict[str, Any] = {
         "records_per_second": records / elapsed,
+        "records_per_cpu_second": records / cpu,
         "longest_gap_ms": longest_gap_idle * 1000,
     }
     if workdir is not None:
@@ -255,6 +260,11 @@ def backend_figures(
         / figures["no_snapshots"]["records_per_second"]
     )
     getattr(backend, "dispose", lambda: None)()  # the pre-protocol heap backend has none
+    figures["cpu_ratio"] = (
+        figures["snapshots_1s"]["records_per_cpu_second"]
+        / figures["no_snapshots"]["records_per_cpu_second"]
+    )
+    figures["load_average_1m"] = os.getloadavg()[0]
     figures["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return figures
 
@@ -436,30 +446,40 @@ def _bytes(value: int) -> str:
 
 
 def backend_table(rows: list[dict[str, Any]]) -> str:
-    head = (
-        "| backend | keys | fill rec/s | sync pause ms | write ms | full bytes | after 1 % "
-        "| rec/s none | rec/s 1 s snapshots | ratio | longest stall ms (idle / writing) "
-        "| peak RSS |"
-    )
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    """Two Markdown tables: what a checkpoint costs, and the record loop's throughput."""
+    costs = [
+        "| backend | keys | fill rec/s | sync pause ms (first / max of the loop's) "
+        "| write ms | full checkpoint | after 1 % changed | peak RSS |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rates = [
+        "| backend | keys | rec/s none | rec/s 1 s snapshots | ratio | rec/CPU-s none "
+        "| rec/CPU-s 1 s snapshots | ratio | longest stall ms (none / writing) | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in rows:
         start = f"| {row['backend']} | {row['keys']:,} |"
         if "error" in row:
-            lines.append(f"{start} {row['error']} |" + " - |" * 10)
+            costs.append(f"{start} {row['error']} |" + " - |" * 5)
             continue
         none, ckpt = row["no_snapshots"], row["snapshots_1s"]
         sync_max = max(ckpt["sync_ms"], default=0.0)
-        lines.append(
+        costs.append(
             f"{start} {row['fill_records_per_second']:,.0f} "
-            f"| {row['full_sync_ms']:,.1f} (loop max {sync_max:,.1f}) "
+            f"| {row['full_sync_ms']:,.1f} / {sync_max:,.1f} "
             f"| {row['full_write_ms']:,.0f} | {_bytes(row['full_bytes'])} "
             f"| {_bytes(row['changed_bytes'])} ({row['changed_kind']}) "
-            f"| {none['records_per_second']:,.0f} | {ckpt['records_per_second']:,.0f} "
-            f"({ckpt['checkpoints']} snapshots) | {row['ratio']:.2f} "
-            f"| {none['longest_gap_ms']:,.1f} / {ckpt['longest_gap_while_writing_ms']:,.1f} "
             f"| {_mib(row['peak_rss_mib'])} |"
         )
-    return "\n".join(lines)
+        rates.append(
+            f"{start} {none['records_per_second']:,.0f} | {ckpt['records_per_second']:,.0f} "
+            f"({ckpt['checkpoints']} snapshots) | {row['ratio']:.2f} "
+            f"| {none['records_per_cpu_second']:,.0f} | {ckpt['records_per_cpu_second']:,.0f} "
+            f"| {row['cpu_ratio']:.2f} "
+            f"| {none['longest_gap_ms']:,.1f} / {ckpt['longest_gap_while_writing_ms']:,.1f} "
+            f"| {row['load_average_1m']:.1f} |"
+        )
+    return "\n".join(costs) + "\n\n" + "\n".join(rates)
 
 
 def _rate(figures: dict[str, Any]) -> str:
