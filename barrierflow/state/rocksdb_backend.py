@@ -83,6 +83,7 @@ from barrierflow.state.heap_backend import (
 from barrierflow.state.key_groups import KeyGroupRange, stable_hash
 from barrierflow.state.rocksdb_encoding import (
     MAX_KEY_GROUPS,
+    NATIVE_KIND,
     PREFIX_BYTES,
     decode_key,
     decode_list,
@@ -93,14 +94,12 @@ from barrierflow.state.rocksdb_encoding import (
     encode_value,
     key_group_prefix,
     key_part,
+    section_kind,
     split_key_part,
     split_prefix,
     state_prefix,
 )
 from barrierflow.state.values import ListState, MapState, ValueState
-
-NATIVE_KIND = "rocksdb-keyed-state"
-"""Envelope kind of a checkpoint's native RocksDB section."""
 
 NATIVE_VERSION = 1
 """Schema of the native header. Readers take 1 up to this."""
@@ -370,7 +369,11 @@ class RocksDBKeyedStateBackend:
         (protocol docstring). One native section covering the whole range into a backend
         nothing was written to becomes the database itself (its files downloaded, the key
         groups outside the range deleted); otherwise entries are copied in batches."""
-        parsed = [_parse_section(data) for data in snapshots]
+        parsed = [
+            (kind, header, body)
+            for kind, header, body in map(_parse_section, snapshots)
+            if kind == KEYED_STATE or len(_range_of(header).intersection(self.key_group_range))
+        ]  # a native section of other key groups only is skipped without a download
         restored: set[int] = set()
         if (
             len(parsed) == 1
@@ -816,19 +819,11 @@ class RocksDBSnapshot:
 def _parse_section(data: bytes) -> tuple[str, dict[str, Any], memoryview]:
     """(kind, header, body) of a canonical or native keyed section."""
     view = memoryview(data).cast("B")
-    kind = NATIVE_KIND if _kind_of(view) == NATIVE_KIND else KEYED_STATE
+    kind = NATIVE_KIND if section_kind(view) == NATIVE_KIND else KEYED_STATE
     header, body = _envelope.decode(view, kind)
     if not isinstance(header, dict):
         raise StateRestoreError(f"a {kind!r} header must be a dict, found {header!r:.200}")
     return kind, header, body
-
-
-def _kind_of(view: memoryview) -> str:
-    """The kind an envelope names (read before it is decoded, which checks everything)."""
-    if len(view) < 24:
-        return ""
-    (kind_length,) = struct.unpack_from(">H", view, 6)
-    return bytes(view[24 : 24 + kind_length]).decode(errors="replace")
 
 
 def _download(header: dict[str, Any], base: _fs.Location | None, folder: str) -> None:
@@ -939,8 +934,3 @@ def native_to_canonical(
             db.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def is_native_section(section: bytes | memoryview) -> bool:
-    """Whether a keyed section is this backend's native checkpoint format."""
-    return _kind_of(memoryview(section).cast("B")) == NATIVE_KIND

@@ -59,6 +59,9 @@ _I = struct.Struct(">I")
 _H = struct.Struct(">H")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
+NATIVE_KIND = "rocksdb-keyed-state"
+"""Envelope kind of a checkpoint's native RocksDB section (`rocksdb_backend.py`)."""
+
 KEY_GROUP_BYTES = 2
 STATE_ID_BYTES = 2
 PREFIX_BYTES = KEY_GROUP_BYTES + STATE_ID_BYTES
@@ -81,12 +84,22 @@ def split_prefix(db_key: bytes) -> tuple[int, int]:
     return _H.unpack_from(db_key)[0], _H.unpack_from(db_key, KEY_GROUP_BYTES)[0]
 
 
+def section_kind(section: bytes | memoryview) -> str:
+    """The kind an envelope names ("keyed-state", NATIVE_KIND, ...), read before it is
+    decoded (which checks everything); "" if it is too short to name one."""
+    view = memoryview(section).cast("B")
+    if len(view) < 24:
+        return ""
+    (kind_length,) = _H.unpack_from(view, 6)
+    return bytes(view[24 : 24 + kind_length]).decode(errors="replace")
+
+
 # ---- keys ---------------------------------------------------------------------------------
 
 
 def encode_key(key: Any) -> bytes:
     """Deterministic bytes of a user key or map key, equal for keys a dict takes as equal.
-    Raises TypeError for an unhashable key and pickle's errors for an unpicklable one."""
+    Raises TypeError for an unhashable key and PicklingError for an unpicklable one."""
     cls = type(key)
     if cls is str:
         return b"\x04" + key.encode("utf-8", "surrogatepass")
@@ -108,7 +121,12 @@ def encode_key(key: Any) -> bytes:
             return _encode_int(int(key))
         return b"\x03" + _D.pack(math.nan if key != key else key)
     hash(key)  # a dict refuses unhashable keys: so does this backend (TypeError)
-    return b"\x7f" + pickle.dumps(key, protocol=5)
+    try:
+        return b"\x7f" + pickle.dumps(key, protocol=5)
+    except Exception as error:
+        raise pickle.PicklingError(
+            f"{type(key).__qualname__} cannot be pickled: {error}"
+        ) from error
 
 
 def _encode_int(value: int) -> bytes:

@@ -28,6 +28,7 @@ from barrierflow.state.heap_backend import (
 )
 from barrierflow.state.operator_list_state import decode_lists, is_list_state
 from barrierflow.state.operator_state import decode_operator_state
+from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -296,11 +297,24 @@ class Snapshot:
                 continue
             uri, data = self._section(entry, section)
             try:
+                if section_kind(data) == NATIVE_KIND:  # a RocksDB checkpoint's own files
+                    data = self._native_as_canonical(uri, section, data)
                 header, body = _envelope.decode(data, KEYED_STATE)
             except StateRestoreError as error:
                 raise StateRestoreError(f"{uri}: keyed state of {uid!r}: {error}") from error
             _check_keyed_header(header, uri, self.max_parallelism)
             yield header, body, uri
+
+    def _native_as_canonical(self, uri: str, section: list[int], data: bytes) -> bytes:
+        """A RocksDB checkpoint's keyed section read as the canonical one (once per section:
+        its files are downloaded)."""
+        from barrierflow.state.rocksdb_backend import native_to_canonical
+
+        cache = self.__dict__.setdefault("_canonical_sections", {})
+        cache_key = (uri, *section)
+        if cache_key not in cache:
+            cache[cache_key] = native_to_canonical(data, self.folder)
+        return cache[cache_key]
 
     def _key_groups(
         self, header: dict[str, Any], body: memoryview, uri: str
