@@ -4,7 +4,8 @@
                                  [--out-of-order-group-size K]
 
     barrierflow nexmark run --query qN (--events N | --input PATH) [--parallelism P]
-                            [--checkpoint-interval MS] [--output DIR] [--rate R] [--json]
+                            [--checkpoint-interval MS] [--state-backend hashmap|rocksdb]
+                            [--output DIR] [--rate R] [--json]
 
 `generate` writes generator events `0 .. N - 1` to PATH in flink-nexmark's table shape
 (Parquet if PATH ends in `.parquet`, else JSON Lines) and prints one line: how many events,
@@ -28,7 +29,7 @@ from barrierflow.errors import BarrierflowError
 from barrierflow.nexmark.events_file import write_events
 from barrierflow.nexmark.generator import GeneratorConfig
 from barrierflow.nexmark.queries import EXTRA_QUERY_NAMES, QUERY_NAMES
-from barrierflow.nexmark.runner import RunSettings
+from barrierflow.nexmark.runner import STATE_BACKENDS, RunSettings
 from barrierflow.nexmark.runner import run as run_query
 
 __all__ = ["nexmark"]
@@ -100,6 +101,13 @@ def generate(count: int, path: str, seed: int, rate: int, group_size: int) -> No
     "as the job goes).",
 )
 @click.option("--checkpoint-dir", help="Checkpoint folder (default: a temporary one).")
+@click.option(
+    "--state-backend",
+    type=click.Choice(sorted(STATE_BACKENDS)),
+    default="hashmap",
+    show_default=True,
+    help="Where keyed state lives: Python dicts, or an embedded RocksDB per subtask.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 def run(
     name: str,
@@ -111,6 +119,7 @@ def run(
     seed: int,
     rate: int | None,
     checkpoint_dir: str | None,
+    state_backend: str,
     as_json: bool,
 ) -> None:
     """Run one Nexmark query to the end of its events and print its figures."""
@@ -125,6 +134,7 @@ def run(
             seed=seed,
             events_per_second=rate,
             checkpoint_dir=checkpoint_dir,
+            state_backend=state_backend,
         )
         report = run_query(settings)
     except BarrierflowError as error:

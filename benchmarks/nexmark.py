@@ -3,6 +3,7 @@ Streaming, on one events file, one run after the other.
 
     python benchmarks/nexmark.py [--events 2000000] [--queries q0,q1,...] [--parallelism 2]
         [--repeat 3] [--peers flink-sql,flink-ds,spark-ss] [--install-peers]
+        [--state-backend hashmap|rocksdb]
 
 The events file (`--input`, default `<workdir>/events-<N>.json`) is made with
 `barrierflow nexmark generate` when it is missing. For every query, every system runs it
@@ -10,7 +11,8 @@ over that file as a separate process, one at a time; `--repeat R` rounds, and th
 each system's runs is reported:
 
 - barrierflow: `barrierflow nexmark run --input FILE --json`, without checkpoints and with
-  exactly-once checkpoints every `--checkpoint-interval` ms (1 s);
+  exactly-once checkpoints every `--checkpoint-interval` ms (1 s), keyed state in the
+  `--state-backend` (hashmap, the default, or rocksdb);
 - flink-sql: `benchmarks/peers/flink_nexmark.py`, Flink SQL in the JVM (PyFlink 2.3.0);
 - flink-ds: `benchmarks/peers/flink_datastream.py`, PyFlink's Python DataStream API in
   thread mode (q0, q1, q2, and `count`, bids per auction, a keyed running count);
@@ -416,12 +418,20 @@ def install_flink(root: Path) -> None:
 
 
 def command(
-    system: str, query: str, path: str, events: int, parallelism: int, interval: int, root: Path
+    system: str,
+    query: str,
+    path: str,
+    events: int,
+    parallelism: int,
+    interval: int,
+    root: Path,
+    state_backend: str = "hashmap",
 ) -> list[str]:
     """The command line that runs `query` on `system`."""
     if system.startswith(BARRIERFLOW):
         line = [str(Path(sys.executable).with_name("barrierflow")), "nexmark", "run"]
         line += ["--query", query, "--input", path, "--parallelism", str(parallelism), "--json"]
+        line += ["--state-backend", state_backend]
         if system == BARRIERFLOW_CKPT:
             line += ["--checkpoint-interval", str(interval)]
         return line
@@ -531,6 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--peers", default=",".join(PEERS), help="'' for barrierflow alone")
     parser.add_argument("--checkpoint-interval", type=int, default=1000, help="ms")
+    parser.add_argument(
+        "--state-backend", choices=("hashmap", "rocksdb"), default="hashmap", help="barrierflow's"
+    )
     parser.add_argument("--no-checkpoint-run", action="store_true", help="skip barrierflow-ckpt")
     parser.add_argument(
         "--peers-only", action="store_true", help="run the peers alone (no barrierflow runs)"
@@ -580,7 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     continue
                 line = command(
                     system, query, str(path), events, args.parallelism,
-                    args.checkpoint_interval, root,
+                    args.checkpoint_interval, root, args.state_backend,
                 )  # fmt: skip
                 started = time.monotonic()
                 run = run_one(line, system, query, args.timeout)
@@ -637,6 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "events_file": str(path),
             "parallelism": args.parallelism,
             "checkpoint_interval_ms": args.checkpoint_interval,
+            "state_backend": args.state_backend,
             "repeat": args.repeat,
             "machine": machine(),
             "peers_not_run": problems,

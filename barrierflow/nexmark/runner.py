@@ -26,6 +26,7 @@ from barrierflow._clock import SYSTEM_CLOCK
 from barrierflow.connectors.base import Sink
 from barrierflow.connectors.discarding import DiscardingSink
 from barrierflow.connectors.files import FileSink
+from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from barrierflow.errors import ConfigurationError
 from barrierflow.nexmark.generator import GeneratorConfig
 from barrierflow.nexmark.job import events_from_file, events_from_generator
@@ -40,6 +41,10 @@ PROBE_UID = "nexmark-latency"
 START_ALLOWANCE_MS = 15_000
 """A paced run's event 0 is due this long after the job is built: time for Spark to start
 the tasks, so no event is late before the job runs (the tasks wait for it instead)."""
+
+
+STATE_BACKENDS = {"hashmap": HashMapStateBackend, "rocksdb": EmbeddedRocksDBStateBackend}
+"""`--state-backend`'s choices."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,9 @@ class RunSettings:
     the job takes events."""
     checkpoint_dir: str | None = None
     """Where checkpoints go; None: a temporary folder removed afterwards."""
+    state_backend: str = "hashmap"
+    """Where keyed state lives: "hashmap" (Python dicts) or "rocksdb" (an embedded RocksDB
+    per subtask, default settings)."""
 
     def __post_init__(self) -> None:
         query(self.query)  # an unknown name fails here, naming the known ones
@@ -79,6 +87,10 @@ class RunSettings:
             )
         if self.events_per_second is not None and self.input_path is not None:
             raise ConfigurationError("a rate paces the generator; it cannot pace an input file")
+        if self.state_backend not in STATE_BACKENDS:
+            raise ConfigurationError(
+                f"unknown state backend {self.state_backend!r}; known: {', '.join(STATE_BACKENDS)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class RunReport:
     worst subtask's); None unpaced."""
     checkpoints: dict[str, Any]
     restarts: int
+    state_backend: str = "hashmap"
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,6 +176,7 @@ def run(settings: RunSettings) -> RunReport:
         if settings.checkpoint_interval_ms is not None:
             env.enable_checkpointing(settings.checkpoint_interval_ms)
         env.get_checkpoint_config().set_checkpoint_storage(checkpoint_dir)
+        env.set_state_backend(STATE_BACKENDS[settings.state_backend]())
         build_job(env, settings)
         job = env.execute_async(f"nexmark-{settings.query}")
         if not job.wait_until_running(timeout=300):
@@ -186,6 +200,7 @@ def run(settings: RunSettings) -> RunReport:
             latency_ms=None if settings.events_per_second is None else _latency(job.metrics),
             checkpoints=_checkpoint_figures(result.checkpoints),
             restarts=result.restarts,
+            state_backend=settings.state_backend,
         )
     finally:
         if scratch is not None:

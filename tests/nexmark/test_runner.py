@@ -40,6 +40,7 @@ def test_settings_need_exactly_one_of_events_and_input(tmp_path):
         ({"events": 10, "parallelism": 0}, "parallelism must be at least 1"),
         ({"events": 10, "checkpoint_interval_ms": 5}, "at least 10 ms"),
         ({"input_path": "/nonexistent/events.jsonl"}, "no events file at /nonexistent"),
+        ({"events": 10, "state_backend": "memory"}, "unknown state backend 'memory'; known: "),
     ],
 )
 def test_bad_settings_are_refused_naming_the_problem(kwargs, message):
