@@ -114,7 +114,11 @@ def _with_cleanups(
         )
     size = sweep_size(ttl)
     if size:
-        handle.sweep_with(IncrementalSweep(backend, name, size, handle.purge_current))
+        handle.sweep_with(
+            IncrementalSweep(
+                backend, name, size, ttl.get_ttl().to_milliseconds(), handle.purge_current
+            )
+        )
     return handle
 
 

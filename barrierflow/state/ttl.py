@@ -23,7 +23,8 @@ a read returns):
   records out of what a snapshot writes;
 - incremental: each access to the state also checks up to `cleanup_size` further keys of
   it, from a cursor over `backend.keys(name)` that persists across accesses and starts
-  over at the end, and removes their expired records;
+  over at the end, and removes their expired records; after a complete pass it rests
+  until the earliest moment something can have expired;
 - RocksDB compaction filter: rocksdict exposes no compaction-filter callback, so the
   incremental sweep stands in for it (Flink's default size, 5 keys per access).
 
@@ -146,25 +147,48 @@ class SnapshotFilter:
 
 class IncrementalSweep:
     """Checks up to `size` keys of one state per call, from a cursor over
-    `backend.keys(state_name)` kept across calls; `purge` removes the expired records of
-    the backend's current key. The caller's current key is set back afterwards."""
+    `backend.keys(state_name)` kept across calls; `purge(now)` removes the expired records
+    of the backend's current key and returns the earliest expiry among those left (None:
+    none left). The caller's current key is set back afterwards.
 
-    __slots__ = ("_backend", "_cursor", "_name", "_purge", "_size")
+    After a complete pass the sweep knows that nothing can expire before the earliest
+    expiry it saw or the pass's start plus the TTL (what was written since expires after
+    that), and does nothing until then.
+    """
+
+    __slots__ = (
+        "_backend",
+        "_cursor",
+        "_idle_until",
+        "_name",
+        "_pass_earliest",
+        "_pass_start",
+        "_purge",
+        "_size",
+        "_ttl",
+    )
 
     def __init__(
         self,
         backend: KeyedStateBackend,
         state_name: str,
         size: int,
-        purge: Callable[[int], None],
+        ttl_ms: int,
+        purge: Callable[[int], int | None],
     ) -> None:
         self._backend = backend
         self._name = state_name
         self._size = size
+        self._ttl = ttl_ms
         self._purge = purge
         self._cursor: Iterator[Any] | None = None
+        self._pass_start = 0
+        self._pass_earliest: int | None = None
+        self._idle_until: int | None = None
 
     def run(self, now: int) -> None:
+        if self._idle_until is not None and now < self._idle_until:
+            return
         backend = self._backend
         if backend.current_key_group is None:
             return
@@ -176,20 +200,33 @@ class IncrementalSweep:
             while checked < self._size:
                 if self._cursor is None:
                     self._cursor = backend.keys(self._name)
+                    self._pass_start = now
+                    self._pass_earliest = None
+                    self._idle_until = None
                 key = next(self._cursor, _END)
                 if key is _END:
-                    self._cursor = None
-                    if restarted:
-                        return  # every key seen in this call
+                    self._end_pass()
+                    if restarted or (self._idle_until is not None and now < self._idle_until):
+                        return
                     restarted = True
                     continue
                 moved = True
                 backend.set_current_key(key)
-                self._purge(now)
+                earliest = self._purge(now)
+                if earliest is not None and (
+                    self._pass_earliest is None or earliest < self._pass_earliest
+                ):
+                    self._pass_earliest = earliest
                 checked += 1
         finally:
             if moved:
                 backend.set_current_key(current)
+
+    def _end_pass(self) -> None:
+        self._cursor = None
+        bound = self._pass_start + self._ttl
+        earliest = self._pass_earliest
+        self._idle_until = bound if earliest is None or earliest > bound else earliest
 
 
 # ---- the handles -----------------------------------------------------------------------------
@@ -220,8 +257,9 @@ class _TtlState(State):
         if self._sweep is not None:
             self._sweep.run(now)
 
-    def purge_current(self, now: int) -> None:
-        """Remove the current key's expired records (the sweep's step)."""
+    def purge_current(self, now: int) -> int | None:
+        """Remove the current key's expired records (the sweep's step); returns the
+        earliest expiry among the records left, None if none is left."""
         raise NotImplementedError
 
     def clear(self) -> None:
@@ -259,10 +297,14 @@ class TtlValueState(_TtlState, ValueState):
             self._inner.update(TtlValue(value, now))
         self._after_access(now)
 
-    def purge_current(self, now: int) -> None:
+    def purge_current(self, now: int) -> int | None:
         stored = self._inner.value()
-        if stored is not None and live_value(stored, self._ttl, now) is None:
+        if type(stored) is not TtlValue:
+            return None
+        if expired(stored, self._ttl, now):
             self._inner.clear()
+            return None
+        return stored.last_access + self._ttl
 
 
 class TtlListState(_TtlState, ListState):
@@ -300,11 +342,12 @@ class TtlListState(_TtlState, ListState):
         self._inner.update(_records(values, now))
         self._after_access(now)
 
-    def purge_current(self, now: int) -> None:
+    def purge_current(self, now: int) -> int | None:
         stored = self._inner.get()
         live = live_list(stored, self._ttl, now)
         if live is not stored:
             self._inner.update(live)
+        return _earliest(live, self._ttl)
 
 
 def _records(values: Iterable[Any] | None, now: int) -> list[TtlValue]:
@@ -393,7 +436,19 @@ class TtlMapState(_TtlState, MapState):
     def is_empty(self) -> bool:
         return not self._entries(self._clock(), refresh=False)
 
-    def purge_current(self, now: int) -> None:
+    def purge_current(self, now: int) -> int | None:
+        earliest: int | None = None
         for key, stored in self._inner.items():
-            if type(stored) is TtlValue and expired(stored, self._ttl, now):
+            if type(stored) is not TtlValue:
+                continue
+            if expired(stored, self._ttl, now):
                 self._inner.remove(key)
+            elif earliest is None or stored.last_access + self._ttl < earliest:
+                earliest = stored.last_access + self._ttl
+        return earliest
+
+
+def _earliest(records: Iterable[Any] | None, ttl_ms: int) -> int | None:
+    """The earliest expiry among `records` (None if there are none)."""
+    times = [r.last_access for r in records or () if type(r) is TtlValue]
+    return min(times) + ttl_ms if times else None
