@@ -48,7 +48,7 @@ import struct
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
 from rocksdict import (
@@ -220,6 +220,8 @@ class RocksDBKeyedStateBackend:
         self._kinds: dict[str, StateKind] = {}
         self._states: dict[str, _RocksState] = {}
         self._restored: set[str] = set()
+        self._filters: dict[str, Callable[[Any], Any]] = {}
+        """Per state, what savepoints write instead of each value (`set_snapshot_filter`)."""
         self._checkpoints = itertools.count(1)
         self._disposed = False
 
@@ -342,6 +344,16 @@ class RocksDBKeyedStateBackend:
 
     # ---- snapshot and restore --------------------------------------------------------------
 
+    def set_snapshot_filter(self, state_name: str, transform: Callable[[Any], Any] | None) -> None:
+        """Savepoints (`write(None)`) taken from now on write `transform(value)` for each
+        value of `state_name`, leaving out keys where it returns None; None removes the
+        filter. Checkpoints upload the native files as they are (TTL: expired entries there
+        are filtered when read, and dropped on restore through a savepoint)."""
+        if transform is None:
+            self._filters.pop(state_name, None)
+        else:
+            self._filters[state_name] = transform
+
     def snapshot(self) -> RocksDBSnapshot:
         """Flush the memtable and take RocksDB's native checkpoint (hard links): the
         synchronous part. Raises OSError if the local disk fails."""
@@ -362,6 +374,7 @@ class RocksDBKeyedStateBackend:
                 self.key_group_range,
                 [(name, self._kinds[name]) for name in self._names],
             ),
+            [self._filters.get(name) for name in self._names],
         )
 
     def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:
@@ -787,11 +800,16 @@ class RocksDBSnapshot:
     """A native RocksDB checkpoint in a local folder (hard links), until `release()`."""
 
     def __init__(
-        self, path: str, settings: EmbeddedRocksDBStateBackend, header: dict[str, Any]
+        self,
+        path: str,
+        settings: EmbeddedRocksDBStateBackend,
+        header: dict[str, Any],
+        filters: list[Callable[[Any], Any] | None],
     ) -> None:
         self._path = path
         self._settings = settings
         self._header = header
+        self._filters = filters
 
     def write(self, side_files: _fs.Location | None) -> bytes:
         """Upload the checkpoint's files into `side_files` and return the native envelope
@@ -799,7 +817,7 @@ class RocksDBSnapshot:
         if side_files is None:
             db = _open_read_only(self._path, self._settings)
             try:
-                return _canonical(db, self._header)
+                return _canonical(db, self._header, self._filters)
             finally:
                 db.close()
         _fs.make_dirs(side_files)
@@ -855,9 +873,14 @@ def _download(header: dict[str, Any], base: _fs.Location | None, folder: str) ->
             )
 
 
-def _canonical(db: Rdict, header: dict[str, Any]) -> bytes:
+def _canonical(
+    db: Rdict,
+    header: dict[str, Any],
+    filters: list[Callable[[Any], Any] | None] | None = None,
+) -> bytes:
     """The canonical "keyed-state" envelope of a native database (`heap_backend.py`'s
-    format, with the same per-key-group pickles the heap backend writes)."""
+    format, with the content the heap backend writes), each state's values through its
+    snapshot filter if it has one."""
     states = [(name, StateKind(kind)) for name, kind in header["states"]]
     names = [name for name, _ in states]
     sections: list[bytes] = []
@@ -867,8 +890,15 @@ def _canonical(db: Rdict, header: dict[str, Any]) -> bytes:
     per_state: list[dict[Any, Any]] = []
 
     def close_group() -> None:
-        nonlocal offset
-        if current_group < 0 or not any(per_state):
+        nonlocal offset, per_state
+        if current_group < 0:
+            return
+        if filters:
+            per_state = [
+                _filtered(entries, transform)
+                for entries, transform in zip(per_state, filters, strict=True)
+            ]
+        if not any(per_state):
             return
         try:
             section = pickle.dumps(per_state, protocol=5)
@@ -909,6 +939,18 @@ def _canonical(db: Rdict, header: dict[str, Any]) -> bytes:
         "key_groups": index,
     }
     return _envelope.encode(KEYED_STATE, canonical, b"".join(sections))
+
+
+def _filtered(entries: dict[Any, Any], transform: Callable[[Any], Any] | None) -> dict[Any, Any]:
+    """`entries` as a snapshot filter writes them."""
+    if transform is None or not entries:
+        return entries
+    kept = {}
+    for key, value in entries.items():
+        written = transform(value)
+        if written is not None:
+            kept[key] = written
+    return kept
 
 
 def native_to_canonical(

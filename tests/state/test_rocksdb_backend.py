@@ -537,3 +537,21 @@ def test_rss_stays_bounded_with_state_many_times_the_cache(tmp_path):
     growth = max(figures["written"], figures["after"]) - figures["before"]
     assert figures["state"] >= 300 * 2**20
     assert growth < 80 * 2**20, f"RSS grew {growth / 2**20:.0f} MiB for 300 MiB of state"
+
+
+def test_a_snapshot_filter_applies_to_savepoints_not_to_live_state(make_rocks, tmp_path):
+    rocks = make_rocks()
+    fill(rocks, [f"k-{i}" for i in range(20)])
+    rocks.set_snapshot_filter("count", lambda n: None if n % 2 else n * 10)
+    section = checkpoint(rocks, tmp_path / "chk-1", "files")
+    savepoint = flat(canonical_bytes(rocks))
+    assert {k: v for (name, k), v in savepoint.items() if name == "count"} == {
+        f"k-{i}": i * 10 for i in range(0, 20, 2)
+    }
+    rocks.set_current_key("k-3")
+    assert rocks.get_value_state(ValueStateDescriptor("count")).value() == 3
+    native = make_rocks()
+    native.restore([section], _fs.location(str(tmp_path / "chk-1")))
+    assert sorted(native.keys("count")) == sorted(f"k-{i}" for i in range(20))
+    rocks.set_snapshot_filter("count", None)
+    assert len([k for name, k in flat(canonical_bytes(rocks)) if name == "count"]) == 20
