@@ -230,3 +230,31 @@ def test_one_name_cannot_be_two_kinds_of_state_in_one_function() -> None:
         context.get_aggregating_state(AggregatingStateDescriptor("x", Average()))
     with pytest.raises(ConfigurationError, match="expected a ReducingStateDescriptor"):
         context.get_reducing_state(ValueStateDescriptor("y"))
+
+
+# ---- per-window state ------------------------------------------------------------------------
+
+
+def test_window_state_has_aggregating_state_that_merges_with_the_accumulators() -> None:
+    from barrierflow.runtime.windowing.partitioned_state import (
+        WindowKeyedStateStore,
+        merge_namespaces,
+    )
+    from barrierflow.runtime.windowing.window_state import InMemoryWindowState
+
+    access = InMemoryWindowState()
+    descriptor = AggregatingStateDescriptor("avg", Average())
+    first = WindowKeyedStateStore(access, "k", "w1").get_aggregating_state(descriptor)
+    second = WindowKeyedStateStore(access, "k", "w2").get_aggregating_state(descriptor)
+    first.add(1)
+    first.add(3)
+    second.add(8)
+    assert (first.get(), second.get()) == (2.0, 8.0)
+    merge_namespaces(access, descriptor, "k", "w1", ["w2"])
+    assert (first.get(), second.get()) == (4.0, None)
+    first.clear()
+    assert first.get() is None
+    with pytest.raises(ConfigurationError, match="expected a AggregatingStateDescriptor"):
+        WindowKeyedStateStore(access, "k", "w1").get_aggregating_state(
+            ReducingStateDescriptor("r", op.add)
+        )
