@@ -26,7 +26,8 @@
    without checkpoints and with 1 s exactly-once checkpoints: events/s from all tasks
    running to the job's end, the ratio ckpt/none, the checkpoints' synchronous and
    asynchronous durations and state size from the job's checkpoint statistics, and the
-   peak RSS of the Python task processes (sampled every 200 ms).
+   peak RSS of the Python task processes (sampled every 200 ms; Python workers are not
+   reused, so each task's process is its own).
 
 Prints the machine, then a table; `--json` prints one JSON object instead.
 """
@@ -414,9 +415,10 @@ def job_run(
 def job_figures(
     backends: list[str], records: int, keys: int, incremental: bool
 ) -> list[dict[str, Any]]:
-    from barrierflow.cluster.spark_session import obtain_spark
+    from barrierflow.cluster.spark_session import SparkOptions, obtain_spark
 
-    obtain_spark(None, 4)
+    # A fresh Python worker per task: a reused one would carry an earlier run's heap.
+    obtain_spark(None, 4, SparkOptions(conf={"spark.python.worker.reuse": "false"}))
     rows = []
     for backend in backends:
         row: dict[str, Any] = {"backend": backend, "keys": keys, "records": records}
@@ -498,19 +500,21 @@ def _pair(figures: dict[str, Any], name: str) -> str:
 def job_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| backend | keys | events/s none | events/s 1 s ckpt | ratio | sync ms (median / max) "
-        "| async ms (median / max) | state size | task peak RSS |",
+        "| async ms (median / max) | state size / persisted (max) | task peak RSS |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         none, ckpt = row["none"], row["ckpt_1s"]
 
         size = ckpt.get("checkpoint_state_size_max")
+        persisted = ckpt.get("checkpoint_persisted_size_max")
         peak = max(none.get("task_peak_rss_mib", 0.0), ckpt.get("task_peak_rss_mib", 0.0))
         ratio = f"{row['ratio']:.2f}" if "ratio" in row else "-"
         lines.append(
             f"| {row['backend']} | {row['keys']:,} | {_rate(none)} | {_rate(ckpt)} | {ratio} "
             f"| {_pair(ckpt, 'sync_duration_ms')} | {_pair(ckpt, 'async_duration_ms')} "
-            f"| {'-' if size is None else _bytes(size)} | {_mib(peak or None)} |"
+            f"| {'-' if size is None else _bytes(size)} / "
+            f"{'-' if persisted is None else _bytes(persisted)} | {_mib(peak or None)} |"
         )
     return "\n".join(lines)
 
