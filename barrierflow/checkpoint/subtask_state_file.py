@@ -5,12 +5,19 @@ versioned envelope (`barrierflow._envelope`, kind "subtask-state") whose header 
 the body, and whose body holds each operator's keyed, operator and timer sections and
 the channel state, back to back. The index is also the subtask's `SubtaskStateHandle`.
 Reading slices sections out of a file; any failure names the file.
+
+The file is built on the snapshot uploader thread from a `PendingStateFile`: the
+sections taken at the barrier, with each operator's keyed state still a
+`KeyedStateSnapshot` whose `write` serializes it there. A checkpoint's backend may put
+side files for operator n into `<file>.files/<n>/` beside the file (`side_files_folder`),
+inside the checkpoint's folder, so discarding the checkpoint deletes them with it; a
+savepoint's keyed sections are canonical and have none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from barrierflow import _envelope as state_format
 from barrierflow import _fs
@@ -22,6 +29,9 @@ from barrierflow.checkpoint.handles import (
     section_as_list,
 )
 from barrierflow.errors import StateRestoreError
+
+if TYPE_CHECKING:
+    from barrierflow.state.backend import KeyedStateSnapshot
 
 SUBTASK_STATE = "subtask-state"
 """Envelope kind of the one state file a subtask writes per checkpoint."""
@@ -48,6 +58,89 @@ def state_file_name(vertex_id: int, subtask_index: int, deployment_id: str) -> s
 def state_file_location(job_dir: str, checkpoint_id: int, name: str) -> _fs.Location:
     """Where file `name` of checkpoint `checkpoint_id` goes below the job folder `job_dir`."""
     return _fs.Location(job_dir).child(f"chk-{checkpoint_id}", name)
+
+
+def side_files_folder(state_file: _fs.Location, operator_number: int) -> _fs.Location:
+    """The folder for side files of the `operator_number`-th operator of `state_file`.
+
+    Beside the state file, directly in its checkpoint's folder (deleted with it,
+    recursively, on every store; a backend names its files relative to the checkpoint's
+    folder as `<this folder's name>/<file>`), named after the file, so it is unique per
+    checkpoint, subtask, deployment (attempt) and operator. It may not exist yet: a
+    backend creates it if it writes.
+
+    >>> side_files_folder(_fs.Location("/job/chk-3/2-0-run-1.state"), 0).path
+    '/job/chk-3/2-0-run-1.state.files-0'
+    """
+    return state_file.parent.child(f"{state_file.name}.files-{operator_number}")
+
+
+@dataclass(frozen=True)
+class HeldSections:
+    """One operator's snapshot as taken at the barrier: its keyed state may still be a
+    `KeyedStateSnapshot` (written on the uploader thread), the rest is encoded."""
+
+    keyed: bytes | KeyedStateSnapshot | None = None
+    operator: bytes | None = None
+    timers: bytes | None = None
+
+
+@dataclass(frozen=True)
+class PendingStateFile:
+    """A subtask state file to build on the uploader thread (see the module docstring).
+
+    `build` then `release`, or only `release` when the checkpoint is dropped first;
+    `release` frees every keyed snapshot, once.
+    """
+
+    location: _fs.Location
+    vertex_id: int
+    subtask_index: int
+    key_group_range: tuple[int, int]
+    operators: dict[str, HeldSections]
+    channel_state: bytes | None
+    savepoint: bool
+    """Canonical keyed sections (`write(None)`), no side files."""
+
+    def build(self) -> tuple[bytes, SubtaskStateHandle]:
+        """Write each keyed snapshot, then encode the file; what `write` raises propagates
+        (OSError: storage failed; ConfigurationError: a value cannot be serialized)."""
+        sections: dict[str, OperatorSections] = {}
+        for number, (uid, held) in enumerate(self.operators.items()):
+            keyed = held.keyed
+            if keyed is not None and not isinstance(keyed, bytes):
+                side_files = None if self.savepoint else side_files_folder(self.location, number)
+                keyed = keyed.write(side_files)
+            sections[uid] = OperatorSections(keyed, held.operator, held.timers)
+        encoded = encode(
+            self.location.name,
+            self.vertex_id,
+            self.subtask_index,
+            self.key_group_range,
+            sections,
+            self.channel_state,
+        )
+        if encoded is None:
+            raise ValueError(f"state file {self.location.uri} has nothing to write")
+        return encoded
+
+    def release(self) -> None:
+        release_keyed(held.keyed for held in self.operators.values())
+
+
+def release_keyed(snapshots: Any) -> None:
+    """Release every `KeyedStateSnapshot` among `snapshots` (bytes and None need nothing);
+    each release is attempted even if an earlier one raises."""
+    error: BaseException | None = None
+    for snapshot in snapshots:
+        if snapshot is None or isinstance(snapshot, bytes):
+            continue
+        try:
+            snapshot.release()
+        except Exception as raised:  # the rest must still be freed
+            error = raised
+    if error is not None:
+        raise error
 
 
 def encode(

@@ -98,6 +98,15 @@ class RpcLost:
 
 
 @dataclass(frozen=True)
+class SnapshotFailed:
+    """The uploader thread could not serialize a snapshot's state (a value that cannot be
+    pickled): the task fails with `error`, as when it was serialized at the barrier."""
+
+    attempt: int
+    error: BaseException
+
+
+@dataclass(frozen=True)
 class RunAction:
     """An action handed to the mailbox thread (`MailboxExecutor.execute`)."""
 
@@ -108,6 +117,7 @@ class RunAction:
 
 Mail = (
     InputReceived
+    | SnapshotFailed
     | CreditReceived
     | ChannelConnected
     | InputChannelLost

@@ -1,13 +1,16 @@
 """SubtaskCheckpointCoordinator: a subtask's part of a checkpoint, from barrier to report.
 
 Mailbox thread only. At a checkpoint's barrier it takes the synchronous snapshot of
-the operator chain (with its statistics: alignment, start delay, sync duration),
-forwards the barrier downstream (aligned: in order; unaligned: ahead of the queued
-output, which becomes output channel state), encodes the subtask state file and
-hands it to the `SnapshotUploader`, which writes it and acknowledges. It declines
-what the barrier handler aborts, passes the JobMaster's complete/aborted
-notifications to the chain, and keeps the channel state (unaligned checkpoints)
-until each checkpoint's last barrier arrived.
+the operator chain (with its statistics: alignment, start delay, sync duration; keyed
+state as a `KeyedStateSnapshot`, O(key groups), not yet serialized), forwards the
+barrier downstream (aligned: in order; unaligned: ahead of the queued output, which
+becomes output channel state) and hands the sections to the `SnapshotUploader` as a
+`PendingStateFile`: the uploader thread writes the keyed snapshots, encodes and writes
+the subtask state file and acknowledges (`sync_ms` is the mailbox thread's part only,
+`async_ms` the uploader's). It declines what the barrier handler aborts, passes the
+JobMaster's complete/aborted notifications to the chain, keeps the channel state
+(unaligned checkpoints) until each checkpoint's last barrier arrived, and releases the
+keyed snapshots of a checkpoint it drops before the upload (an abort, `close`).
 
 A savepoint's barrier names its folder (`CheckpointBarrier.target`): the state file goes
 there instead of into `chk-<n>/`. Once the snapshot of a final checkpoint (the end of
@@ -27,7 +30,12 @@ from barrierflow._clock import Clock
 from barrierflow._scheduler import Scheduler
 from barrierflow.checkpoint import subtask_state_file
 from barrierflow.checkpoint.failure import CheckpointFailureReason
-from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
+from barrierflow.checkpoint.subtask_state_file import (
+    HeldSections,
+    PendingStateFile,
+    SubtaskStateReader,
+    release_keyed,
+)
 from barrierflow.runtime.barriers.decisions import (
     AbortCheckpoint,
     ArmAlignmentTimer,
@@ -63,6 +71,10 @@ class _HeldSnapshot:
     alignment_ms: float
     start_delay_ms: float
 
+    def release(self) -> None:
+        """Free the keyed snapshots of a checkpoint dropped before its upload."""
+        release_keyed(snapshot.keyed for snapshot in self.snapshots.values())
+
 
 class SubtaskCheckpointCoordinator:
     """The checkpoints of one attempt of one subtask (see the module docstring)."""
@@ -80,6 +92,7 @@ class SubtaskCheckpointCoordinator:
         send: Callable[[Any], None],
         clock: Clock,
         scheduler: Scheduler,
+        fail_task: Callable[[BaseException], None] | None = None,
     ) -> None:
         self._settings = settings
         self._partition = partition
@@ -92,6 +105,8 @@ class SubtaskCheckpointCoordinator:
         self._send = send
         self._clock = clock
         self._scheduler = scheduler
+        self._fail_task = fail_task
+        """Fails the task from the uploader thread (a value that cannot be serialized)."""
         self.channel_state = ChannelStateWriter(
             gate.channel_count if gate is not None else 0, len(writer.channels)
         )
@@ -137,7 +152,16 @@ class SubtaskCheckpointCoordinator:
     def notify_aborted(self, checkpoint_id: int) -> None:
         if checkpoint_id == self._final_snapshot:  # retried later: the task may go on meanwhile
             self._final_snapshot = None
+        # an unaligned snapshot still held goes on to the uploader, which drops it
+        self._uploader.abort(self._settings.attempt, checkpoint_id)
         self._chain.notify_checkpoint_aborted(checkpoint_id)
+
+    def close(self) -> None:
+        """The attempt is torn down: release held snapshots, drop its queued uploads."""
+        held, self._held = list(self._held.values()), {}
+        for snapshot in held:
+            snapshot.release()
+        self._uploader.drop_attempt(self._settings.attempt)
 
     # ---- from the input gate -----------------------------------------------------------------
 
@@ -170,7 +194,9 @@ class SubtaskCheckpointCoordinator:
                 self._complete_unaligned(decision.checkpoint_id)
             elif isinstance(decision, AbortCheckpoint):
                 self.channel_state.abort(decision.checkpoint_id)
-                self._held.pop(decision.checkpoint_id, None)
+                held = self._held.pop(decision.checkpoint_id, None)
+                if held is not None:
+                    held.release()
                 self.decline(decision.checkpoint_id, decision.reason, "")
             elif isinstance(decision, ArmAlignmentTimer):
                 self._arm_alignment_timer(decision.checkpoint_id, decision.delay_ms)
@@ -249,11 +275,12 @@ class SubtaskCheckpointCoordinator:
         )
 
     def _upload(self, held: _HeldSnapshot, channel_state: ChannelStateSnapshot | None) -> None:
-        """Encode the state file (operators, then channel state) and hand it to the uploader."""
+        """Hand the sections (operators, then channel state) to the uploader, which writes
+        the keyed snapshots and the state file and acknowledges."""
         started = self._clock.monotonic()
         settings, subtask, barrier = self._settings, self._subtask, held.barrier
-        sections = {
-            uid: subtask_state_file.OperatorSections(
+        operators = {
+            uid: HeldSections(
                 keyed=snapshot.keyed,
                 operator=None
                 if snapshot.operator is None
@@ -267,36 +294,35 @@ class SubtaskCheckpointCoordinator:
         if channel_state is not None and channel_state.persisted_bytes > 0:
             channel_bytes = channel_state.data
             persisted = channel_state.persisted_bytes
-        name = subtask_state_file.state_file_name(
-            subtask.vertex_id, subtask.subtask_index, settings.deployment_id
-        )
-        encoded = subtask_state_file.encode(
-            name,
-            subtask.vertex_id,
-            subtask.subtask_index,
-            self._key_group_range,
-            sections,
-            channel_bytes,
-        )
-        target, handle, data = None, None, b""
-        if encoded is not None:
-            data, handle = encoded
+        state_file = None
+        if operators or channel_bytes is not None:
+            name = subtask_state_file.state_file_name(
+                subtask.vertex_id, subtask.subtask_index, settings.deployment_id
+            )
             if barrier.target is not None:  # a savepoint: into its own folder
-                target = _fs.Location(barrier.target).child(name)
+                location = _fs.Location(barrier.target).child(name)
             else:
-                target = subtask_state_file.state_file_location(
+                location = subtask_state_file.state_file_location(
                     settings.checkpoint_dir, barrier.checkpoint_id, name
                 )
+            state_file = PendingStateFile(
+                location,
+                subtask.vertex_id,
+                subtask.subtask_index,
+                self._key_group_range,
+                operators,
+                channel_bytes,
+                savepoint=barrier.target is not None,
+            )
         ack = AcknowledgeCheckpoint(
             settings.attempt,
             self._partition,
             barrier.checkpoint_id,
-            handle,
+            None,  # the uploader fills in the handle and the size
             sync_ms=held.sync_ms + (self._clock.monotonic() - started) * 1000,
-            state_bytes=len(data),
             alignment_ms=held.alignment_ms,
             start_delay_ms=held.start_delay_ms,
             persisted_bytes=persisted,
             unaligned=channel_state is not None,
         )
-        self._uploader.submit(Upload(barrier.checkpoint_id, target, data, ack))
+        self._uploader.submit(Upload(barrier.checkpoint_id, state_file, ack, self._fail_task))

@@ -103,6 +103,7 @@ class StreamTask:
             mails.RpcReceived: self._on_rpc,
             mails.RpcLost: self._on_rpc_lost,
             mails.RunAction: self._on_action,
+            mails.SnapshotFailed: self._on_snapshot_failed,
         }
         self._prepare(settings)
 
@@ -154,7 +155,13 @@ class StreamTask:
             self._send,
             self._clock,
             self.scheduler,
+            self._snapshot_failure_poster(self.settings.attempt),
         )
+
+    def _snapshot_failure_poster(self, attempt: int) -> Callable[[BaseException], None]:
+        """For the uploader thread: fail `attempt` with an error, on the mailbox thread."""
+        post = self.mailbox.put
+        return lambda error: post(mails.SnapshotFailed(attempt, error))
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -203,9 +210,10 @@ class StreamTask:
         """Tear the current attempt down (if still up) and prepare attempt `settings.attempt`
         in this process; `run()` then registers, deploys and restores it.
 
-        The uploader stays: uploads of the old attempt finish, and the JobMaster refuses
-        their acknowledgements by attempt number, as every mail of the old attempt still
-        queued here is refused by this task.
+        The uploader stays: an upload of the old attempt being written finishes, and the
+        JobMaster refuses its acknowledgement by attempt number, as every mail of the old
+        attempt still queued here is refused by this task; its queued uploads are dropped
+        (`SubtaskCheckpointCoordinator.close` at the tear-down).
         """
         if settings.attempt <= self.attempt:
             raise ValueError(f"attempt {settings.attempt} does not follow {self.attempt}")
@@ -219,6 +227,7 @@ class StreamTask:
         if self._torn_down:
             return
         self._torn_down = True
+        self.checkpoints.close()
         self.chain.abort()
         if self._server is not None:
             self._server.close()
@@ -480,6 +489,9 @@ class StreamTask:
         raise mail.error
 
     def _on_output_failed(self, mail: mails.OutputFailed) -> None:
+        raise mail.error
+
+    def _on_snapshot_failed(self, mail: mails.SnapshotFailed) -> None:
         raise mail.error
 
     def _on_rpc_lost(self, mail: mails.RpcLost) -> None:

@@ -136,3 +136,14 @@ def canonical_bytes(backend: KeyedStateBackend) -> bytes:
         return snapshot.write(None)
     finally:
         snapshot.release()
+
+
+def canonical_section(keyed: bytes | KeyedStateSnapshot) -> bytes:
+    """An operator snapshot's keyed part as canonical bytes: bytes as they are, a
+    `KeyedStateSnapshot` written now with `write(None)` and released (tests, tools)."""
+    if isinstance(keyed, bytes):
+        return keyed
+    try:
+        return keyed.write(None)
+    finally:
+        keyed.release()

@@ -1,8 +1,23 @@
 """The heap keyed state backend: keyed state in dicts, one dict per state and key group.
 
-Mailbox thread only. State lives as `tables[state name][key group - start][key]`,
-so a value read or write is a list index and a dict operation, and a snapshot or
-a restore handles whole key groups, which is what lets state be rescaled.
+Mailbox thread only, except a snapshot's `write` and `release` (the uploader thread).
+State lives as `tables[state name].live[key group - start][key]`, so a value read or
+write is a list index and a dict operation, and a snapshot or a restore handles whole
+key groups, which is what lets state be rescaled.
+
+Asynchronous snapshots, by copy-on-write per key group (the idea of Flink's
+`CopyOnWriteStateMap`): `snapshot()` keeps a reference to every non-empty key group's
+dict of every state and marks those dicts shared, in O(key groups x states), touching
+no value. The first write to a shared key group afterwards copies that one dict
+(shallow: one key group's entries) and writes the copy; the first read of a value
+that could be changed in place (a list state's list, a map state's dict, a mutable
+value) while a snapshot holds it hands out a copy of its own (a pickle round trip:
+what a restore would give), stored in its place; numbers, strings, bytes and tuples of
+them are handed out as they are. So the snapshot keeps exactly the state at the
+barrier, whatever is done afterwards, while `write` pickles it on the uploader thread.
+Several snapshots may be in flight, each holding its own version; once every snapshot
+holding a key group is released, the next access drops the sharing without a copy, and
+the old dicts go with the snapshots.
 
 Snapshot format: a "keyed-state" envelope (`barrierflow._envelope`).
 Its msgpack header is
@@ -17,18 +32,19 @@ and the body holds one section per non-empty key group, at its (offset, length):
 a pickle (protocol 5) of a list with one dict per entry of "states", mapping user
 keys to values (value state: the value; list state: a list; map state: a dict).
 Pickle holds only user keys and values; restore unpickles only the sections of
-key groups in the restoring backend's range.
+key groups in the restoring backend's range. The heap backend writes no side files:
+a checkpoint's `write(folder)` is the same envelope as a savepoint's `write(None)`.
 
 >>> from barrierflow.state import ValueStateDescriptor
+>>> from barrierflow.state.backend import canonical_bytes
 >>> from barrierflow.state.key_groups import KeyGroupRange
 >>> backend = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
 >>> count = backend.get_value_state(ValueStateDescriptor("count"))
 >>> for word in ["a", "b", "a"]:
 ...     backend.set_current_key(word)
 ...     count.update((count.value() or 0) + 1)
->>> snapshot = backend.snapshot()
 >>> restored = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
->>> restored.restore([snapshot])
+>>> restored.restore([canonical_bytes(backend)])
 >>> restored.set_current_key("a")
 >>> restored.get_value_state(ValueStateDescriptor("count")).value()
 2
@@ -36,9 +52,11 @@ key groups in the restoring backend's range.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import pickle
-from collections.abc import Iterable, Iterator
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from barrierflow import _envelope as state_format
 from barrierflow.core.state_descriptors import (
@@ -52,28 +70,56 @@ from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorr
 from barrierflow.state.key_groups import KeyGroupRange, stable_hash
 from barrierflow.state.values import ListState, MapState, ValueState
 
+if TYPE_CHECKING:
+    from barrierflow import _fs
+
 KEYED_STATE = "keyed-state"
 """Envelope kind of a keyed-state snapshot."""
 
 KEYED_STATE_VERSION = 1
 """Schema of the keyed-state header and sections. Readers take 1 up to this."""
 
-_Groups = list[dict[Any, Any]]
-"""One state's entries: a dict of user key -> value per key group of the range."""
-
 _NO_KEY = object()
+
+_EMPTY: dict[Any, Any] = {}
+"""What a snapshot holds for a key group that was empty when it was taken (never changed)."""
+
+_IMMUTABLE = frozenset(
+    {
+        int,
+        float,
+        complex,
+        bool,
+        str,
+        bytes,
+        type(None),
+        decimal.Decimal,
+        datetime.datetime,
+        datetime.date,
+        datetime.time,
+        datetime.timedelta,
+    }
+)
+"""Types of values that cannot change in place: handed out as they are, never copied."""
 
 
 class HeapKeyedStateBackend:
     """Keyed state of one subtask's key-group range, held in memory.
 
-    Guarantees: a snapshot is a copy taken when `snapshot()` returns (later
-    updates do not change it), and `restore` keeps exactly the key groups of
-    this backend's range, so snapshots taken at one parallelism restore into
+    Guarantees: a snapshot holds the state as it was when `snapshot()` returned
+    (later updates, in-place changes of values read afterwards, new keys and clears do
+    not change it; see the module docstring), and `restore` keeps exactly the key
+    groups of this backend's range, so snapshots taken at one parallelism restore into
     another. Assumes records were routed by `stable_hash` over the same
     `max_parallelism`: a key outside the range is a StreamCorruptionError.
-    Values are stored by reference: a value read from `ValueState` and mutated
-    in place changes the state without `update()` (as in Flink's heap backend).
+
+    Values are stored by reference: a value read from `ValueState` (or `MapState`) and
+    mutated in place changes the state without `update()` (as in Flink's heap
+    backend). While a snapshot holds a key's value, reading it hands out a copy that
+    replaces it in the state (as Flink's heap backend copies a mutable value on access),
+    so mutating what was read after the barrier never reaches the snapshot. Hence: do
+    not keep a value read from state across records (read it again), nor change an
+    object in place after passing it to `update()` except through a value read again.
     """
 
     def __init__(self, key_group_range: KeyGroupRange, max_parallelism: int) -> None:
@@ -89,10 +135,12 @@ class HeapKeyedStateBackend:
         self._current_index: Any = None
         """Current key group minus the range's start: the index into every state's groups."""
         self._kinds: dict[str, StateKind] = {}
-        self._tables: dict[str, _Groups] = {}
+        self._tables: dict[str, _Table] = {}
         self._states: dict[str, _HeapState] = {}
         self._restored: set[str] = set()
         """Names of states whose kind came from a restored snapshot."""
+        self._filters: dict[str, Callable[[Any], Any]] = {}
+        """Per state, what snapshots write instead of each value (`set_snapshot_filter`)."""
 
     # ---- the current key (hot path) --------------------------------------------------------
 
@@ -171,10 +219,10 @@ class HeapKeyedStateBackend:
         state = self._states.get(name)
         if state is not None:
             return state
-        groups = self._tables.get(name)
-        if groups is None:
-            groups = self._tables[name] = [{} for _ in range(self._count)]
-        state = self._states[name] = implementation(self, groups)
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = _Table(self._count)
+        state = self._states[name] = implementation(self, table)
         return state
 
     def keys(self, state_name: str) -> Iterator[Any]:
@@ -183,59 +231,60 @@ class HeapKeyedStateBackend:
         Safe to use while changing the state: each key group's keys are copied
         before they are yielded.
         """
-        for entries in self._tables.get(state_name, ()):
-            yield from list(entries)
+        table = self._tables.get(state_name)
+        if table is None:
+            return
+        for index in range(self._count):
+            yield from list(table.live[index])
 
     # ---- snapshot and restore --------------------------------------------------------------
 
-    def snapshot(self) -> bytes:
-        """Every state of every key group, serialized now (see the module docstring)."""
+    def set_snapshot_filter(self, state_name: str, transform: Callable[[Any], Any] | None) -> None:
+        """Snapshots taken from now on write `transform(value)` for each value of
+        `state_name`, leaving out keys where it returns None; None removes the filter.
+        Applied by `write` (uploader thread) to the snapshot's own version."""
+        if transform is None:
+            self._filters.pop(state_name, None)
+        else:
+            self._filters[state_name] = transform
+
+    def snapshot(self) -> HeapKeyedStateSnapshot:
+        """The synchronous part of a snapshot of every state: a reference to each non-empty
+        key group's dict, which stays as it is now (copy-on-write, see the module
+        docstring). O(key groups x states); serialized by its `write`."""
         names = list(self._tables)
-        tables = [self._tables[name] for name in names]
-        sections: list[bytes] = []
-        index: dict[int, list[int]] = {}
-        offset = 0
-        for i in range(self._count):
-            per_state = [groups[i] for groups in tables]
-            if not any(per_state):
-                continue
-            try:
-                section = pickle.dumps(per_state, protocol=5)
-            except Exception as error:
-                raise self._pickle_error(names, per_state, error) from error
-            index[self._start + i] = [offset, len(section)]
-            sections.append(section)
-            offset += len(section)
-        header = {
-            "version": KEYED_STATE_VERSION,
-            "max_parallelism": self.max_parallelism,
-            "key_group_range": [self.key_group_range.start, self.key_group_range.end],
-            "states": [[name, self._kinds[name].value] for name in names],
-            "key_groups": index,
-        }
-        return state_format.encode(KEYED_STATE, header, b"".join(sections))
+        snapshot = HeapKeyedStateSnapshot(
+            self.key_group_range,
+            self.max_parallelism,
+            [(name, self._kinds[name]) for name in names],
+            [self._filters.get(name) for name in names],
+        )
+        held: list[list[dict[Any, Any]]] = []
+        for name in names:
+            table = self._tables[name]
+            groups: list[dict[Any, Any]] = []
+            reads = table.reads
+            for index, entries in enumerate(table.live):
+                if not entries:
+                    groups.append(_EMPTY)
+                    continue
+                groups.append(entries)
+                shared = reads[index]
+                if type(shared) is dict:
+                    _SharedGroup(table, index, snapshot)
+                else:
+                    shared.share(snapshot)
+            held.append(groups)
+        snapshot._held = held
+        return snapshot
 
-    @staticmethod
-    def _pickle_error(
-        names: list[str], per_state: list[dict[Any, Any]], error: Exception
-    ) -> ConfigurationError:
-        for name, entries in zip(names, per_state, strict=True):
-            for key, value in entries.items():
-                for what, thing in (("key", key), ("value", value)):
-                    try:
-                        pickle.dumps(thing, protocol=5)
-                    except Exception:
-                        return ConfigurationError(
-                            f"the {what} of state {name!r} for key {key!r:.200} cannot be "
-                            f"pickled, so it cannot be checkpointed: {error}"
-                        )
-        return ConfigurationError(f"keyed state cannot be pickled: {error}")
-
-    def restore(self, snapshots: Iterable[bytes]) -> None:
+    def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:
         """Add the key groups of this backend's range from `snapshots` (others are skipped).
 
-        Raises StateRestoreError for a damaged snapshot, another max parallelism,
-        a key group found in two snapshots, or a state name restored as another kind.
+        `base` (the checkpoint's folder) is not needed: the heap backend reads only
+        canonical keyed-state sections. Raises StateRestoreError for a damaged snapshot,
+        another max parallelism, a key group found in two snapshots, or a state name
+        restored as another kind.
         """
         restored: set[int] = set()
         for data in snapshots:
@@ -253,7 +302,7 @@ class HeapKeyedStateBackend:
                 names = [name for name, _ in states]
                 per_state = decode_key_group(body, key_group, offset, length, names)
                 for (name, _), entries in zip(states, per_state, strict=True):
-                    self._tables[name][index].update(entries)
+                    self._tables[name].writable(index).update(entries)
 
     def _read_header(self, header: Any) -> tuple[list[tuple[str, StateKind]], dict[int, Any]]:
         """Check a keyed-state header and register its states; returns (states, key groups)."""
@@ -279,8 +328,135 @@ class HeapKeyedStateBackend:
                     f"declares it as {known.value} state"
                 )
             if name not in self._tables:
-                self._tables[name] = [{} for _ in range(self._count)]
+                self._tables[name] = _Table(self._count)
         return states, key_groups
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Nothing to do: every snapshot is whole and frees its version on release."""
+
+    def dispose(self) -> None:
+        """Drop every state (snapshots in flight keep their own versions)."""
+        self._tables.clear()
+        self._states.clear()
+
+
+class HeapKeyedStateSnapshot:
+    """The synchronous part of a heap snapshot: each state's key-group dicts as they were.
+
+    `write` pickles them (uploader thread) one key group at a time, frame by frame;
+    `release` drops them, so later writes stop copying the key groups only it held.
+    """
+
+    def __init__(
+        self,
+        key_group_range: KeyGroupRange,
+        max_parallelism: int,
+        states: list[tuple[str, StateKind]],
+        filters: list[Callable[[Any], Any] | None],
+    ) -> None:
+        self._range = key_group_range
+        self._max_parallelism = max_parallelism
+        self._states = states
+        self._filters = filters
+        self._held: list[list[dict[Any, Any]]] | None = None
+        """Per state, per key group of the range, the dict the snapshot holds."""
+        self.released = False
+        """Set once by `release` (any thread); the backend then stops protecting its dicts."""
+
+    def write(self, side_files: _fs.Location | None = None) -> bytes:
+        """The canonical "keyed-state" envelope (the heap backend has no side files).
+
+        ConfigurationError names the state and key of a value that cannot be pickled.
+        """
+        held = self._held
+        if held is None or self.released:
+            raise RuntimeError("a released keyed-state snapshot cannot be written")
+        names = [name for name, _ in self._states]
+        sections: list[bytes] = []
+        index: dict[int, list[int]] = {}
+        offset = 0
+        start = self._range.start
+        for i in range(len(self._range)):
+            per_state = [
+                _filtered(groups[i], transform)
+                for groups, transform in zip(held, self._filters, strict=True)
+            ]
+            if not any(per_state):
+                continue
+            section = _pickle_key_group(names, per_state)
+            index[start + i] = [offset, len(section)]
+            sections.append(section)
+            offset += len(section)
+        header = {
+            "version": KEYED_STATE_VERSION,
+            "max_parallelism": self._max_parallelism,
+            "key_group_range": [self._range.start, self._range.end],
+            "states": [[name, kind.value] for name, kind in self._states],
+            "key_groups": index,
+        }
+        return state_format.encode(KEYED_STATE, header, b"".join(sections))
+
+    def release(self) -> None:
+        """Drop the held dicts (idempotent, any thread)."""
+        self._held = None
+        self.released = True
+
+
+def _filtered(entries: dict[Any, Any], transform: Callable[[Any], Any] | None) -> dict[Any, Any]:
+    """`entries` as a snapshot filter writes them (a new dict; `entries` is not changed)."""
+    if transform is None or not entries:
+        return entries
+    kept = {}
+    for key, value in entries.items():
+        written = transform(value)
+        if written is not None:
+            kept[key] = written
+    return kept
+
+
+class _Frames:
+    """A pickle's output gathered frame by frame through a Python-level `write`.
+
+    `pickle.dumps` runs in C and keeps the GIL until it is done: pickling a large key
+    group would stall the mailbox thread that long. A Pickler writing to this calls
+    `write` once per 64 KiB frame, and each Python call lets a waiting thread have the
+    GIL (after `sys.getswitchinterval()`).
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: Any) -> None:
+        self.parts.append(bytes(data))
+
+
+def _pickle_key_group(names: list[str], per_state: list[dict[Any, Any]]) -> bytes:
+    """One key group's section: a pickle of one dict per state (ConfigurationError naming
+    the state and key of a value that cannot be pickled)."""
+    frames = _Frames()
+    try:
+        pickle.Pickler(frames, protocol=5).dump(per_state)
+    except Exception as error:
+        raise _pickle_error(names, per_state, error) from error
+    return b"".join(frames.parts)
+
+
+def _pickle_error(
+    names: list[str], per_state: list[dict[Any, Any]], error: Exception
+) -> ConfigurationError:
+    for name, entries in zip(names, per_state, strict=True):
+        for key, value in entries.items():
+            for what, thing in (("key", key), ("value", value)):
+                try:
+                    pickle.dumps(thing, protocol=5)
+                except Exception:
+                    return ConfigurationError(
+                        f"the {what} of state {name!r} for key {key!r:.200} cannot be "
+                        f"pickled, so it cannot be checkpointed: {error}"
+                    )
+    return ConfigurationError(f"keyed state cannot be pickled: {error}")
 
 
 def check_keyed_header_version(header: Any) -> None:
@@ -320,25 +496,145 @@ def decode_key_group(
     return per_state
 
 
+# ---- copy-on-write ------------------------------------------------------------------------
+
+
+class _Table:
+    """One state's key groups: the live dicts, and per key group what reads and writes go
+    through: the live dict itself, or its `_SharedGroup` while a snapshot holds it."""
+
+    __slots__ = ("live", "reads", "writes")
+
+    def __init__(self, count: int) -> None:
+        self.live: list[dict[Any, Any]] = [{} for _ in range(count)]
+        self.reads: list[Any] = list(self.live)
+        self.writes: list[Any] = list(self.live)
+
+    def writable(self, index: int) -> dict[Any, Any]:
+        """Key group `index`'s live dict, copied first if a snapshot holds it."""
+        target = self.writes[index]
+        return target if type(target) is dict else target.writable()
+
+
+class _SharedGroup:
+    """Key group `index` of one state while snapshots hold its dict or values in it.
+
+    Stands in the table's `reads` and `writes` in place of the live dict, so the hot
+    path (a list index and a dict operation) is unchanged and only the first accesses
+    after a snapshot pay: the first write copies the dict (then `writes` holds the copy),
+    the first read of a mutable value copies the value. Mailbox thread only; the
+    holders' `released` flags are set by the uploader thread, and a flag read as not
+    yet set only costs a copy that was not needed.
+    """
+
+    __slots__ = ("_dict_shared", "_holders", "_index", "_owned", "_table")
+
+    def __init__(self, table: _Table, index: int, holder: HeapKeyedStateSnapshot) -> None:
+        self._table = table
+        self._index = index
+        self._holders = [holder]
+        self._dict_shared = True
+        """The live dict is one a snapshot holds: copy it before a write."""
+        self._owned: set[Any] = set()
+        """Keys whose value was copied or written since the snapshot: no snapshot holds it."""
+        table.reads[index] = table.writes[index] = self
+
+    def share(self, holder: HeapKeyedStateSnapshot) -> None:
+        """Another snapshot holds the live dict (and every value in it) too."""
+        self._holders = [h for h in self._holders if not h.released]
+        self._holders.append(holder)
+        self._dict_shared = True
+        self._owned.clear()
+        table = self._table
+        table.reads[self._index] = table.writes[self._index] = self
+
+    def _unshare_if_released(self) -> bool:
+        """Every holder is released: put the live dict back in place of this (no copy)."""
+        for holder in self._holders:
+            if not holder.released:
+                return False
+        table, index = self._table, self._index
+        table.reads[index] = table.writes[index] = table.live[index]
+        return True
+
+    def writable(self) -> dict[Any, Any]:
+        """The live dict, made a copy of its own first if a snapshot holds it."""
+        table, index = self._table, self._index
+        if self._dict_shared and not self._unshare_if_released():
+            table.live[index] = table.writes[index] = dict(table.live[index])
+            self._dict_shared = False
+        return table.live[index]
+
+    # the read path: ValueState.value, the reads (and in-place writes) of list and map state
+    def get(self, key: Any) -> Any:
+        value = self._table.live[self._index].get(key)
+        if value is None or key in self._owned or _immutable(value):
+            return value
+        if self._unshare_if_released():
+            return value
+        copied = _copy(value)
+        if copied is not value:
+            self.writable()[key] = copied
+            self._owned.add(key)
+        return copied
+
+    # the write path: ValueState.update, clear, a list or map state's new entry
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.writable()[key] = value
+        self._owned.add(key)
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        return self.writable().pop(key, default)
+
+
+def _immutable(value: Any) -> bool:
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return True
+    return kind is tuple and all(type(item) in _IMMUTABLE for item in value)
+
+
+def _copy(value: Any) -> Any:
+    """A copy of `value` sharing nothing mutable with it: what a restore would give.
+    A value that cannot be pickled is handed out as it is (its snapshot's write fails
+    on it, naming state and key)."""
+    try:
+        return pickle.loads(pickle.dumps(value, protocol=5))
+    except Exception:
+        return value
+
+
+# ---- the state handles ----------------------------------------------------------------------
+
+
 class _HeapState:
-    """Base of the heap state handles: the backend (for the current key) and the state's groups."""
+    """Base of the heap state handles: the backend (for the current key) and the state's
+    per-key-group read and write paths (`_Table.reads`, `_Table.writes`)."""
 
-    __slots__ = ("_backend", "_groups")
+    __slots__ = ("_backend", "_reads", "_writes")
 
-    def __init__(self, backend: HeapKeyedStateBackend, groups: _Groups) -> None:
+    def __init__(self, backend: HeapKeyedStateBackend, table: _Table) -> None:
         self._backend = backend
-        self._groups = groups
+        self._reads = table.reads
+        self._writes = table.writes
 
-    def _entries(self) -> dict[Any, Any]:
-        index = self._backend._current_index
-        if index is None:
-            raise ConfigurationError("keyed state was used before set_current_key()")
-        return self._groups[index]
+    def _current(self) -> Any:
+        """The current key's entry (a copy of its own if a snapshot holds it), or None."""
+        backend = self._backend
+        try:
+            return self._reads[backend._current_index].get(backend._current_key)
+        except TypeError as error:
+            backend._explain_key_error(error)
+            raise
+
+    def _put(self, value: Any) -> None:
+        backend = self._backend
+        self._writes[backend._current_index][backend._current_key] = value
 
     def clear(self) -> None:
         backend = self._backend
         try:
-            self._groups[backend._current_index].pop(backend._current_key, None)
+            self._writes[backend._current_index].pop(backend._current_key, None)
         except TypeError as error:
             backend._explain_key_error(error)
             raise
@@ -350,7 +646,7 @@ class _HeapValueState(_HeapState, ValueState):
     def value(self) -> Any:
         backend = self._backend
         try:
-            return self._groups[backend._current_index].get(backend._current_key)
+            return self._reads[backend._current_index].get(backend._current_key)
         except TypeError as error:
             backend._explain_key_error(error)
             raise
@@ -359,9 +655,9 @@ class _HeapValueState(_HeapState, ValueState):
         backend = self._backend
         try:
             if value is None:
-                self._groups[backend._current_index].pop(backend._current_key, None)
+                self._writes[backend._current_index].pop(backend._current_key, None)
             else:
-                self._groups[backend._current_index][backend._current_key] = value
+                self._writes[backend._current_index][backend._current_key] = value
         except TypeError as error:
             backend._explain_key_error(error)
             raise
@@ -369,13 +665,6 @@ class _HeapValueState(_HeapState, ValueState):
 
 class _HeapListState(_HeapState, ListState):
     __slots__ = ()
-
-    def _current(self) -> list[Any] | None:
-        try:
-            return self._entries().get(self._backend._current_key)
-        except TypeError as error:
-            self._backend._explain_key_error(error)
-            raise
 
     def get(self) -> list[Any]:
         values = self._current()
@@ -386,7 +675,7 @@ class _HeapListState(_HeapState, ListState):
             raise ValueError("cannot add None to a ListState")
         values = self._current()
         if values is None:
-            self._entries()[self._backend._current_key] = [value]
+            self._put([value])
         else:
             values.append(value)
 
@@ -396,7 +685,7 @@ class _HeapListState(_HeapState, ListState):
             return
         current = self._current()
         if current is None:
-            self._entries()[self._backend._current_key] = new
+            self._put(new)
         else:
             current.extend(new)
 
@@ -404,7 +693,7 @@ class _HeapListState(_HeapState, ListState):
         new = _without_none(values)
         if new:
             self._current()  # checks the key
-            self._entries()[self._backend._current_key] = new
+            self._put(new)
         else:
             self.clear()
 
@@ -419,17 +708,11 @@ def _without_none(values: Iterable[Any] | None) -> list[Any]:
 class _HeapMapState(_HeapState, MapState):
     __slots__ = ()
 
-    def _current(self) -> dict[Any, Any] | None:
-        try:
-            return self._entries().get(self._backend._current_key)
-        except TypeError as error:
-            self._backend._explain_key_error(error)
-            raise
-
     def _for_writing(self) -> dict[Any, Any]:
         current = self._current()
         if current is None:
-            current = self._entries()[self._backend._current_key] = {}
+            current = {}
+            self._put(current)
         return current
 
     def get(self, key: Any) -> Any:

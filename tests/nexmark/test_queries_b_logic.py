@@ -34,6 +34,7 @@ from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
+from barrierflow.state.backend import canonical_section
 
 MIDNIGHT = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -169,7 +170,9 @@ def test_a_mini_batch_aggregate_keeps_its_accumulator_and_pending_emission_acros
     op.watermark(MIDNIGHT)
     op.feed(bid(7, 300, MIDNIGHT + 5))
     snapshot = op.operator.snapshot_state(1)
-    again = q17_operator(RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers]))
+    again = q17_operator(
+        RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
+    )
     assert ops(again.watermark(MIDNIGHT + 1)) == [
         ("-U", 7, "2026-01-01", 1, 1, 0, 0, 100, 100, 100, 100),
         ("+U", 7, "2026-01-01", 2, 2, 0, 0, 100, 300, 200, 400),

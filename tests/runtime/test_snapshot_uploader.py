@@ -1,17 +1,83 @@
-"""The snapshot upload thread: writes state files off the mailbox thread, then reports."""
+"""The snapshot upload thread: builds and writes state files off the mailbox thread, then
+reports; keyed snapshots are written there, and every one is released exactly once."""
 
 from __future__ import annotations
 
 import queue
+import threading
+from typing import Any
 
 from barrierflow import _fs
 from barrierflow._clock import ManualClock
+from barrierflow.checkpoint.subtask_state_file import (
+    HeldSections,
+    PendingStateFile,
+    SubtaskStateReader,
+    side_files_folder,
+)
+from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint, DeclineCheckpoint
+from barrierflow.state import ListStateDescriptor, ValueStateDescriptor
+from barrierflow.state.heap_backend import HeapKeyedStateBackend
+from barrierflow.state.key_groups import KeyGroupRange
+
+COUNT = ValueStateDescriptor("count")
+SEEN = ListStateDescriptor("seen")
 
 
-def upload(target: _fs.Location, checkpoint_id: int) -> Upload:
-    return Upload(checkpoint_id, target, b"state", AcknowledgeCheckpoint(0, 1, checkpoint_id, None))
+class Recorded:
+    """A keyed snapshot around a real one: records what the uploader asks of it, and can
+    hold its `write` until the test lets it go (to queue uploads behind it)."""
+
+    def __init__(self, inner: Any = None, error: Exception | None = None) -> None:
+        self.inner = inner
+        self.error = error
+        self.side_files: list[_fs.Location | None] = []
+        self.releases = 0
+        self.writing = threading.Event()
+        self.go = threading.Event()
+        self.go.set()
+
+    def write(self, side_files: _fs.Location | None) -> bytes:
+        self.side_files.append(side_files)
+        self.writing.set()
+        assert self.go.wait(10)
+        if self.error is not None:
+            raise self.error
+        return self.inner.write(side_files) if self.inner is not None else b"keyed"
+
+    def release(self) -> None:
+        self.releases += 1
+        if self.inner is not None:
+            self.inner.release()
+
+
+def pending(location: _fs.Location, keyed: Any, savepoint: bool = False) -> PendingStateFile:
+    return PendingStateFile(
+        location, 2, 0, (0, 127), {"op": HeldSections(keyed=keyed)}, None, savepoint
+    )
+
+
+def upload(location: _fs.Location, checkpoint_id: int, keyed: Any = b"state", **kw) -> Upload:
+    return Upload(
+        checkpoint_id,
+        pending(location, keyed),
+        AcknowledgeCheckpoint(0, 1, checkpoint_id, None, sync_ms=1.5),
+        **kw,
+    )
+
+
+def keyed_section(location: _fs.Location, ack: AcknowledgeCheckpoint) -> bytes:
+    handle = ack.state_handle
+    assert handle is not None and handle.file == location.name
+    section = handle.operators["op"].keyed
+    assert section is not None
+    return SubtaskStateReader().slice(location.uri, *section)
+
+
+def next_message(sent: queue.SimpleQueue) -> Any:
+    return sent.get(timeout=10)
 
 
 def test_a_failed_upload_declines_its_checkpoint_and_later_uploads_still_happen(tmp_path):
@@ -32,13 +98,124 @@ def test_a_failed_upload_declines_its_checkpoint_and_later_uploads_still_happen(
     uploader.submit(upload(root.child("blocked", "chk-1", "state"), 1))
     uploader.submit(upload(root.child("chk-2", "state"), 2))
 
-    decline = sent.get(timeout=10)
+    decline = next_message(sent)
     assert isinstance(decline, DeclineCheckpoint) and decline.checkpoint_id == 1
     assert decline.reason == "CHECKPOINT_ASYNC_EXCEPTION"
     assert "blocked" in decline.message  # names what it could not write, with the cause
-    ack = sent.get(timeout=10)
+    ack = next_message(sent)
     assert isinstance(ack, AcknowledgeCheckpoint) and ack.checkpoint_id == 2
     assert ack.async_ms == 0.0  # durations come from the injected clock
-    assert _fs.read_bytes(root.child("chk-2", "state")) == b"state"
+    assert ack.sync_ms == 1.5  # the mailbox thread's part, as submitted
+    assert keyed_section(root.child("chk-2", "state"), ack) == b"state"
+    assert ack.state_bytes == len(_fs.read_bytes(root.child("chk-2", "state")))
     assert uploader.is_alive
     uploader.close()
+
+
+def test_the_keyed_snapshot_is_written_on_the_uploader_thread_as_it_was_at_the_barrier(tmp_path):
+    backend = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
+    count, seen = backend.get_value_state(COUNT), backend.get_list_state(SEEN)
+    for key in ["a", "b"]:
+        backend.set_current_key(key)
+        count.update(1)
+        seen.add(key)
+    keyed = Recorded(backend.snapshot())
+    keyed.go.clear()
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    location = _fs.location(str(tmp_path)).child("chk-1", "2-0-d.state")
+    uploader.submit(upload(location, 1, keyed))
+    assert keyed.writing.wait(10)  # the uploader is in write: records keep flowing meanwhile
+    backend.set_current_key("a")
+    count.update(2)
+    seen.add("after")
+    backend.set_current_key("new key")
+    count.update(7)
+    keyed.go.set()
+
+    ack = next_message(sent)
+    assert isinstance(ack, AcknowledgeCheckpoint)
+    restored = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
+    restored.restore([keyed_section(location, ack)])
+    restored_count, restored_seen = restored.get_value_state(COUNT), restored.get_list_state(SEEN)
+    assert sorted(restored.keys("count")) == ["a", "b"]
+    restored.set_current_key("a")
+    assert (restored_count.value(), restored_seen.get()) == (1, ["a"])
+    assert keyed.side_files == [side_files_folder(location, 0)]  # a checkpoint: its own folder
+    assert keyed.releases == 1
+    uploader.close()
+
+
+def test_a_savepoint_asks_for_canonical_keyed_state_without_side_files(tmp_path):
+    keyed = Recorded()
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    location = _fs.location(str(tmp_path)).child("savepoint-1", "2-0-d.state")
+    ack = AcknowledgeCheckpoint(0, 1, 1, None)
+    uploader.submit(Upload(1, pending(location, keyed, savepoint=True), ack))
+    assert isinstance(next_message(sent), AcknowledgeCheckpoint)
+    assert keyed.side_files == [None]
+    assert keyed.releases == 1
+    uploader.close()
+
+
+def test_a_keyed_write_that_fails_declines_with_its_cause_and_releases(tmp_path):
+    keyed = Recorded(error=OSError(5, "Input/output error", "chk-1/2-0-d.state.files/0/1.sst"))
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    location = _fs.location(str(tmp_path)).child("chk-1", "2-0-d.state")
+    uploader.submit(upload(location, 1, keyed))
+    decline = next_message(sent)
+    assert isinstance(decline, DeclineCheckpoint)
+    assert decline.reason == "CHECKPOINT_ASYNC_EXCEPTION"
+    assert decline.message.startswith(f"writing {location.uri} failed: OSError:")
+    assert "1.sst" in decline.message
+    assert keyed.releases == 1
+    assert not _fs.exists(location)
+    uploader.close()
+
+
+def test_state_that_cannot_be_pickled_fails_the_task_naming_state_and_key(tmp_path):
+    # As when the snapshot was pickled at the barrier: the task fails with the
+    # ConfigurationError (through the mailbox), no decline is sent.
+    backend = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
+    backend.set_current_key("a")
+    backend.get_value_state(COUNT).update(threading.Lock())
+    keyed = Recorded(backend.snapshot())
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    failed: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    location = _fs.location(str(tmp_path)).child("chk-1", "2-0-d.state")
+    uploader.submit(upload(location, 1, keyed, fail=failed.put))
+    uploader.submit(upload(location.parent.parent.child("chk-2", "s"), 2))
+    error = failed.get(timeout=10)
+    assert isinstance(error, ConfigurationError)
+    assert "the value of state 'count' for key 'a' cannot be pickled" in str(error)
+    ack = next_message(sent)  # the next checkpoint's upload still runs
+    assert isinstance(ack, AcknowledgeCheckpoint) and ack.checkpoint_id == 2
+    assert sent.empty()
+    assert keyed.releases == 1
+    uploader.close()
+
+
+def test_an_aborted_or_torn_down_checkpoint_is_released_unwritten(tmp_path):
+    first = Recorded()
+    first.go.clear()
+    aborted, dropped = Recorded(), Recorded()
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    root = _fs.location(str(tmp_path))
+    uploader.submit(upload(root.child("chk-1", "s"), 1, first))
+    assert first.writing.wait(10)  # holds the thread: the next two wait in the queue
+    uploader.submit(upload(root.child("chk-2", "s"), 2, aborted))
+    uploader.submit(upload(root.child("chk-3", "s"), 3, dropped))
+    uploader.abort(0, 2)
+    uploader.drop_attempt(0)
+    first.go.set()
+    ack = next_message(sent)
+    assert isinstance(ack, AcknowledgeCheckpoint) and ack.checkpoint_id == 1
+    uploader.close()
+    assert sent.empty()
+    assert (aborted.side_files, dropped.side_files) == ([], [])
+    assert (first.releases, aborted.releases, dropped.releases) == (1, 1, 1)
+    assert not _fs.exists(root.child("chk-2")) and not _fs.exists(root.child("chk-3"))

@@ -15,6 +15,7 @@ from barrierflow.runtime.operators.window import BackendWindowState
 from barrierflow.runtime.timers import InternalTimerService
 from barrierflow.runtime.windowing import ReducingWindowContents, WindowLogic
 from barrierflow.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from barrierflow.state.backend import canonical_bytes
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import (
     assign_to_key_group,
@@ -56,7 +57,7 @@ def word_count_checkpoint(folder, parallelism: int = 2):
         subtasks[subtask].set_current_key(word)
         counts[subtask].update((counts[subtask].value() or 0) + 1)
     return write_checkpoint(
-        folder, {"count": [OperatorSnapshot(keyed=b.snapshot()) for b in subtasks]}
+        folder, {"count": [OperatorSnapshot(keyed=canonical_bytes(b)) for b in subtasks]}
     )
 
 
@@ -100,7 +101,7 @@ def test_list_and_map_state_read_as_a_list_per_key_and_an_entry_per_map_key(tmp_
         seen.add(index)
         positions.put(index % 3, index)
     folder = write_checkpoint(
-        tmp_path / "chk-1", {"words": [OperatorSnapshot(keyed=backend.snapshot())]}
+        tmp_path / "chk-1", {"words": [OperatorSnapshot(keyed=canonical_bytes(backend))]}
     )
     snapshot = state_processor.load(folder)
 
@@ -157,7 +158,7 @@ def test_window_contents_read_per_key_and_window_with_the_windows_timers(tmp_pat
         assert logic.process_element(key, value, timestamp, watermark=0) == []
     folder = write_checkpoint(
         tmp_path / "chk-1",
-        {"windows": [OperatorSnapshot(keyed=backend.snapshot(), timers=service.snapshot())]},
+        {"windows": [OperatorSnapshot(keyed=canonical_bytes(backend), timers=service.snapshot())]},
     )
     snapshot = state_processor.load(folder)
 

@@ -16,6 +16,7 @@ from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.operators.base import OperatorSnapshot
 from barrierflow.runtime.timers import InternalTimerService
 from barrierflow.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from barrierflow.state.backend import canonical_bytes
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import key_group_range_for_subtask
 from barrierflow.state.operator_state import decode_operator_state
@@ -110,7 +111,9 @@ def test_modifying_one_state_keeps_every_other_part_of_the_snapshot(tmp_path):
         write_checkpoint(
             tmp_path / "chk-3",
             {
-                "counter": [OperatorSnapshot(keyed=backend.snapshot(), timers=service.snapshot())],
+                "counter": [
+                    OperatorSnapshot(keyed=canonical_bytes(backend), timers=service.snapshot())
+                ],
                 "source": [
                     OperatorSnapshot(operator={"split-0": 5}),
                     OperatorSnapshot(operator=None),

@@ -16,6 +16,7 @@ from barrierflow.runtime.windowing import (
     ReducingWindowContents,
     WindowResult,
 )
+from barrierflow.state.backend import canonical_bytes
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.window import (
@@ -80,7 +81,7 @@ def test_the_heap_backend_behind_the_protocol_gives_the_same_results(setup, rest
     for step, (key, value, timestamp) in enumerate(EVENTS):
         if step == restore_at:
             restored = new_backend()
-            restored.restore([backend.snapshot()])
+            restored.restore([canonical_bytes(backend)])
             backend = restored
             actual = WindowHarness(
                 side_output_late_data=True,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from barrierflow import _fs
 from barrierflow.core.metrics import MetricGroup
@@ -42,6 +42,9 @@ from barrierflow.runtime.combined_watermark import IndexedCombinedWatermarkStatu
 from barrierflow.runtime.elements import LatencyMarker, StreamStatus, Watermark
 from barrierflow.runtime.mailbox_executor import NO_MAILBOX, MailboxExecutor
 from barrierflow.state.key_groups import KeyGroupRange
+
+if TYPE_CHECKING:
+    from barrierflow.state.backend import KeyedStateSnapshot
 
 DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
 """Flink's default `pipeline.auto-watermark-interval`."""
@@ -107,7 +110,9 @@ class Output(Protocol):
 class OperatorSnapshot:
     """The synchronous part of an operator's snapshot: already a copy, safe to upload later."""
 
-    keyed: bytes | None = None
+    keyed: bytes | KeyedStateSnapshot | None = None
+    """Keyed state: a backend's `KeyedStateSnapshot` (written and released by the snapshot
+    uploader, `runtime/snapshot_uploader.py`), or an encoded "keyed-state" section."""
     operator: Any = None
     """msgpack-able operator state (source positions, sink transactions), or None."""
     timers: bytes | None = None

@@ -26,6 +26,7 @@ from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.state import ListStateDescriptor
+from barrierflow.state.backend import canonical_section
 from barrierflow.state.operator_state import decode_operator_state, encode_operator_state
 from barrierflow.window import TumblingEventTimeWindows
 
@@ -95,7 +96,9 @@ def _restart(operator):
     snapshot = operator.snapshot_state(1)
     assert snapshot is not None and snapshot.operator is not None
     stored = decode_operator_state(encode_operator_state(snapshot.operator))
-    return RestoredState(keyed=[snapshot.keyed] if snapshot.keyed else [], operator=[(0, stored)])
+    return RestoredState(
+        keyed=[canonical_section(snapshot.keyed)] if snapshot.keyed else [], operator=[(0, stored)]
+    )
 
 
 def _connected(env):

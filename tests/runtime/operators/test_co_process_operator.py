@@ -13,6 +13,7 @@ from barrierflow.runtime.elements import StreamStatus, Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.co_process import CoProcessOperator, KeyedCoProcessOperator
 from barrierflow.state import ValueStateDescriptor
+from barrierflow.state.backend import canonical_section
 
 UNMATCHED = OutputTag("unmatched")
 
@@ -89,7 +90,9 @@ def test_state_and_timers_survive_a_snapshot_and_restore():
     snapshot = operator.snapshot_state(1)
     assert snapshot is not None
 
-    again, out = keyed_operator(RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers]))
+    again, out = keyed_operator(
+        RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
+    )
     again.process_batch1(RecordBatch([("o2", 8)], [3]))
     again.process_watermark1(Watermark(50))
     again.process_watermark2(Watermark(50))

@@ -13,6 +13,7 @@ from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.joins.spec import IntervalJoinSpec
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.interval_join import IntervalJoinOperator
+from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
 
 LEFT_LATE = OutputTag("left-late")
@@ -79,7 +80,7 @@ def test_buffers_survive_a_snapshot_and_restore_but_not_their_cleanup():
     snapshot = operator.snapshot_state(1)
     assert snapshot is not None and snapshot.keyed is not None
 
-    again, out = join_operator(RestoredState(keyed=[snapshot.keyed]))
+    again, out = join_operator(RestoredState(keyed=[canonical_section(snapshot.keyed)]))
     again.process_batch2(RecordBatch([("k", "R6"), ("j", "R2")], [6, 2]))
     assert out.take() == [("record", ("L5", "R6", 6), 6), ("record", ("J1", "R2", 2), 2)]
     again.process_watermark1(Watermark(100))
@@ -93,10 +94,11 @@ def test_a_restore_at_another_parallelism_takes_only_its_own_keys():
     operator.process_batch1(RecordBatch([(k, f"L-{k}") for k in keys], [5] * len(keys)))
     snapshot = operator.snapshot_state(1)
     assert snapshot is not None
+    keyed = canonical_section(snapshot.keyed)
 
     taken = []
     for half in (KeyGroupRange(0, 63), KeyGroupRange(64, 127)):
-        part, _ = join_operator(RestoredState(keyed=[snapshot.keyed]), key_group_range=half)
+        part, _ = join_operator(RestoredState(keyed=[keyed]), key_group_range=half)
         assert part.logic is not None
         mine = part.logic.buffered_keys()
         assert all(assign_to_key_group(k, 128) in half for k in mine)

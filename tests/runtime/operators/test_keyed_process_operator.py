@@ -12,6 +12,7 @@ from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 from barrierflow.state import ValueStateDescriptor
+from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
 
 BIG = OutputTag("big")
@@ -161,7 +162,7 @@ def test_timers_and_state_survive_a_snapshot_and_restore():
     snapshot = operator.snapshot_state(1)
     assert snapshot is not None and snapshot.timers is not None
 
-    restored = RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers])
+    restored = RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
     again, out2, clock2 = operator_with(clock=ManualClock(2_000), restored=restored)
     assert again.next_wakeup() == 1_050  # already due: fires at the next wake-up
     fire_due(again, clock2)
@@ -183,7 +184,7 @@ def test_a_restore_at_another_parallelism_takes_only_its_own_keys_timers():
     assert snapshot is not None
 
     lower = KeyGroupRange(0, 63)
-    restored = RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers])
+    restored = RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
     half, out, _ = operator_with(restored=restored, key_group_range=lower)
     half.process_watermark(Watermark(9))
     fired = sorted(event[1][1] for event in out.take() if event[0] == "record")

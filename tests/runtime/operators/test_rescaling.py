@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from dataclasses import replace
 
 import pytest
 from operator_harness import ManualClock, QueuedMailbox
@@ -42,6 +43,7 @@ from barrierflow.runtime.operators.source_sink import SinkOperator, SourceOperat
 from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOperator, MapOperator
 from barrierflow.runtime.operators.window import WindowOperator
 from barrierflow.state import ListStateDescriptor
+from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import (
     assign_to_key_group,
     key_group_range_for_subtask,
@@ -95,6 +97,9 @@ def handed_to(snapshots: list[OperatorSnapshot | None], index: int, parallelism:
     for old, snapshot in enumerate(snapshots):
         if snapshot is None:
             continue
+        if snapshot.keyed is not None and not isinstance(snapshot.keyed, bytes):
+            # written once, as the uploader writes it, then handed to every new subtask
+            snapshot = snapshots[old] = replace(snapshot, keyed=canonical_section(snapshot.keyed))
         old_range = key_group_range_for_subtask(MAX_P, len(snapshots), old)
         overlaps = len(old_range.intersection(own)) > 0
         if snapshot.keyed is not None and overlaps:

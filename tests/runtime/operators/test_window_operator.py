@@ -16,6 +16,7 @@ from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.window import WindowOperator
+from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
 from barrierflow.window import (
     EventTimeSessionWindows,
@@ -164,7 +165,7 @@ def test_window_contents_and_timers_survive_a_snapshot_and_restore():
     assert snapshot is not None and snapshot.keyed is not None and snapshot.timers is not None
     operator.process_batch(records(("a", 100, 6)))  # after the checkpoint: not in it
 
-    restored = RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers])
+    restored = RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
     again, out2, _ = window_operator(assigner, contents, restored=restored)
     again.process_batch(records(("a", 2, 6)))
     again.process_watermark(Watermark(20))
@@ -184,10 +185,11 @@ def test_a_restore_at_another_parallelism_takes_only_its_own_keys_windows_and_ti
     operator.process_batch(records(*[(k, 1, 3) for k in keys]))
     snapshot = operator.snapshot_state(1)
     assert snapshot is not None
+    keyed = canonical_section(snapshot.keyed)
 
     results = []
     for half in (KeyGroupRange(0, 63), KeyGroupRange(64, 127)):
-        restored = RestoredState(keyed=[snapshot.keyed], timers=[snapshot.timers])
+        restored = RestoredState(keyed=[keyed], timers=[snapshot.timers])
         part, out, _ = window_operator(assigner, contents, restored=restored, key_group_range=half)
         part.process_watermark(Watermark(10))
         fired = [event[1][0] for event in out.take() if event[0] == "record"]
