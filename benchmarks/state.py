@@ -1,7 +1,7 @@
 """Keyed state backends compared: snapshot pause, checkpoint cost, throughput, memory.
 
     python benchmarks/state.py [--keys 1000000,10000000] [--backends hashmap,rocksdb]
-        [--seconds 5] [--job] [--records N] [--json]
+        [--seconds 5] [--job] [--records N] [--json] [--json-out FILE]
 
 1. Backend level, each backend and key count in a fresh child process (so its peak RSS is
    its own): one backend holding every key group (0-127 of max parallelism 128) fills N
@@ -532,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         "--incremental", action="store_true", help="rocksdb with incremental checkpoints"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--json-out", help="also write the JSON object to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -567,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
             for count in job_keys
             for row in job_figures(backends, args.records, count, args.incremental)
         ]
+    if args.json_out:
+        with open(args.json_out, "w") as out:
+            json.dump(report, out, indent=1)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
