@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from barrierflow import _fs
+from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from barrierflow.errors import ConfigurationError, StateRestoreError
 from barrierflow.state import (
     AggregatingStateDescriptor,
@@ -21,9 +23,13 @@ from barrierflow.state import (
     Time,
     ValueStateDescriptor,
 )
+from barrierflow.state.backends import create_keyed_backend
 from barrierflow.state.handles import keyed_state_handle
-from barrierflow.state.heap_backend import HeapKeyedStateBackend
-from barrierflow.state.key_groups import KeyGroupRange
+from barrierflow.state.key_groups import (
+    KeyGroupRange,
+    assign_to_key_group,
+    key_group_range_for_subtask,
+)
 from barrierflow.state.ttl import TtlValue
 
 TTL = 100
@@ -42,30 +48,12 @@ class Clock:
         return self.now
 
 
-def _backends() -> list[str]:
-    kinds = ["heap"]
-    try:
-        from barrierflow.state.backends import create_keyed_backend  # noqa: F401
-        from barrierflow.state.rocksdb_backend import RocksDBKeyedStateBackend  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        kinds.append("rocksdb")
-    return kinds
-
-
 def new_backend(kind: str, folder: Any, key_groups: KeyGroupRange | None = None) -> Any:
-    key_groups = key_groups or KeyGroupRange(0, 127)
-    if kind == "heap":
-        return HeapKeyedStateBackend(key_groups, 128)
-    from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend
-    from barrierflow.state.backends import create_keyed_backend
-
-    folder.mkdir(parents=True, exist_ok=True)
-    return create_keyed_backend(EmbeddedRocksDBStateBackend(), key_groups, 128, folder)
+    settings = HashMapStateBackend() if kind == "heap" else EmbeddedRocksDBStateBackend()
+    return create_keyed_backend(settings, key_groups or KeyGroupRange(0, 127), 128, folder)
 
 
-@pytest.fixture(params=_backends())
+@pytest.fixture(params=["heap", "rocksdb"])
 def kind(request: pytest.FixtureRequest) -> str:
     return request.param
 
@@ -666,3 +654,138 @@ def test_the_sweep_resumes_when_the_earliest_value_it_saw_expires(backends: Any)
     state.value()
     state.value()
     assert list(backend.keys("v")) == ["d"]
+
+
+# ---- every TTL state kind through checkpoints at 2 -> 3 -> 1 subtasks ----------------------
+
+RESCALE_KEYS = [f"user-{i}" for i in range(60)]
+
+
+def _rescale_handles(backend: Any, clock: Clock) -> dict[str, Any]:
+    """A TTL handle of every kind over `backend` (background cleanup off: only reads clean)."""
+    return {
+        "v": keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config()), clock),
+        "l": keyed_state_handle(backend, with_ttl(ListStateDescriptor("l"), config()), clock),
+        "m": keyed_state_handle(backend, with_ttl(MapStateDescriptor("m"), config()), clock),
+        "r": keyed_state_handle(
+            backend, with_ttl(ReducingStateDescriptor("r", lambda a, b: a + b), config()), clock
+        ),
+        "a": keyed_state_handle(
+            backend, with_ttl(AggregatingStateDescriptor("a", Average()), config()), clock
+        ),
+    }
+
+
+def _read_all(backend: Any, handles: dict[str, Any]) -> dict[Any, tuple[Any, ...]]:
+    """What each key of RESCALE_KEYS in `backend`'s key groups reads, every kind at once."""
+    found = {}
+    for key in RESCALE_KEYS:
+        if _key_group(key) not in backend.key_group_range:
+            continue
+        backend.set_current_key(key)
+        found[key] = (
+            handles["v"].value(),
+            handles["l"].get(),
+            dict(handles["m"].items()),
+            handles["r"].get(),
+            handles["a"].get(),
+        )
+    return found
+
+
+def _key_group(key: Any) -> int:
+    return assign_to_key_group(key, 128)
+
+
+def _subtasks(settings: Any, tmp_path: Any, parallelism: int, made: list[Any]) -> list[Any]:
+    backends = [
+        create_keyed_backend(
+            settings,
+            key_group_range_for_subtask(128, parallelism, i),
+            128,
+            tmp_path / f"local-{len(made)}-{i}",
+        )
+        for i in range(parallelism)
+    ]
+    made.extend(backends)
+    return backends
+
+
+def _checkpoint(backends: list[Any], folder: Any) -> list[bytes]:
+    location = _fs.location(folder)
+    _fs.make_dirs(location)
+    sections = []
+    for index, backend in enumerate(backends):
+        snapshot = backend.snapshot()
+        try:
+            sections.append(snapshot.write(location.child(f"subtask-{index}")))
+        finally:
+            snapshot.release()
+    return sections
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        pytest.param(HashMapStateBackend(), id="hashmap"),
+        pytest.param(EmbeddedRocksDBStateBackend(), id="rocksdb"),
+    ],
+)
+def test_every_ttl_state_kind_through_checkpoints_at_2_then_3_then_1_subtasks(
+    settings: Any, tmp_path: Any
+) -> None:
+    made: list[Any] = []
+    try:
+        clock = Clock(T0)
+        two = _subtasks(settings, tmp_path, 2, made)
+        for at, keys in ((T0, RESCALE_KEYS), (T0 + 60, RESCALE_KEYS[::2])):
+            clock.now = at
+            for number, key in enumerate(keys):
+                backend = next(b for b in two if _key_group(key) in b.key_group_range)
+                handles = _rescale_handles(backend, clock)
+                backend.set_current_key(key)
+                handles["v"].update((key, at))
+                handles["l"].add(at)
+                handles["m"].put(at, number)
+                handles["r"].add(1)
+                handles["a"].add(at)
+        sections = _checkpoint(two, tmp_path / "chk-1")
+
+        # at 3 subtasks, at T0 + TTL: what was written at T0 only is gone
+        clock.now = T0 + TTL
+        three = _subtasks(settings, tmp_path, 3, made)
+        found: dict[Any, Any] = {}
+        for backend in three:
+            backend.restore(sections, _fs.location(tmp_path / "chk-1"))
+            found.update(_read_all(backend, _rescale_handles(backend, clock)))
+        even = set(RESCALE_KEYS[::2])
+        assert found == {
+            key: (
+                ((key, T0 + 60), [T0 + 60], {T0 + 60: RESCALE_KEYS.index(key) // 2}, 2, T0 + 30.0)
+                if key in even
+                else (None, [], {}, None, None)
+            )
+            for key in RESCALE_KEYS
+        }
+        clock.now = T0 + 150
+        for backend in three:
+            handles = _rescale_handles(backend, clock)
+            for key in RESCALE_KEYS[::3]:
+                if _key_group(key) in backend.key_group_range:
+                    backend.set_current_key(key)
+                    handles["r"].add(5)
+        sections = _checkpoint(three, tmp_path / "chk-2")
+
+        # at 1 subtask, at T0 + 60 + TTL: only the reducing values added at T0 + 150 live
+        clock.now = T0 + 60 + TTL
+        (one,) = _subtasks(settings, tmp_path, 1, made)
+        one.restore(sections, _fs.location(tmp_path / "chk-2"))
+        assert _read_all(one, _rescale_handles(one, clock)) == {
+            key: (None, [], {}, 7 if key in even else 5, None)
+            if key in RESCALE_KEYS[::3]
+            else (None, [], {}, None, None)
+            for key in RESCALE_KEYS
+        }
+    finally:
+        for backend in made:
+            backend.dispose()
