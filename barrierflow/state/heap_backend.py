@@ -68,6 +68,7 @@ from barrierflow.core.state_descriptors import (
 )
 from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
 from barrierflow.state.key_groups import KeyGroupRange, stable_hash
+from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
 from barrierflow.state.values import ListState, MapState, ValueState
 
 if TYPE_CHECKING:
@@ -281,13 +282,15 @@ class HeapKeyedStateBackend:
     def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:
         """Add the key groups of this backend's range from `snapshots` (others are skipped).
 
-        `base` (the checkpoint's folder) is not needed: the heap backend reads only
-        canonical keyed-state sections. Raises StateRestoreError for a damaged snapshot,
-        another max parallelism, a key group found in two snapshots, or a state name
-        restored as another kind.
+        A RocksDB checkpoint's native section is read as the canonical one, its files
+        downloaded from `base` (the checkpoint's folder). Raises StateRestoreError for a
+        damaged snapshot, another max parallelism, a key group found in two snapshots, or
+        a state name restored as another kind.
         """
         restored: set[int] = set()
         for data in snapshots:
+            if section_kind(data) == NATIVE_KIND:
+                data = _native_as_canonical(data, base)
             header, body = state_format.decode(data, KEYED_STATE)
             states, key_groups = self._read_header(header)
             for key_group, (offset, length) in sorted(key_groups.items()):
@@ -457,6 +460,18 @@ def _pickle_error(
                         f"pickled, so it cannot be checkpointed: {error}"
                     )
     return ConfigurationError(f"keyed state cannot be pickled: {error}")
+
+
+def _native_as_canonical(data: bytes, base: _fs.Location | None) -> bytes:
+    """A RocksDB checkpoint's keyed section as the canonical envelope (needs rocksdict)."""
+    try:
+        from barrierflow.state.rocksdb_backend import native_to_canonical
+    except ModuleNotFoundError as error:
+        raise StateRestoreError(
+            "this checkpoint's keyed state was written by the RocksDB state backend; reading "
+            f"it needs the rocksdict package: pip install 'barrierflow[rocksdb]' ({error})"
+        ) from error
+    return native_to_canonical(data, base)
 
 
 def check_keyed_header_version(header: Any) -> None:

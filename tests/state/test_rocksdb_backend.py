@@ -555,3 +555,17 @@ def test_a_snapshot_filter_applies_to_savepoints_not_to_live_state(make_rocks, t
     assert sorted(native.keys("count")) == sorted(f"k-{i}" for i in range(20))
     rocks.set_snapshot_filter("count", None)
     assert len([k for name, k in flat(canonical_bytes(rocks)) if name == "count"]) == 20
+
+
+def test_the_heap_backend_restores_a_rocksdb_checkpoint(make_rocks, tmp_path):
+    rocks = make_rocks(key_group_range_for_subtask(MAX_P, 2, 0))
+    fill(rocks, keys_of(rocks.key_group_range))
+    section = checkpoint(rocks, tmp_path / "chk-1", "files")
+    heap = HeapKeyedStateBackend(key_group_range_for_subtask(MAX_P, 3, 0), MAX_P)
+    heap.restore([section], _fs.location(str(tmp_path / "chk-1")))
+    assert sorted(heap.keys("count")) == sorted(keys_of(heap.key_group_range))
+    assert flat(heap_canonical(heap)) == {
+        (name, key): value
+        for (name, key), value in flat(canonical_bytes(rocks)).items()
+        if assign_to_key_group(key, MAX_P) in heap.key_group_range
+    }
