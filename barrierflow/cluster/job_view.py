@@ -167,6 +167,8 @@ class JobPublisher:
             "tolerable_failed_checkpoints": coordinator.tolerable_failures,
             "retained": settings.retained_checkpoints,
             "checkpoint_storage": _without_credentials(self._storage_uri),
+            # Flink's name and value: the settings class, e.g. "EmbeddedRocksDBStateBackend"
+            "state_backend": type(settings.state_backend).__name__,
         }
         self.view = JobView(
             job_id=self._job_id,

@@ -90,6 +90,7 @@ def test_the_view_has_the_graph_config_and_log_folder(tmp_path, monkeypatch):
     assert [(e.source, e.target, e.partitioning) for e in view.edges] == [(0, 1, "HASH")]
     assert fresh.log_dir == str(tmp_path / "logs" / f"unit-job-{job.master.job_id}")
     assert fresh.checkpoint_config["checkpoint_storage"] == "s3a://b/c"
+    assert fresh.checkpoint_config["state_backend"] == "HashMapStateBackend"
     assert "secret" not in str(fresh.config)
     assert fresh.config["restart_strategy"]["type"] == "fixed-delay"
     assert fresh.config["max_parallelism"] == job.master.graph.max_parallelism
