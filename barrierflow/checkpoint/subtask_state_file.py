@@ -152,13 +152,16 @@ def encode(
     channel_state: bytes | None,
 ) -> tuple[bytes, SubtaskStateHandle] | None:
     """The file's bytes and its handle; None when there is nothing to write."""
-    body = bytearray()
+    parts: list[bytes] = []
+    size = 0
 
     def section(data: bytes | None) -> Section | None:
+        nonlocal size
         if data is None:
             return None
-        start = len(body)
-        body.extend(data)
+        start = size
+        parts.append(data)
+        size += len(data)
         return (start, len(data))
 
     index = {
@@ -183,7 +186,7 @@ def encode(
     if channel is not None:
         header["channel_state"] = list(channel)
     handle = SubtaskStateHandle(name, subtask_index, key_group_range, index, channel)
-    return state_format.encode(SUBTASK_STATE, header, bytes(body)), handle
+    return state_format.encode_parts(SUBTASK_STATE, header, parts), handle
 
 
 class SubtaskStateReader:

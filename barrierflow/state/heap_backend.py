@@ -397,7 +397,7 @@ class HeapKeyedStateSnapshot:
             "states": [[name, kind.value] for name, kind in self._states],
             "key_groups": index,
         }
-        return state_format.encode(KEYED_STATE, header, b"".join(sections))
+        return state_format.encode_parts(KEYED_STATE, header, sections)
 
     def release(self) -> None:
         """Drop the held dicts (idempotent, any thread)."""

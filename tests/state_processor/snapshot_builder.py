@@ -12,6 +12,7 @@ from barrierflow.checkpoint import subtask_state_file
 from barrierflow.checkpoint.metadata import build_metadata
 from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.runtime.operators.base import OperatorSnapshot
+from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import key_group_range_for_subtask
 from barrierflow.state.operator_state import encode_operator_state
 
@@ -70,7 +71,7 @@ def write_checkpoint(
             key_groups = key_group_range_for_subtask(max_parallelism, len(snapshots), index)
             name = subtask_state_file.state_file_name(vertex_id, index, "test")
             sections = subtask_state_file.OperatorSections(
-                keyed=snapshot.keyed,
+                keyed=None if snapshot.keyed is None else canonical_section(snapshot.keyed),
                 operator=None
                 if snapshot.operator is None
                 else encode_operator_state(snapshot.operator),
