@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,11 +21,11 @@ from barrierflow import _fs
 from barrierflow._clock import Clock
 from barrierflow.checkpoint.handles import OperatorRestore
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
-from barrierflow.core.state_backends import StateBackend
 from barrierflow.runtime.chain_inputs import ChainInputs
 from barrierflow.runtime.chain_outputs import ChainingOutput, OperatorOutput, RecordWriterOutput
-from barrierflow.runtime.deployment import SubtaskId, TaskDescriptor, TaskSettings
+from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings
 from barrierflow.runtime.elements import LatencyMarker
+from barrierflow.runtime.local_state import local_state_dir, remove_orphaned_state_dirs
 from barrierflow.runtime.mailbox_executor import MailboxExecutor
 from barrierflow.runtime.metrics.operator_metrics import MeteredOutput, OperatorMetrics
 from barrierflow.runtime.network.record_writer import RecordWriter
@@ -84,6 +83,8 @@ class OperatorChain:
         operator, head first."""
         self._now_ms = context.processing_time
         self._local_dir = context.local_dir
+        if context.local_dir is not None:  # what killed task processes left on this host
+            remove_orphaned_state_dirs(Path(context.local_dir).parent)
         for operator, output in zip(self.operators, self._outputs(writer), strict=True):
             operator.setup(context, output)
             restore_operator(operator, restored_state(reader, restore.get(operator.uid)))
@@ -254,12 +255,3 @@ def operator_context(
         state_backend=backend,
         local_dir=str(local_state_dir(backend, settings.deployment_id, descriptor.subtask)),
     )
-
-
-def local_state_dir(backend: StateBackend, deployment_id: str, subtask: SubtaskId) -> Path:
-    """The folder on this host where one subtask of one attempt keeps on-disk state: below
-    the backend's `local_dir` if it sets one, else below this process's temporary folder;
-    unique per run, attempt (both in `deployment_id`) and subtask, so a restarted attempt
-    in the same process never opens the database of the one before."""
-    root = getattr(backend, "local_dir", None) or tempfile.gettempdir()
-    return Path(root) / "barrierflow-state" / f"{deployment_id}-{subtask}"

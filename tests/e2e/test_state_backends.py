@@ -67,9 +67,8 @@ def envelope_kind(data: bytes) -> str:
 
 def test_the_word_count_on_rocksdb_stays_exactly_once_through_a_killed_task(spark, tmp_path):
     records = 12_000
-    job = word_count(tmp_path, records, 4000, EmbeddedRocksDBStateBackend()).execute_async(
-        "rocksdb-kill"
-    )
+    backend = EmbeddedRocksDBStateBackend(local_dir=str(tmp_path / "local"))
+    job = word_count(tmp_path, records, 4000, backend).execute_async("rocksdb-kill")
     assert job.wait_for_completed_checkpoints(2, timeout=120)
     counting = counting_vertex(job)
     job.kill_task_process(counting, 1)
@@ -78,6 +77,9 @@ def test_the_word_count_on_rocksdb_stays_exactly_once_through_a_killed_task(spar
     assert result.restarts >= 1
     assert job.restored_from is not None  # the respawned task restored RocksDB's files
     assert read_rows(tmp_path / "out") == running_count_rows(word_of(i) for i in range(records))
+    # the killed process's databases went with the respawned task's start, the others' at
+    # their end: nothing is left on the host's disk
+    assert list((tmp_path / "local" / "barrierflow-state").iterdir()) == []
 
 
 def test_a_job_switches_from_the_heap_to_rocksdb_through_a_savepoint(spark, tmp_path):

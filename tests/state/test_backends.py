@@ -4,6 +4,8 @@ operator's own local folder, and that closing or aborting leaves nothing on disk
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,8 +25,9 @@ from barrierflow.job_file import command_line_settings
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput
 from barrierflow.runtime.deployment import SubtaskId
+from barrierflow.runtime.local_state import local_state_dir, remove_orphaned_state_dirs
 from barrierflow.runtime.mailbox_executor import NO_MAILBOX
-from barrierflow.runtime.operator_chain import local_state_dir, operator_context
+from barrierflow.runtime.operator_chain import operator_context
 from barrierflow.runtime.operators.keyed import KeyedOperator
 from barrierflow.state.backends import create_keyed_backend
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
@@ -90,7 +93,8 @@ def test_the_jobs_backend_reaches_the_keyed_operator_of_every_subtask(tmp_path: 
     for subtask, descriptor in build_task_descriptors(graph).items():
         context = operator_context(descriptor, task_settings, SYSTEM_CLOCK, NO_MAILBOX)
         assert context.state_backend == backend
-        assert context.local_dir == str(tmp_path / "barrierflow-state" / f"run1-4-{subtask}")
+        expected = tmp_path / "barrierflow-state" / f"run1-4-{subtask}-{os.getpid()}"
+        assert context.local_dir == str(expected)
         for operator in (op.make() for op in descriptor.operators):
             if isinstance(operator, KeyedOperator):
                 operator.setup(context, CollectingOutput())
@@ -143,3 +147,20 @@ def test_each_attempt_and_subtask_gets_its_own_local_folder(tmp_path: Path) -> N
     assert all(folder.parent == tmp_path / "barrierflow-state" for folder in folders)
     default = local_state_dir(HashMapStateBackend(), "run1-0", SubtaskId(1, 0))
     assert default.parent.parent == Path(tempfile.gettempdir())
+
+
+def test_a_chain_removes_the_local_state_that_dead_task_processes_left(tmp_path: Path) -> None:
+    exited = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    dead_pid = int(exited.stdout)
+    folder = tmp_path / "barrierflow-state"
+    dead = folder / f"run1-0-2.1-{dead_pid}"
+    living = folder / f"run1-1-2.1-{os.getpid()}"
+    other = folder / "not-a-task-folder"
+    for path in (dead / "count-1a2b" / "db", living / "db", other):
+        path.mkdir(parents=True)
+        (path / "000004.sst").write_bytes(b"state")
+
+    assert remove_orphaned_state_dirs(folder) == [dead.name]
+    assert not dead.exists() and living.exists() and other.exists()
+    assert remove_orphaned_state_dirs(tmp_path / "nothing-here") == []
