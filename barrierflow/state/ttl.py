@@ -5,7 +5,7 @@
 protocol's value/list/map handles only, so the heap and the on-disk backend both have
 TTL without code of their own.
 
-Storage, as in Flink: a value is stored as a `TtlValue(value, last_access)` record
+Storage, as in Flink: a value is stored as a record `("ttl", value, last_access)`
 (epoch milliseconds on the operator's processing-time clock); a list state stores one
 record per element and a map state one per entry, so list elements and map entries
 expire one by one. A record expires when `last_access + ttl <= now`. Snapshots store the
@@ -51,7 +51,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from barrierflow.core.state_ttl import StateTtlConfig
 from barrierflow.errors import StateRestoreError
@@ -67,24 +67,33 @@ _ABSENT = object()
 _END = object()
 
 
-class TtlValue(NamedTuple):
-    """A stored value with the time it was last written (or read, `OnReadAndWrite`).
+TTL_RECORD = "ttl"
+"""The first item of every TTL record (tells records from values stored without TTL)."""
 
-    Pickled into snapshots by this module path: keep it stable.
-    """
+Record = tuple[str, Any, int]
+"""A stored value with its last-access time: `(TTL_RECORD, value, last_access)`, epoch
+milliseconds on the operator's processing-time clock. A plain tuple of the value and two
+immutables, so pickles, the on-disk backend and the heap backend's copy-on-write handle it
+at a plain tuple's cost."""
 
-    value: Any
-    last_access: int
-    """Epoch milliseconds on the operator's processing-time clock."""
+
+def ttl_record(value: Any, last_access: int) -> Record:
+    """The record that stores `value` as written (or read) at `last_access`."""
+    return (TTL_RECORD, value, last_access)
 
 
-def expired(record: TtlValue, ttl_ms: int, now: int) -> bool:
+def is_record(stored: Any) -> bool:
+    """Whether `stored` is a TTL record."""
+    return type(stored) is tuple and len(stored) == 3 and stored[0] == TTL_RECORD
+
+
+def expired(record: Record, ttl_ms: int, now: int) -> bool:
     """Whether `record` expired at `now` (Flink's rule: at exactly `last_access + ttl`)."""
-    return record.last_access + ttl_ms <= now
+    return record[2] + ttl_ms <= now
 
 
-def _record(stored: Any, state_name: str) -> TtlValue:
-    if type(stored) is not TtlValue:
+def _record(stored: Any, state_name: str) -> Record:
+    if not is_record(stored):
         raise StateRestoreError(
             f"state {state_name!r} holds {type(stored).__name__} values without TTL timestamps: "
             "it was written while its descriptor had no TTL. Turning TTL on for existing state "
@@ -98,7 +107,7 @@ def _record(stored: Any, state_name: str) -> TtlValue:
 
 def live_value(stored: Any, ttl_ms: int, now: int) -> Any:
     """A value state's record, or None if it expired."""
-    if type(stored) is TtlValue and expired(stored, ttl_ms, now):
+    if is_record(stored) and expired(stored, ttl_ms, now):
         return None
     return stored
 
@@ -108,7 +117,7 @@ def live_list(stored: Any, ttl_ms: int, now: int) -> Any:
     or None if none is left."""
     if not isinstance(stored, list):
         return stored
-    live = [r for r in stored if not (type(r) is TtlValue and expired(r, ttl_ms, now))]
+    live = [r for r in stored if not (is_record(r) and expired(r, ttl_ms, now))]
     if len(live) == len(stored):
         return stored
     return live or None
@@ -119,9 +128,7 @@ def live_map(stored: Any, ttl_ms: int, now: int) -> Any:
     None if none is left."""
     if not isinstance(stored, dict):
         return stored
-    live = {
-        k: r for k, r in stored.items() if not (type(r) is TtlValue and expired(r, ttl_ms, now))
-    }
+    live = {k: r for k, r in stored.items() if not (is_record(r) and expired(r, ttl_ms, now))}
     if len(live) == len(stored):
         return stored
     return live or None
@@ -281,11 +288,11 @@ class TtlValueState(_TtlState, ValueState):
             if expired(record, self._ttl, now):
                 self._inner.clear()
                 if self._return_expired:
-                    result = record.value
+                    result = record[1]
             else:
                 if self._on_read:
-                    self._inner.update(TtlValue(record.value, now))
-                result = record.value
+                    self._inner.update(ttl_record(record[1], now))
+                result = record[1]
         self._after_access(now)
         return result
 
@@ -294,17 +301,17 @@ class TtlValueState(_TtlState, ValueState):
         if value is None:
             self._inner.clear()
         else:
-            self._inner.update(TtlValue(value, now))
+            self._inner.update(ttl_record(value, now))
         self._after_access(now)
 
     def purge_current(self, now: int) -> int | None:
         stored = self._inner.value()
-        if type(stored) is not TtlValue:
+        if not is_record(stored):
             return None
         if expired(stored, self._ttl, now):
             self._inner.clear()
             return None
-        return stored.last_access + self._ttl
+        return stored[2] + self._ttl
 
 
 class TtlListState(_TtlState, ListState):
@@ -317,9 +324,9 @@ class TtlListState(_TtlState, ListState):
         stored = [_record(r, self._name) for r in self._inner.get()]
         live = [r for r in stored if not expired(r, self._ttl, now)]
         returned = stored if self._return_expired else live
-        result = [r.value for r in returned]
+        result = [r[1] for r in returned]
         if self._on_read and live:
-            self._inner.update([TtlValue(r.value, now) for r in live])
+            self._inner.update([ttl_record(r[1], now) for r in live])
         elif len(live) != len(stored):
             self._inner.update(live)
         self._after_access(now)
@@ -329,7 +336,7 @@ class TtlListState(_TtlState, ListState):
         if value is None:
             raise ValueError("cannot add None to a ListState")
         now = self._clock()
-        self._inner.add(TtlValue(value, now))
+        self._inner.add(ttl_record(value, now))
         self._after_access(now)
 
     def add_all(self, values: Iterable[Any] | None) -> None:
@@ -350,11 +357,11 @@ class TtlListState(_TtlState, ListState):
         return _earliest(live, self._ttl)
 
 
-def _records(values: Iterable[Any] | None, now: int) -> list[TtlValue]:
+def _records(values: Iterable[Any] | None, now: int) -> list[Record]:
     new = [] if values is None else list(values)
     if any(value is None for value in new):
         raise ValueError("cannot add None to a ListState")
-    return [TtlValue(value, now) for value in new]
+    return [ttl_record(value, now) for value in new]
 
 
 class TtlMapState(_TtlState, MapState):
@@ -372,25 +379,25 @@ class TtlMapState(_TtlState, MapState):
         record = _record(stored, self._name)
         if expired(record, self._ttl, now):
             self._inner.remove(key)
-            return record.value if self._return_expired else _ABSENT
+            return record[1] if self._return_expired else _ABSENT
         if self._on_read:
-            self._inner.put(key, TtlValue(record.value, now))
-        return record.value
+            self._inner.put(key, ttl_record(record[1], now))
+        return record[1]
 
     def _entries(self, now: int, refresh: bool) -> list[tuple[Any, Any]]:
         """The (key, value) pairs a read returns; removes expired entries, refreshes the
         live ones if `refresh` and OnReadAndWrite."""
         entries = [(k, _record(r, self._name)) for k, r in self._inner.items()]
         result: list[tuple[Any, Any]] = []
-        refreshed: dict[Any, TtlValue] = {}
+        refreshed: dict[Any, Record] = {}
         for key, record in entries:
             if expired(record, self._ttl, now):
                 self._inner.remove(key)
                 if not self._return_expired:
                     continue
             elif refresh and self._on_read:
-                refreshed[key] = TtlValue(record.value, now)
-            result.append((key, record.value))
+                refreshed[key] = ttl_record(record[1], now)
+            result.append((key, record[1]))
         if refreshed:
             self._inner.put_all(refreshed)
         self._after_access(now)
@@ -404,13 +411,13 @@ class TtlMapState(_TtlState, MapState):
 
     def put(self, key: Any, value: Any) -> None:
         now = self._clock()
-        self._inner.put(key, TtlValue(value, now))
+        self._inner.put(key, ttl_record(value, now))
         self._after_access(now)
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
         now = self._clock()
         if mapping:
-            self._inner.put_all({k: TtlValue(v, now) for k, v in mapping.items()})
+            self._inner.put_all({k: ttl_record(v, now) for k, v in mapping.items()})
         self._after_access(now)
 
     def remove(self, key: Any) -> None:
@@ -439,16 +446,16 @@ class TtlMapState(_TtlState, MapState):
     def purge_current(self, now: int) -> int | None:
         earliest: int | None = None
         for key, stored in self._inner.items():
-            if type(stored) is not TtlValue:
+            if not is_record(stored):
                 continue
             if expired(stored, self._ttl, now):
                 self._inner.remove(key)
-            elif earliest is None or stored.last_access + self._ttl < earliest:
-                earliest = stored.last_access + self._ttl
+            elif earliest is None or stored[2] + self._ttl < earliest:
+                earliest = stored[2] + self._ttl
         return earliest
 
 
 def _earliest(records: Iterable[Any] | None, ttl_ms: int) -> int | None:
     """The earliest expiry among `records` (None if there are none)."""
-    times = [r.last_access for r in records or () if type(r) is TtlValue]
+    times = [r[2] for r in records or () if is_record(r)]
     return min(times) + ttl_ms if times else None

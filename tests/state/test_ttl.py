@@ -30,7 +30,7 @@ from barrierflow.state.key_groups import (
     assign_to_key_group,
     key_group_range_for_subtask,
 )
-from barrierflow.state.ttl import TtlValue
+from barrierflow.state.ttl import ttl_record
 
 TTL = 100
 T0 = 1_000
@@ -191,10 +191,10 @@ def test_a_value_expires_exactly_ttl_after_its_write_and_reads_do_not_extend_it(
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config()), clock)
     backend.set_current_key("a")
     state.update("x")
-    assert raw(backend, "v", "a") == TtlValue("x", T0)
+    assert raw(backend, "v", "a") == ttl_record("x", T0)
     clock.now = T0 + TTL - 1
     assert state.value() == "x"  # a read (OnCreateAndWrite) does not move the expiry
-    assert raw(backend, "v", "a") == TtlValue("x", T0)
+    assert raw(backend, "v", "a") == ttl_record("x", T0)
     clock.now = T0 + TTL
     assert state.value() is None
     assert raw(backend, "v", "a") is None  # the read removed it
@@ -227,7 +227,7 @@ def test_on_read_and_write_a_read_extends_the_value(backends: Any) -> None:
     state.update("x")
     clock.now = T0 + TTL - 1
     assert state.value() == "x"
-    assert raw(backend, "v", "a") == TtlValue("x", T0 + TTL - 1)
+    assert raw(backend, "v", "a") == ttl_record("x", T0 + TTL - 1)
     clock.now = T0 + 2 * TTL - 2
     assert state.value() == "x"
     clock.now = T0 + 3 * TTL - 2
@@ -276,8 +276,8 @@ def test_list_elements_expire_one_by_one(backends: Any, update: Any) -> None:
         clock.now = T0 + TTL
         assert state.get() == ["second", "third"]
         assert raw(backend, "l", "a", "list") == [
-            TtlValue("second", T0 + 30),
-            TtlValue("third", T0 + 30),
+            ttl_record("second", T0 + 30),
+            ttl_record("third", T0 + 30),
         ]
         clock.now = T0 + 30 + TTL
         assert state.get() == []
@@ -418,7 +418,7 @@ def test_reducing_and_aggregating_state_start_over_once_expired(backends: Any) -
     total.add(5)
     average.add(5)
     assert (total.get(), average.get()) == (5, 5.0)
-    assert raw(backend, "avg", "a") == TtlValue((5, 1), T0 + 60 + TTL)
+    assert raw(backend, "avg", "a") == ttl_record((5, 1), T0 + 60 + TTL)
 
 
 # ---- snapshots and restore ----------------------------------------------------------------
@@ -518,7 +518,7 @@ def test_full_snapshot_cleanup_leaves_expired_entries_out_of_the_snapshot(
         assert len(list(restored.keys("l"))) == (2 if expected_keys == 202 else 1)
         assert len(list(restored.keys("m"))) == (2 if expected_keys == 202 else 1)
     restored.set_current_key("new")
-    assert raw(restored, "l", "new", "list") == [TtlValue("new", T0 + 50)]
+    assert raw(restored, "l", "new", "list") == [ttl_record("new", T0 + 50)]
 
 
 def test_full_snapshot_cleanup_drops_expired_list_elements_and_map_entries(backends: Any) -> None:
@@ -534,8 +534,8 @@ def test_full_snapshot_cleanup_drops_expired_list_elements_and_map_entries(backe
     clock.now = T0 + TTL
     restored = backends()
     restored.restore([snapshot_bytes(backend)])
-    assert raw(restored, "l", "a", "list") == [TtlValue("late", T0 + 50)]
-    assert raw(restored, "m", "a", "map") == {"late": TtlValue(2, T0 + 50)}
+    assert raw(restored, "l", "a", "list") == [ttl_record("late", T0 + 50)]
+    assert raw(restored, "m", "a", "map") == {"late": ttl_record(2, T0 + 50)}
 
 
 # ---- incremental cleanup ------------------------------------------------------------------
@@ -583,8 +583,8 @@ def test_incremental_cleanup_of_lists_and_maps_removes_only_expired_entries(
     states["m"].get("nothing")
     assert raw(backend, "l", "a", "list") == []
     assert raw(backend, "m", "a", "map") == {}
-    assert raw(backend, "l", "b", "list") == [TtlValue("late", T0 + 50)]
-    assert raw(backend, "m", "b", "map") == {"late": TtlValue(2, T0 + 50)}
+    assert raw(backend, "l", "b", "list") == [ttl_record("late", T0 + 50)]
+    assert raw(backend, "m", "b", "map") == {"late": ttl_record(2, T0 + 50)}
 
 
 def test_without_background_cleanup_expired_values_stay_until_read(backends: Any) -> None:
