@@ -382,13 +382,13 @@ def test_checkpoints_restore_at_another_parallelism_2_to_3_to_1(backends: Backen
     assert contents(one) == expected
 
 
-@pytest.mark.parametrize(
-    ("writer", "reader"),
-    [
-        pytest.param(HashMapStateBackend(), EmbeddedRocksDBStateBackend(), id="hashmap-to-rocksdb"),
-        pytest.param(EmbeddedRocksDBStateBackend(), HashMapStateBackend(), id="rocksdb-to-hashmap"),
-    ],
-)
+SWITCHES = [
+    pytest.param(HashMapStateBackend(), EmbeddedRocksDBStateBackend(), id="hashmap-to-rocksdb"),
+    pytest.param(EmbeddedRocksDBStateBackend(), HashMapStateBackend(), id="rocksdb-to-hashmap"),
+]
+
+
+@pytest.mark.parametrize(("writer", "reader"), SWITCHES)
 def test_a_savepoint_of_one_backend_restores_into_the_other_at_another_parallelism(
     tmp_path: Path, writer: StateBackend, reader: StateBackend
 ) -> None:
@@ -405,6 +405,23 @@ def test_a_savepoint_of_one_backend_restores_into_the_other_at_another_paralleli
         (one,) = at_parallelism(made, 1)
         one.restore([savepoint(backend) for backend in three])
         assert contents(one) == expected
+    finally:
+        made.dispose_all()
+
+
+@pytest.mark.parametrize(("writer", "reader"), SWITCHES)
+def test_a_checkpoint_of_one_backend_restores_into_the_other_at_another_parallelism(
+    tmp_path: Path, writer: StateBackend, reader: StateBackend
+) -> None:
+    made = Backends(writer, tmp_path)
+    try:
+        two = at_parallelism(made, 2)
+        expected = fill(two, 2)
+        sections, folder = made.checkpoint(two)  # RocksDB: its native files in the folder
+        three = at_parallelism(made, 3, settings=reader)
+        for backend in three:
+            backend.restore(sections, folder)
+        assert merged([contents(backend) for backend in three]) == expected
     finally:
         made.dispose_all()
 
