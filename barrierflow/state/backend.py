@@ -41,17 +41,26 @@ if TYPE_CHECKING:
 class KeyedStateSnapshot(Protocol):
     """The synchronous part of one keyed snapshot, held until the uploader writes it."""
 
-    def write(self, side_files: _fs.Location | None) -> bytes:
+    def write(
+        self, side_files: _fs.Location | None, shared: _fs.Location | None = None
+    ) -> bytes:
         """Serialize (and upload what does not go inline) on the uploader thread.
 
         Returns the keyed section of the subtask state file. `side_files` None (a
         savepoint): the canonical "keyed-state" envelope. Otherwise a backend may return
         its own envelope naming files it wrote below `side_files` (a folder of this
         checkpoint, discarded with it), by names relative to the checkpoint's folder.
+        `shared` (checkpoints only: the job folder's `shared/`) is where an incremental
+        backend puts files later checkpoints may reference too (`shared_files`).
         Raises OSError when storage fails (the checkpoint is declined) and
         ConfigurationError for a value that cannot be serialized.
         """
         ...
+
+    def shared_files(self) -> list[tuple[str, int, bool]]:
+        """After `write`: every shared file the section references, as (name relative to
+        the job folder, size, uploaded by this write). [] for backends without any."""
+        return []
 
     def release(self) -> None:
         """Free what the snapshot holds (a copy-on-write version, a native checkpoint's

@@ -366,7 +366,9 @@ class HeapKeyedStateSnapshot:
         self.released = False
         """Set once by `release` (any thread); the backend then stops protecting its dicts."""
 
-    def write(self, side_files: _fs.Location | None = None) -> bytes:
+    def write(
+        self, side_files: _fs.Location | None = None, shared: _fs.Location | None = None
+    ) -> bytes:
         """The canonical "keyed-state" envelope (the heap backend has no side files).
 
         ConfigurationError names the state and key of a value that cannot be pickled.
@@ -398,6 +400,10 @@ class HeapKeyedStateSnapshot:
             "key_groups": index,
         }
         return state_format.encode_parts(KEYED_STATE, header, sections)
+
+    def shared_files(self) -> list[tuple[str, int, bool]]:
+        """None: the heap backend's sections are whole in the state file."""
+        return []
 
     def release(self) -> None:
         """Drop the held dicts (idempotent, any thread)."""

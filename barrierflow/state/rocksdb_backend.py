@@ -815,7 +815,9 @@ class RocksDBSnapshot:
         self._header = header
         self._filters = filters
 
-    def write(self, side_files: _fs.Location | None) -> bytes:
+    def write(
+        self, side_files: _fs.Location | None, shared: _fs.Location | None = None
+    ) -> bytes:
         """Upload the checkpoint's files into `side_files` and return the native envelope
         naming them; `side_files` None: the canonical "keyed-state" envelope."""
         if side_files is None:
@@ -832,6 +834,10 @@ class RocksDBSnapshot:
             size, checksum = _fs.upload_file(os.path.join(self._path, name), side_files.child(name))
             files.append([f"{side_files.name}/{name}", size, checksum])
         return _envelope.encode(NATIVE_KIND, {**self._header, "files": files})
+
+    def shared_files(self) -> list[tuple[str, int, bool]]:
+        """Files this write referenced in the job's shared folder (a full upload: none)."""
+        return []
 
     def release(self) -> None:
         """Delete the local checkpoint (its hard links)."""
