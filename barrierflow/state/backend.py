@@ -41,9 +41,7 @@ if TYPE_CHECKING:
 class KeyedStateSnapshot(Protocol):
     """The synchronous part of one keyed snapshot, held until the uploader writes it."""
 
-    def write(
-        self, side_files: _fs.Location | None, shared: _fs.Location | None = None
-    ) -> bytes:
+    def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
         """Serialize (and upload what does not go inline) on the uploader thread.
 
         Returns the keyed section of the subtask state file. `side_files` None (a

@@ -815,9 +815,7 @@ class RocksDBSnapshot:
         self._header = header
         self._filters = filters
 
-    def write(
-        self, side_files: _fs.Location | None, shared: _fs.Location | None = None
-    ) -> bytes:
+    def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
         """Upload the checkpoint's files into `side_files` and return the native envelope
         naming them; `side_files` None: the canonical "keyed-state" envelope."""
         if side_files is None:
