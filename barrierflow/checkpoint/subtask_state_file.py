@@ -75,6 +75,16 @@ def side_files_folder(state_file: _fs.Location, operator_number: int) -> _fs.Loc
     return state_file.parent.child(f"{state_file.name}.files-{operator_number}")
 
 
+def shared_folder(state_file: _fs.Location) -> _fs.Location:
+    """The job's folder of shared files (incremental checkpoints), for a checkpoint's state
+    file `chk-<n>/<file>`: `<job folder>/shared`, which `_metadata` names files relative to.
+
+    >>> shared_folder(_fs.Location("/job/chk-3/2-0-run-1.state")).path
+    '/job/shared'
+    """
+    return state_file.parent.parent.child("shared")
+
+
 @dataclass(frozen=True)
 class HeldSections:
     """One operator's snapshot as taken at the barrier: its keyed state may still be a
@@ -109,8 +119,11 @@ class PendingStateFile:
         for number, (uid, held) in enumerate(self.operators.items()):
             keyed = held.keyed
             if keyed is not None and not isinstance(keyed, bytes):
-                side_files = None if self.savepoint else side_files_folder(self.location, number)
-                keyed = keyed.write(side_files)
+                if self.savepoint:
+                    keyed = keyed.write(None)
+                else:
+                    side_files = side_files_folder(self.location, number)
+                    keyed = keyed.write(side_files, shared=shared_folder(self.location))
             sections[uid] = OperatorSections(keyed, held.operator, held.timers)
         encoded = encode(
             self.location.name,
@@ -123,6 +136,16 @@ class PendingStateFile:
         if encoded is None:
             raise ValueError(f"state file {self.location.uri} has nothing to write")
         return encoded
+
+    def shared_files(self) -> list[tuple[str, int, bool]]:
+        """After `build`: the shared files every keyed section references, as (name
+        relative to the job folder, size, uploaded by this build); [] for a savepoint."""
+        found: list[tuple[str, int, bool]] = []
+        for held in self.operators.values():
+            listed = getattr(held.keyed, "shared_files", None)  # bytes and None have none
+            if listed is not None and not self.savepoint:
+                found += [(str(name), int(size), bool(new)) for name, size, new in listed()]
+        return found
 
     def release(self) -> None:
         release_keyed(held.keyed for held in self.operators.values())

@@ -128,7 +128,14 @@ class SnapshotUploader:
                 _fs.make_dirs(target.parent)
                 _fs.write_bytes(target, data)
                 _fs.sync_file(target)  # durable before the ack lets `_metadata` name it
-                ack = replace(ack, state_handle=handle, state_bytes=len(data))
+                shared = state_file.shared_files()
+                ack = replace(
+                    ack,
+                    state_handle=handle,
+                    state_bytes=len(data) + sum(size for _, size, _ in shared),
+                    shared_files=tuple(shared),
+                    checkpointed_bytes=len(data) + sum(size for _, size, new in shared if new),
+                )
         except ConfigurationError as error:
             if upload.fail is None:
                 return self._decline(upload, error)

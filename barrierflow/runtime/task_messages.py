@@ -68,6 +68,12 @@ class AcknowledgeCheckpoint:
     """In-flight data written with the snapshot (unaligned checkpoints; 0 when aligned)."""
     unaligned: bool = False
     """The snapshot was taken unaligned (at the first barrier, with in-flight data)."""
+    shared_files: tuple[tuple[str, int, bool], ...] = ()
+    """Incremental checkpoints: every shared file the subtask's state references, as (name
+    relative to the job folder, size, uploaded for this checkpoint)."""
+    checkpointed_bytes: int | None = None
+    """Uploaded for this checkpoint: the state file and the new shared files (None: all of
+    `state_bytes`, which counts every referenced shared file too)."""
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ class Recorded:
         self.go = threading.Event()
         self.go.set()
 
-    def write(self, side_files: _fs.Location | None) -> bytes:
+    def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
         self.side_files.append(side_files)
         self.writing.set()
         assert self.go.wait(10)
