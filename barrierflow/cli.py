@@ -538,6 +538,7 @@ def _history_table(history: list[CheckpointStats], total: int) -> Table:
         "trigger time",
         "duration",
         "state",
+        "checkpointed",
         "sync max",
         "async max",
         "align max",
@@ -553,6 +554,7 @@ def _history_table(history: list[CheckpointStats], total: int) -> Table:
             _time(stats.trigger_ms),
             f"{stats.duration_ms} ms",
             "" if failed else format_bytes(stats.state_bytes),
+            "" if failed else format_bytes(stats.checkpointed_bytes),
             "" if failed else _ms(stats.max_sync_ms),
             "" if failed else _ms(stats.max_async_ms),
             "" if failed else _ms(stats.max_alignment_ms),
@@ -593,6 +595,7 @@ def _show_details(
         "status",
         "after",
         "state",
+        "checkpointed",
         "sync",
         "async",
         "alignment",
@@ -609,6 +612,7 @@ def _show_details(
                     "acknowledged",
                     f"{result.ack_timestamp_ms - stats.trigger_ms} ms",
                     format_bytes(result.state_bytes),
+                    format_bytes(result.uploaded_bytes),
                     _ms(result.sync_ms),
                     _ms(result.async_ms),
                     _ms(result.alignment_ms),
@@ -619,10 +623,10 @@ def _show_details(
             elif isinstance(result, SubtaskDecline):
                 said = result.reason.name + (f": {result.message}" if result.message else "")
                 after = result.timestamp_ms - stats.trigger_ms
-                row += [f"[red]declined[/red] ({said})", f"{after} ms", *[""] * 7]
+                row += [f"[red]declined[/red] ({said})", f"{after} ms", *[""] * 8]
             else:
                 in_progress = stats.status is CheckpointStatsStatus.IN_PROGRESS
-                row += ["pending" if in_progress else "no answer", *[""] * 8]
+                row += ["pending" if in_progress else "no answer", *[""] * 9]
             table.add_row(*row)
     out.print(table)
 

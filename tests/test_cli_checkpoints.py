@@ -118,8 +118,10 @@ def test_details_show_one_row_per_subtask(folder):
         ["Reduce", "1/2", "acknowledged"],
         ["Reduce", "2/2", "acknowledged"],
     ]
-    # after (the trigger), state, sync, async, alignment, start delay, persisted
-    assert cells[2][3:10] == ["301 ms", "512.0 KiB", "3.0 ms", "40 ms", "80 ms", "2.0 ms", "0 B"]
+    # after (the trigger), state, checkpointed, sync, async, alignment, start delay, persisted
+    assert cells[2][3:11] == [
+        "301 ms", "512.0 KiB", "512.0 KiB", "3.0 ms", "40 ms", "80 ms", "2.0 ms", "0 B"
+    ]  # fmt: skip
 
 
 def test_details_of_a_failed_checkpoint_show_who_declined_and_json_is_the_record(folder):

@@ -96,6 +96,7 @@ def checkpoint_fields(stats: CheckpointStats, *, details: bool) -> dict[str, Any
         "end_to_end_duration": stats.end_to_end_duration_ms,
         "duration": stats.duration_ms,
         "state_size": stats.state_bytes,
+        "checkpointed_size": stats.checkpointed_bytes,
         "persisted_data": stats.persisted_bytes,
         "sync_duration_max": stats.max_sync_ms,
         "async_duration_max": stats.max_async_ms,
@@ -125,6 +126,7 @@ def _vertex(stats: CheckpointStats, vertex: TaskVertexInfo) -> dict[str, Any]:
         "latest_ack_timestamp": latest,
         "end_to_end_duration": None if latest is None else latest - stats.trigger_ms,
         "state_size": sum(a.state_bytes for a in acks),
+        "checkpointed_size": sum(a.uploaded_bytes for a in acks),
         "persisted_data": sum(a.persisted_bytes for a in acks),
         "num_subtasks": vertex.parallelism,
         "num_acknowledged_subtasks": len(acks),
@@ -142,6 +144,7 @@ def _subtask(
             "ack_timestamp": result.ack_timestamp_ms,
             "end_to_end_duration": result.ack_timestamp_ms - stats.trigger_ms,
             "state_size": result.state_bytes,
+            "checkpointed_size": result.uploaded_bytes,
             "checkpoint": {"sync": result.sync_ms, "async": result.async_ms},
             "alignment": {"duration": result.alignment_ms, "persisted": result.persisted_bytes},
             "start_delay": result.start_delay_ms,
@@ -181,6 +184,7 @@ def _decode_stats(data: dict[str, Any]) -> CheckpointStats:
                         state_bytes=sub["state_size"],
                         persisted_bytes=sub["alignment"]["persisted"],
                         unaligned=sub["unaligned_checkpoint"],
+                        checkpointed_bytes=_checkpointed(sub),
                     )
                 )
             elif sub["status"] == "declined":
@@ -210,3 +214,10 @@ def _decode_stats(data: dict[str, Any]) -> CheckpointStats:
         failure_message=data["failure_message"],
         external_path=data["external_path"],
     )
+
+
+def _checkpointed(sub: dict[str, Any]) -> int | None:
+    """A subtask's uploaded bytes; None when all its state was (a full checkpoint, or a
+    record older than incremental checkpoints)."""
+    uploaded = sub.get("checkpointed_size")
+    return None if uploaded is None or uploaded == sub["state_size"] else int(uploaded)

@@ -118,6 +118,7 @@ class CheckpointActions:
                     state_bytes=ack.state_bytes,
                     persisted_bytes=ack.persisted_bytes,
                     unaligned=ack.unaligned,
+                    checkpointed_bytes=ack.checkpointed_bytes,
                 ),
             )
             self._master.publisher.mark_dirty()

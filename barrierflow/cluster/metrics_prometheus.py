@@ -118,6 +118,8 @@ def _checkpoint_families(view: Any) -> Iterator[Metric]:
     for name, documentation, value in (
         ("duration_ms", "Duration of the latest completed checkpoint", latest.duration_ms),
         ("size_bytes", "State size of the latest completed checkpoint", latest.state_bytes),
+        ("checkpointed_size_bytes", "Bytes the latest completed checkpoint uploaded "
+         "(less than its state size when incremental)", latest.checkpointed_bytes),
         ("alignment_ms", "Longest alignment of the latest completed checkpoint",
          latest.max_alignment_ms),
         ("id", "Id of the latest completed checkpoint", latest.checkpoint_id),

@@ -24,6 +24,7 @@ SUMMARY_FIGURES: dict[str, Callable[[CheckpointStats], float]] = {
     "end_to_end_duration": lambda c: c.end_to_end_duration_ms,
     "duration": lambda c: c.duration_ms,
     "state_size": lambda c: c.state_bytes,
+    "checkpointed_size": lambda c: c.checkpointed_bytes,
     "persisted_data": lambda c: c.persisted_bytes,
     "sync_duration": lambda c: c.max_sync_ms,
     "async_duration": lambda c: c.max_async_ms,

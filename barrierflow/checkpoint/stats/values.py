@@ -70,9 +70,18 @@ class SubtaskCheckpointStats:
     alignment_ms: float = 0.0
     start_delay_ms: float = 0.0
     state_bytes: int = 0
+    """The subtask's whole state: its state file and every shared file it references."""
     persisted_bytes: int = 0
     """In-flight data written with the snapshot (unaligned checkpoints)."""
     unaligned: bool = False
+    checkpointed_bytes: int | None = None
+    """Uploaded for this checkpoint (incremental: the state file and the new shared files);
+    None: all of `state_bytes` (full checkpoints, savepoints)."""
+
+    @property
+    def uploaded_bytes(self) -> int:
+        """Flink's checkpointed size of this subtask."""
+        return self.state_bytes if self.checkpointed_bytes is None else self.checkpointed_bytes
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,12 @@ class CheckpointStats:
     @property
     def state_bytes(self) -> int:
         return sum(a.state_bytes for a in self.acknowledged)
+
+    @property
+    def checkpointed_bytes(self) -> int:
+        """Uploaded for this checkpoint (Flink's checkpointed size): `state_bytes` for full
+        checkpoints, less for incremental ones (files earlier checkpoints uploaded)."""
+        return sum(a.uploaded_bytes for a in self.acknowledged)
 
     @property
     def persisted_bytes(self) -> int:

@@ -602,7 +602,7 @@ function renderCharts() {
 
 // ---- checkpoints -----------------------------------------------------------------------------
 
-const SUMMARY_UNITS = { state_size: fmtBytes, persisted_data: fmtBytes };
+const SUMMARY_UNITS = { state_size: fmtBytes, checkpointed_size: fmtBytes, persisted_data: fmtBytes };
 
 function renderCheckpoints() {
   const data = state.checkpoints;
@@ -647,6 +647,7 @@ function renderCheckpoints() {
       el("td", { class: "num", text: fmtMs(cp.end_to_end_duration) }),
       el("td", { class: "num", text: fmtMs(cp.duration) }),
       el("td", { class: "num", text: fmtBytes(cp.state_size) }),
+      el("td", { class: "num", "data-testid": `checkpoint-checkpointed-${cp.id}`, text: fmtBytes(cp.checkpointed_size ?? cp.state_size) }),
       el("td", { class: "num", text: fmtBytes(cp.persisted_data) }),
       el("td", { class: "num", text: fmtMs(cp.sync_duration_max) }),
       el("td", { class: "num", text: fmtMs(cp.async_duration_max) }),
@@ -655,7 +656,7 @@ function renderCheckpoints() {
       el("td", { class: "num", text: `${cp.num_acknowledged_subtasks ?? "–"}/${cp.num_subtasks ?? "–"}` }),
       el("td", { class: "path", title: cp.external_path || null, text: where })));
   }
-  if (!history.length) body.append(el("tr", {}, el("td", { colspan: 14, class: "muted", text: "No checkpoint yet." })));
+  if (!history.length) body.append(el("tr", {}, el("td", { colspan: 15, class: "muted", text: "No checkpoint yet." })));
 }
 
 async function showCheckpoint(id) {
@@ -675,20 +676,21 @@ async function showCheckpoint(id) {
   if (answer.body.external_path) box.append(el("p", {}, "Stored at ", el("code", { text: answer.body.external_path })));
   for (const task of Object.values(answer.body.tasks || {})) {
     const table = el("table", { "data-testid": `checkpoint-task-${task.id}` },
-      el("caption", { text: `${task.name}: ${task.num_acknowledged_subtasks}/${task.num_subtasks} acknowledged, ${fmtBytes(task.state_size)} state, ${fmtMs(task.end_to_end_duration)} end to end` }),
-      el("thead", {}, el("tr", {}, ["Subtask", "Status", "Acknowledged", "End to end", "State size", "Sync", "Async", "Alignment", "Persisted in flight", "Start delay", "Unaligned"].map((t) => el("th", { scope: "col", text: t })))));
+      el("caption", { text: `${task.name}: ${task.num_acknowledged_subtasks}/${task.num_subtasks} acknowledged, ${fmtBytes(task.state_size)} state, ${fmtBytes(task.checkpointed_size ?? task.state_size)} checkpointed, ${fmtMs(task.end_to_end_duration)} end to end` }),
+      el("thead", {}, el("tr", {}, ["Subtask", "Status", "Acknowledged", "End to end", "State size", "Checkpointed", "Sync", "Async", "Alignment", "Persisted in flight", "Start delay", "Unaligned"].map((t) => el("th", { scope: "col", text: t })))));
     const rows = el("tbody");
     for (const s of task.subtasks || []) {
       if (s.status === "completed") {
         rows.append(el("tr", {}, el("th", { scope: "row", text: s.index }), el("td", { text: s.status }),
           el("td", { text: fmtTime(s.ack_timestamp) }), el("td", { class: "num", text: fmtMs(s.end_to_end_duration) }),
           el("td", { class: "num", text: fmtBytes(s.state_size) }),
+          el("td", { class: "num", text: fmtBytes(s.checkpointed_size ?? s.state_size) }),
           el("td", { class: "num", text: fmtMs((s.checkpoint || {}).sync) }), el("td", { class: "num", text: fmtMs((s.checkpoint || {}).async) }),
           el("td", { class: "num", text: fmtMs((s.alignment || {}).duration) }), el("td", { class: "num", text: fmtBytes((s.alignment || {}).persisted) }),
           el("td", { class: "num", text: fmtMs(s.start_delay) }), el("td", { text: s.unaligned_checkpoint ? "yes" : "no" })));
       } else {
         const why = s.status === "declined" ? `${s.reason}: ${s.message || ""}` : "";
-        rows.append(el("tr", {}, el("th", { scope: "row", text: s.index }), el("td", { text: s.status }), el("td", { colspan: 9, text: why })));
+        rows.append(el("tr", {}, el("th", { scope: "row", text: s.index }), el("td", { text: s.status }), el("td", { colspan: 10, text: why })));
       }
     }
     table.append(rows);
