@@ -55,6 +55,12 @@ def keyed_section_kinds(folder: str, uid: str = "count") -> set[str]:
     return kinds
 
 
+def newest_checkpoint(tmp_path: Path) -> Path:
+    """The folder of the newest completed checkpoint below <tmp_path>/checkpoints."""
+    newest = max((tmp_path / "checkpoints").rglob("_metadata"), key=lambda p: p.stat().st_mtime)
+    return newest.parent
+
+
 def envelope_kind(data: bytes) -> str:
     for kind in ("keyed-state", "rocksdb-keyed-state"):
         try:
@@ -76,6 +82,7 @@ def test_the_word_count_on_rocksdb_stays_exactly_once_through_a_killed_task(spar
 
     assert result.restarts >= 1
     assert job.restored_from is not None  # the respawned task restored RocksDB's files
+    assert keyed_section_kinds(str(newest_checkpoint(tmp_path))) == {"rocksdb-keyed-state"}
     assert read_rows(tmp_path / "out") == running_count_rows(word_of(i) for i in range(records))
     # the killed process's databases went with the respawned task's start, the others' at
     # their end: nothing is left on the host's disk
@@ -99,6 +106,5 @@ def test_a_job_switches_from_the_heap_to_rocksdb_through_a_savepoint(spark, tmp_
 
     assert second.restored_from is not None
     # its checkpoints hold RocksDB's native files: the job runs on the backend it switched to
-    newest = max((tmp_path / "checkpoints").rglob("_metadata"), key=lambda p: p.stat().st_mtime)
-    assert keyed_section_kinds(str(newest.parent)) == {"rocksdb-keyed-state"}
+    assert keyed_section_kinds(str(newest_checkpoint(tmp_path))) == {"rocksdb-keyed-state"}
     assert read_rows(tmp_path / "out") == running_count_rows(word_of(i) for i in range(records))
