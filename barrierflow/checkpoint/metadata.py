@@ -13,10 +13,16 @@ Metadata without the section (older, or aligned checkpoints) reads as none.
 
 A savepoint's metadata says so ("is_savepoint"); retention never deletes it.
 Metadata written before the flag existed reads as a checkpoint.
+
+An incremental checkpoint's metadata lists every shared file its state references
+("shared_files": [[name, size], ...], names relative to the job folder, the parent of the
+checkpoint's folder: `shared/<file>`), which the driver's shared-state registry counts.
+Savepoints and full checkpoints have none; metadata without the field references none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from barrierflow import _fs
@@ -36,6 +42,7 @@ def build_metadata(
     handles: dict[SubtaskRef, SubtaskStateHandle | None],
     *,
     is_savepoint: bool = False,
+    shared_files: Iterable[tuple[str, int]] = (),
 ) -> dict[str, Any]:
     operators: dict[str, dict[str, Any]] = {}
     for vertex in graph.vertices:
@@ -78,6 +85,9 @@ def build_metadata(
             },
             "subtasks": channel_state,
         }
+    shared = dict(shared_files)  # one entry a file, whichever subtasks name it
+    if shared:
+        extra["shared_files"] = [[name, size] for name, size in sorted(shared.items())]
     return {
         **extra,
         "schema": METADATA_SCHEMA,
@@ -89,6 +99,30 @@ def build_metadata(
         "max_parallelism": graph.max_parallelism,
         "operators": {uid: o for uid, o in operators.items() if o["subtasks"]},
     }
+
+
+def shared_files(metadata: dict[str, Any]) -> list[tuple[str, int]]:
+    """The shared files a checkpoint references, as (name relative to the job folder, size);
+    [] for savepoints, full checkpoints and metadata older than the field. Raises
+    StateRestoreError for a name that is not a plain file of `shared/`."""
+    found = []
+    for entry in metadata.get("shared_files") or []:
+        name, size = str(entry[0]), int(entry[1])
+        parts = name.split("/")
+        if len(parts) != 2 or parts[0] != "shared" or parts[1] in ("", ".", ".."):
+            raise StateRestoreError(f"the metadata names the shared file {name!r}")
+        found.append((name, size))
+    return found
+
+
+def shared_file_location(checkpoint_folder: _fs.Location, name: str) -> _fs.Location:
+    """Where shared file `name` of the checkpoint in `checkpoint_folder` is: relative to
+    its parent (the job folder it was taken in, even after the folder moved).
+
+    >>> shared_file_location(_fs.Location("/jobs/a/chk-7"), "shared/x.sst").path
+    '/jobs/a/shared/x.sst'
+    """
+    return checkpoint_folder.parent.child(*name.split("/"))
 
 
 def is_savepoint(metadata: dict[str, Any]) -> bool:

@@ -8,6 +8,11 @@ goes under a name no earlier commit used, which keeps the protocol sound on obje
 stores too (one upload, no rename: `_fs.write_atomic`). Savepoints
 live in the same folders, marked in their `_metadata`; retention never deletes
 them. Every read error names the file (`checkpoint/files.py`).
+
+Incremental checkpoints also reference files in `<storage>/<job name>/shared/`, counted by
+the shared-state registry (`shared_state_registry.py`, `self.shared`): `open_shared_state`
+rebuilds it from the completed checkpoints and sweeps `shared/` at driver start, before any
+task deploys; retention releases what it deletes and deletes the files nobody needs.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from typing import Any
 from barrierflow import _envelope as state_format
 from barrierflow import _fs
 from barrierflow.checkpoint.files import file_error, read_checkpoint_file, read_storage
-from barrierflow.checkpoint.metadata import is_savepoint
+from barrierflow.checkpoint.metadata import is_savepoint, shared_file_location, shared_files
+from barrierflow.checkpoint.retry import retry_transient
+from barrierflow.checkpoint.shared_state_registry import SharedStateRegistry
 from barrierflow.errors import CheckpointStorageError, StateRestoreError
 
 log = logging.getLogger(__name__)
@@ -45,6 +52,10 @@ class FileSystemCheckpointStorage:
         """Checkpoints retention never deletes: one a job restored from in no-claim mode."""
         self._leftovers: dict[str, _fs.Location] = {}
         """Folders a discard could not delete (by URI), tried again by each `retain`."""
+        self.shared = SharedStateRegistry()
+        """Shared files of the retained checkpoints (incremental checkpoints)."""
+        self._shared_leftovers: set[str] = set()
+        """Shared files a delete failed on, tried again by each `retain` if still unneeded."""
 
     def prepare(self) -> None:
         """Create the folder and prove it is writable, before any task starts; on a local
@@ -108,7 +119,84 @@ class FileSystemCheckpointStorage:
         return (ids[-1], self.load_metadata(ids[-1])) if ids else None
 
     def discard(self, checkpoint_id: int) -> None:
+        """Delete a checkpoint's folder, then the shared files only it needed."""
         _fs.delete_dir(self.checkpoint_dir(checkpoint_id))
+        self.delete_shared(self.shared.release(checkpoint_id))
+
+    # ---- shared files of incremental checkpoints ---------------------------------------------
+
+    @property
+    def shared_dir(self) -> _fs.Location:
+        return self.job_dir.child("shared")
+
+    def open_shared_state(self) -> None:
+        """At driver start, before any task deploys: rebuild the registry from every
+        completed checkpoint's `_metadata`, then delete the files of `shared/` none of them
+        references (left by aborted checkpoints, killed tasks, failed deletes). Nothing is
+        read when `shared/` is empty (no incremental checkpoint). If a `_metadata` cannot be
+        read the sweep is skipped (its files might be needed). Raises
+        CheckpointStorageError only when a folder cannot be listed."""
+        names = read_storage(lambda: _fs.list_dir(self.shared_dir), self.shared_dir, "the folder")
+        if not names:
+            return
+        registry, unreadable = SharedStateRegistry(), []
+        for n in self.completed_checkpoint_ids():
+            try:
+                registry.register(n, [name for name, _ in shared_files(self.load_metadata(n))])
+            except (CheckpointStorageError, StateRestoreError) as error:
+                unreadable.append(f"{self.checkpoint_dir(n)} ({error})")
+        registry.keep(self.shared.kept)  # what a restore kept before this call
+        self.shared = registry
+        if unreadable:
+            log.warning("not sweeping %s: cannot read %s", self.shared_dir, "; ".join(unreadable))
+            return
+        unneeded = registry.unreferenced(f"shared/{name}" for name in names)
+        if unneeded:
+            log.info("deleting %d shared file(s) of %s no checkpoint references",
+                     len(unneeded), self.shared_dir)  # fmt: skip
+        self.delete_shared(unneeded)
+
+    def register_completed(self, checkpoint_id: int, metadata: dict[str, Any]) -> None:
+        """A checkpoint completed: count the shared files it references."""
+        self.shared.register(checkpoint_id, [name for name, _ in shared_files(metadata)])
+
+    def discard_new_shared(self, names: list[str]) -> None:
+        """An aborted checkpoint's new shared files: delete those no retained checkpoint
+        references. Never raises."""
+        self.delete_shared(self.shared.unreferenced(names))
+
+    def delete_shared(self, names: list[str]) -> None:
+        """Delete shared files by name relative to the job folder (only plain files of
+        `shared/`), with transient faults retried; a failure is logged and the file tried
+        again by the next `retain` (or swept at the next start). Never raises."""
+        for name in names:
+            parts = name.split("/")
+            if len(parts) != 2 or parts[0] != "shared" or parts[1] in ("", ".", ".."):
+                log.warning("not deleting %r: not a file of %s", name, self.shared_dir)
+                continue
+            target = self.job_dir.child(*parts)
+            try:
+                retry_transient(lambda t=target: _fs.delete_file(t), f"deleting {target}")
+            except (OSError, ValueError) as error:
+                log.warning("cannot delete the shared file %s now (tried again after the next "
+                            "checkpoint): %s", target, error)  # fmt: skip
+                self._shared_leftovers.add(name)
+                continue
+            self._shared_leftovers.discard(name)
+
+    def release_restored(self, folder: _fs.Location, metadata: dict[str, Any]) -> None:
+        """A restored checkpoint claimed by the job (claim mode) is subsumed: delete its
+        folder and the shared files it referenced that nothing here needs. Raises OSError."""
+        checkpoint_id = metadata.get("checkpoint_id")
+        if isinstance(checkpoint_id, int) and folder.uri == self.checkpoint_dir(checkpoint_id).uri:
+            self.discard(checkpoint_id)  # one of the job's own: the registry decides
+            return
+        _fs.delete_dir(folder)
+        for name, _ in shared_files(metadata):  # another job folder's: its files go with it
+            target = shared_file_location(folder, name)
+            if target.uri.startswith(self.job_dir.uri + "/") and self.shared.is_referenced(name):
+                continue
+            retry_transient(lambda t=target: _fs.delete_file(t), f"deleting {target}")
 
     def discard_folder(self, folder: _fs.Location) -> bool:
         """Delete the folder of an aborted checkpoint or savepoint. A storage error is
@@ -130,6 +218,8 @@ class FileSystemCheckpointStorage:
         for n in self._checkpoint_ids():
             if n not in self.protected:
                 self.discard(n)
+        names = read_storage(lambda: _fs.list_dir(self.shared_dir), self.shared_dir, "the folder")
+        self.delete_shared(self.shared.unreferenced(f"shared/{name}" for name in names))
 
     def retain(self, count: int) -> list[int]:
         """Keep the newest `count` completed checkpoints; delete older and abandoned folders.
@@ -143,6 +233,7 @@ class FileSystemCheckpointStorage:
         """
         for folder in list(self._leftovers.values()):
             self.discard_folder(folder)
+        self.delete_shared(self.shared.unreferenced(self._shared_leftovers))
         completed = self.completed_checkpoint_ids()
         checkpoints, kept = [], set()
         for n in completed:
@@ -233,4 +324,10 @@ def check_files(folder: _fs.Location, metadata: dict[str, Any]) -> None:
         size = read_storage(lambda t=target: _fs.file_size(t), target, "the state file")
         if size < end:
             message = f"state file {target} is truncated: {size} bytes, its sections need {end}"
+            raise file_error(StateRestoreError(message), target)
+    for name, expected in shared_files(metadata):  # an incremental checkpoint's shared files
+        target = shared_file_location(folder, name)
+        size = read_storage(lambda t=target: _fs.file_size(t), target, "the shared file")
+        if size != expected:
+            message = f"shared file {target} has {size} bytes, the checkpoint needs {expected}"
             raise file_error(StateRestoreError(message), target)

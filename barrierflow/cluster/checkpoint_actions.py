@@ -7,6 +7,12 @@ JobMaster thread only. A storage error after a checkpoint completed (retention, 
 aborted checkpoint's folder) is logged and tried again later, never fatal; one writing
 `_metadata` aborts that checkpoint (the tolerable-failure count decides).
 
+Incremental checkpoints: the shared files each acknowledgement references are collected
+per checkpoint; `_metadata` lists them, the storage's shared-state registry counts them once
+the checkpoint completed (before retention runs, which releases what it deletes), and the
+files an aborted checkpoint uploaded (or a late acknowledgement of one) are deleted unless a
+retained checkpoint references them.
+
 A savepoint the JobMaster was asked for (`SavepointRequest`) has its own folder: its
 trigger names it (the barrier carries it to every task), `_metadata` is written there,
 a failed or aborted savepoint deletes it, and retention never looks at it. The JobMaster
@@ -70,6 +76,8 @@ class CheckpointActions:
         self._savepoints: dict[int, SavepointRequest] = {}
         """Requested savepoints by checkpoint id (kept after they end: a late ack discards)."""
         self._declines: dict[int, str] = {}
+        self._shared: dict[int, list[tuple[str, int, bool]]] = {}
+        """The shared files acknowledged for each pending checkpoint (name, size, new)."""
         """The first decline's detail of each checkpoint, for a failed savepoint's reason."""
         self.stop: SavepointRequest | None = None
         """The stop with savepoint under way: the final checkpoint is its savepoint."""
@@ -89,9 +97,13 @@ class CheckpointActions:
         return self._master.storage.checkpoint_dir(checkpoint_id)
 
     def _discard(self, checkpoint_id: int) -> None:
-        """Delete an aborted checkpoint's or savepoint's folder; a storage error is logged
-        and the folder deleted later (the storage retries it at each retention)."""
+        """Delete an aborted checkpoint's or savepoint's folder and the shared files it
+        uploaded that no retained checkpoint references; a storage error is logged and the
+        folder deleted later (the storage retries it at each retention), a shared file at
+        the next start's sweep."""
         self._master.storage.discard_folder(self._folder(checkpoint_id))
+        acked = self._shared.pop(checkpoint_id, [])
+        self._master.storage.discard_new_shared([name for name, _, new in acked if new])
 
     def _now(self) -> int:
         return self._master.clock.epoch_millis()
@@ -122,6 +134,12 @@ class CheckpointActions:
                 ),
             )
             self._master.publisher.mark_dirty()
+            if ack.shared_files:
+                self._shared.setdefault(ack.checkpoint_id, []).extend(ack.shared_files)
+        elif result is cc.AcknowledgeResult.DISCARDED and ack.shared_files:
+            # a late acknowledgement of an aborted checkpoint: what it uploaded goes
+            new = [name for name, _, is_new in ack.shared_files if is_new]
+            self._master.storage.discard_new_shared(new)
         self.carry_out(actions)
 
     def declined(self, decline: msg.DeclineCheckpoint) -> None:
@@ -194,6 +212,7 @@ class CheckpointActions:
             action.is_final,
             handles,
             is_savepoint=action.is_savepoint,
+            shared_files=[(n, size) for n, size, _ in self._shared.get(action.checkpoint_id, [])],
         )
         request = self._savepoints.get(action.checkpoint_id)
         try:
@@ -205,6 +224,9 @@ class CheckpointActions:
             log.warning("finalizing checkpoint %d failed: %s", action.checkpoint_id, error)
             self.carry_out(self.coordinator.on_finalize_failed(action.checkpoint_id, self._now()))
             return
+        if request is None:  # counted before retention can release an older user of its files
+            master.storage.register_completed(action.checkpoint_id, metadata)
+        self._shared.pop(action.checkpoint_id, None)
         self.carry_out(self.coordinator.on_checkpoint_finalized(action.checkpoint_id, self._now()))
 
     def _report_failed(self, action: cc.NotifyCheckpointAborted) -> None:

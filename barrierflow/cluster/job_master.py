@@ -310,6 +310,11 @@ class JobMaster:
         self._splits = create_splits(self.graph)
         prepare_sinks(self.graph)
         self.storage.prepare()
+        try:  # before any task deploys: no upload of this run can be in shared/ yet
+            self.storage.open_shared_state()
+        except CheckpointStorageError as error:  # files stay: swept at a later start
+            log.warning("job '%s': shared checkpoint files not swept: %s",
+                        self.graph.job_name, error)  # fmt: skip
         self.lineage = job_lineage(self.storage.job_dir)
         self._first_checkpoint_id = self.history.first_unused_id()
         self.restoring.run_first_checkpoint_id = self.next_checkpoint_id()

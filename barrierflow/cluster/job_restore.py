@@ -17,7 +17,7 @@ from typing import Any
 
 from barrierflow import _fs
 from barrierflow.checkpoint.history import CheckpointHistoryFile
-from barrierflow.checkpoint.metadata import check_compatible
+from barrierflow.checkpoint.metadata import check_compatible, shared_files
 from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsStatus
 from barrierflow.checkpoint.storage import (
     FileSystemCheckpointStorage,
@@ -147,6 +147,7 @@ class JobRestore:
                 self._claimed = point
             elif point.folder.uri == storage.checkpoint_dir(point.checkpoint_id).uri:
                 storage.protected.add(point.checkpoint_id)  # no-claim: retention must not delete
+                storage.shared.keep(name for name, _ in shared_files(point.metadata))
         return point
 
     def _above(self, point: RestorePoint) -> int:
@@ -235,9 +236,9 @@ class JobRestore:
             return
         self._claimed = None
         name, what = self._graph.job_name, claimed.candidate.describe()
-        try:
-            _fs.delete_dir(claimed.folder)
-        except OSError as error:
+        try:  # with the shared files it referenced (incremental checkpoints)
+            self._storage.release_restored(claimed.folder, claimed.metadata)
+        except (OSError, StateRestoreError) as error:
             log.warning("job '%s': cannot delete the claimed %s: %s", name, what, error)
             return
         log.info("job '%s': deleted the claimed %s (subsumed by checkpoint %d)",
