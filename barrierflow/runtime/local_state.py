@@ -1,25 +1,27 @@
 """Where a subtask keeps on-disk keyed state on its host, and removing what dead tasks left.
 
 Each subtask of each attempt gets its own folder, `<root>/barrierflow-state/<run>-<attempt>-
-<vertex>.<subtask>-<pid>` (root: the backend's `local_dir`, else the task process's
-temporary folder). Its chain deletes it when it closes or aborts; a task process that is
-killed cannot, so every chain that opens on the host first deletes the folders whose
-process is gone (never a living one: a folder of another user's process, or of a pid
-this host cannot check, stays).
+<vertex>.<subtask>-pid<pid>-<host>` (root: the backend's `local_dir`, else the task
+process's temporary folder). Its chain deletes it when it closes or aborts; a task process
+that is killed cannot, so every chain that opens on a host first deletes the folders of
+that host whose process is gone (never a living one: a folder of another host, of
+another user's process, or of a pid this host cannot check, stays).
 
 >>> from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend
 >>> from barrierflow.runtime.deployment import SubtaskId
 >>> folder = local_state_dir(EmbeddedRocksDBStateBackend(local_dir="/ssd"), "ab12-3",
-...                          SubtaskId(2, 1), pid=77)
+...                          SubtaskId(2, 1), pid=77, host="node-4")
 >>> str(folder)
-'/ssd/barrierflow-state/ab12-3-2.1-77'
+'/ssd/barrierflow-state/ab12-3-2.1-pid77-node-4'
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -31,27 +33,37 @@ log = logging.getLogger(__name__)
 FOLDER = "barrierflow-state"
 """The folder below the root that holds every subtask's local state folder."""
 
+_OWNER = re.compile(r"-pid(\d+)-(.+)$")
+"""The process and host at the end of a subtask's folder name."""
+
 
 def local_state_dir(
-    backend: StateBackend, deployment_id: str, subtask: SubtaskId, pid: int | None = None
+    backend: StateBackend,
+    deployment_id: str,
+    subtask: SubtaskId,
+    pid: int | None = None,
+    host: str | None = None,
 ) -> Path:
     """The local state folder of `subtask` in the attempt `deployment_id` (run and attempt)
-    run by process `pid` (default: this one); see the module docstring."""
+    run by process `pid` on `host` (default: this process on this host); see the module
+    docstring."""
     root = getattr(backend, "local_dir", None) or tempfile.gettempdir()
-    return Path(root) / FOLDER / f"{deployment_id}-{subtask}-{os.getpid() if pid is None else pid}"
+    pid = os.getpid() if pid is None else pid
+    return Path(root) / FOLDER / f"{deployment_id}-{subtask}-pid{pid}-{host or _host()}"
 
 
 def remove_orphaned_state_dirs(parent: Path) -> list[str]:
-    """Delete the local state folders in `parent` (a `<root>/barrierflow-state` folder) whose
-    process is dead; returns their names."""
+    """Delete the local state folders in `parent` (a `<root>/barrierflow-state` folder) of
+    this host whose process is dead; returns their names."""
     try:
         names = os.listdir(parent)
     except OSError:
         return []  # nothing there yet (or unreadable: nothing of ours to remove)
     removed = []
+    host = _host()
     for name in names:
-        pid = _pid_of(name)
-        if pid is None or _is_alive(pid):
+        owner = _OWNER.search(name)
+        if owner is None or owner.group(2) != host or _is_alive(int(owner.group(1))):
             continue
         shutil.rmtree(parent / name, ignore_errors=True)
         removed.append(name)
@@ -60,9 +72,9 @@ def remove_orphaned_state_dirs(parent: Path) -> list[str]:
     return removed
 
 
-def _pid_of(name: str) -> int | None:
-    tail = name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() and "-" in name else None
+def _host() -> str:
+    """This host's name as a folder name may carry it."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
 
 
 def _is_alive(pid: int) -> bool:

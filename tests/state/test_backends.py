@@ -93,7 +93,8 @@ def test_the_jobs_backend_reaches_the_keyed_operator_of_every_subtask(tmp_path: 
     for subtask, descriptor in build_task_descriptors(graph).items():
         context = operator_context(descriptor, task_settings, SYSTEM_CLOCK, NO_MAILBOX)
         assert context.state_backend == backend
-        expected = tmp_path / "barrierflow-state" / f"run1-4-{subtask}-{os.getpid()}"
+        expected = local_state_dir(backend, "run1-4", subtask)
+        assert expected.name.startswith(f"run1-4-{subtask}-pid{os.getpid()}-")
         assert context.local_dir == str(expected)
         for operator in (op.make() for op in descriptor.operators):
             if isinstance(operator, KeyedOperator):
@@ -153,14 +154,15 @@ def test_a_chain_removes_the_local_state_that_dead_task_processes_left(tmp_path:
     exited = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                             capture_output=True, text=True, check=True)  # fmt: skip
     dead_pid = int(exited.stdout)
-    folder = tmp_path / "barrierflow-state"
-    dead = folder / f"run1-0-2.1-{dead_pid}"
-    living = folder / f"run1-1-2.1-{os.getpid()}"
-    other = folder / "not-a-task-folder"
-    for path in (dead / "count-1a2b" / "db", living / "db", other):
+    backend = EmbeddedRocksDBStateBackend(local_dir=str(tmp_path))
+    dead = local_state_dir(backend, "run1-0", SubtaskId(2, 1), pid=dead_pid)
+    living = local_state_dir(backend, "run1-1", SubtaskId(2, 1))
+    elsewhere = local_state_dir(backend, "run1-0", SubtaskId(2, 0), dead_pid, "other-host")
+    other = tmp_path / "barrierflow-state" / "not-a-task-folder"
+    for path in (dead / "count-1a2b" / "db", living / "db", elsewhere / "db", other):
         path.mkdir(parents=True)
         (path / "000004.sst").write_bytes(b"state")
 
-    assert remove_orphaned_state_dirs(folder) == [dead.name]
-    assert not dead.exists() and living.exists() and other.exists()
+    assert remove_orphaned_state_dirs(tmp_path / "barrierflow-state") == [dead.name]
+    assert not dead.exists() and living.exists() and elsewhere.exists() and other.exists()
     assert remove_orphaned_state_dirs(tmp_path / "nothing-here") == []
