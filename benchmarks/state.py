@@ -405,6 +405,7 @@ def job_run(
             ("async_duration_ms", lambda c: c.max_async_ms),
             ("state_size", lambda c: c.state_bytes),
             ("persisted_size", lambda c: c.persisted_bytes),
+            ("checkpointed_size", lambda c: c.checkpointed_bytes),
         ):
             values = [of(c) for c in periodic]
             figures[f"checkpoint_{name}_median"] = statistics.median(values)
@@ -500,14 +501,14 @@ def _pair(figures: dict[str, Any], name: str) -> str:
 def job_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| backend | keys | events/s none | events/s 1 s ckpt | ratio | sync ms (median / max) "
-        "| async ms (median / max) | state size / persisted (max) | task peak RSS |",
+        "| async ms (median / max) | state size / checkpointed (max) | task peak RSS |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         none, ckpt = row["none"], row["ckpt_1s"]
 
         size = ckpt.get("checkpoint_state_size_max")
-        persisted = ckpt.get("checkpoint_persisted_size_max")
+        persisted = ckpt.get("checkpoint_checkpointed_size_max")
         peak = max(none.get("task_peak_rss_mib", 0.0), ckpt.get("task_peak_rss_mib", 0.0))
         ratio = f"{row['ratio']:.2f}" if "ratio" in row else "-"
         lines.append(
