@@ -9,7 +9,7 @@ Reading slices sections out of a file; any failure names the file.
 The file is built on the snapshot uploader thread from a `PendingStateFile`: the
 sections taken at the barrier, with each operator's keyed state still a
 `KeyedStateSnapshot` whose `write` serializes it there. A checkpoint's backend may put
-side files for operator n into `<file>.files/<n>/` beside the file (`side_files_folder`),
+side files for operator n into `<file>.files-<n>/` beside the file (`side_files_folder`),
 inside the checkpoint's folder, so discarding the checkpoint deletes them with it; a
 savepoint's keyed sections are canonical and have none.
 """
