@@ -53,6 +53,7 @@ from typing import Any, NoReturn
 
 from rocksdict import (
     AccessType,
+    BlockBasedIndexType,
     BlockBasedOptions,
     Cache,
     Checkpoint,
@@ -146,6 +147,13 @@ def _options(settings: EmbeddedRocksDBStateBackend) -> Options:
     table.set_bloom_filter(10, False)
     table.set_cache_index_and_filter_blocks(True)
     table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    # Partitioned index and filters: a large file's filter is many 4 KiB blocks, not one
+    # block of megabytes, which would not fit one shard of the cache (1/64 of it) and be
+    # read back for every get (measured: 80-140 us a get instead of ~3).
+    table.set_index_type(BlockBasedIndexType.two_level_index_search())
+    table.set_partition_filters(True)
+    table.set_metadata_block_size(4096)
+    table.set_pin_top_level_index_and_filter(True)
     options.set_block_based_table_factory(table)
     options.set_write_buffer_manager(write_buffers)
     # One memtable flushes at a quarter of the process budget (at least 2 MiB): a flush at
