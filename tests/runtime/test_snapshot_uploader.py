@@ -9,11 +9,13 @@ from typing import Any
 
 from barrierflow import _fs
 from barrierflow._clock import ManualClock
+from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.checkpoint.subtask_state_file import (
     HeldSections,
     PendingStateFile,
     SubtaskStateReader,
     side_files_folder,
+    state_file_name,
 )
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
@@ -219,3 +221,19 @@ def test_an_aborted_or_torn_down_checkpoint_is_released_unwritten(tmp_path):
     assert (aborted.side_files, dropped.side_files) == ([], [])
     assert (first.releases, aborted.releases, dropped.releases) == (1, 1, 1)
     assert not _fs.exists(root.child("chk-2")) and not _fs.exists(root.child("chk-3"))
+
+
+def test_side_files_lie_in_the_checkpoint_folder_and_go_with_its_discard(tmp_path):
+    storage = FileSystemCheckpointStorage(str(tmp_path), "job")
+    storage.prepare()
+    location = storage.checkpoint_dir(4).child(state_file_name(2, 1, "run-3"))
+    folder = side_files_folder(location, 0)
+    assert folder.parent == location.parent  # inside chk-4/, named after the state file
+    assert side_files_folder(location, 1) != folder
+    other_attempt = storage.checkpoint_dir(4).child(state_file_name(2, 1, "run-4"))
+    assert side_files_folder(other_attempt, 0) != folder
+    _fs.make_dirs(folder.child("nested"))
+    _fs.write_bytes(folder.child("nested", "000012.sst"), b"sst")
+    _fs.write_bytes(location, b"state")
+    storage.discard(4)
+    assert not _fs.exists(storage.checkpoint_dir(4))
