@@ -55,6 +55,9 @@ class FileSystemCheckpointStorage:
         self.shared = SharedStateRegistry()
         """Shared files of the retained checkpoints (incremental checkpoints)."""
         self._shared_leftovers: set[str] = set()
+        self.shared_complete = False
+        """The registry knows every completed checkpoint's shared files (`open_shared_state`
+        read them all): only then may `sweep_shared` delete what it does not know."""
         """Shared files a delete failed on, tried again by each `retain` if still unneeded."""
 
     def prepare(self) -> None:
@@ -138,6 +141,7 @@ class FileSystemCheckpointStorage:
         CheckpointStorageError only when a folder cannot be listed."""
         names = read_storage(lambda: _fs.list_dir(self.shared_dir), self.shared_dir, "the folder")
         if not names:
+            self.shared_complete = True  # no checkpoint can need a file that is not there
             return
         registry, unreadable = SharedStateRegistry(), []
         for n in self.completed_checkpoint_ids():
@@ -150,7 +154,22 @@ class FileSystemCheckpointStorage:
         if unreadable:
             log.warning("not sweeping %s: cannot read %s", self.shared_dir, "; ".join(unreadable))
             return
-        unneeded = registry.unreferenced(f"shared/{name}" for name in names)
+        self.shared_complete = True
+        self._sweep(names)
+
+    def sweep_shared(self) -> None:
+        """Delete the files of `shared/` no retained checkpoint references: at the job's end,
+        when no checkpoint of this run can complete any more (an upload still in flight then
+        belongs to one that never will). Only once `open_shared_state` read every completed
+        checkpoint. Raises CheckpointStorageError when `shared/` cannot be listed."""
+        if self.shared_complete:
+            names = read_storage(
+                lambda: _fs.list_dir(self.shared_dir), self.shared_dir, "the folder"
+            )
+            self._sweep(names)
+
+    def _sweep(self, names: list[str]) -> None:
+        unneeded = self.shared.unreferenced(f"shared/{name}" for name in names)
         if unneeded:
             log.info("deleting %d shared file(s) of %s no checkpoint references",
                      len(unneeded), self.shared_dir)  # fmt: skip

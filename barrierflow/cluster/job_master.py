@@ -677,6 +677,12 @@ class JobMaster:
     def _end(self, outcome: list[CheckpointStats] | BaseException) -> None:
         if isinstance(outcome, BaseException):  # a finished job's sinks closed cleanly
             self._clean_up_sinks()
+        if self.lease.held:  # no checkpoint of this run completes any more: sweep shared/
+            try:
+                self.storage.sweep_shared()
+            except CheckpointStorageError as error:
+                log.warning("job '%s': shared checkpoint files not swept: %s",
+                            self.graph.job_name, error)  # fmt: skip
         self._outcome = outcome
         self.ended = True
         ended = "the job finished" if isinstance(outcome, list) else str(outcome)

@@ -277,3 +277,16 @@ def test_only_files_of_shared_are_ever_deleted_as_shared_files(tmp_path):
     outside.write_bytes(b"x")
     job.master.storage.delete_shared(["keep-me", "shared/../keep-me", "chk-1/x"])
     assert outside.exists()
+
+
+def test_the_jobs_end_sweeps_uploads_of_checkpoints_that_never_completed(tmp_path):
+    job = harness(tmp_path, retained=2)
+    job.run_all()
+    checkpoint(job, incremental(1))
+    job.advance(INTERVAL_MS)  # checkpoint 2: a task uploads, then its process is killed
+    upload(job, "shared/of-a-killed-task.sst")
+    job.master.request_cancel()
+    job.master.drain()
+    assert job.master.status.state == "CANCELED"
+    assert "shared/of-a-killed-task.sst" not in assert_consistent(job)
+    assert "shared/base.sst" in assert_consistent(job)
