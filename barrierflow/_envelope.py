@@ -61,10 +61,20 @@ def encode(kind: str, header: Any, body: bytes = b"") -> bytes:
 
 
 def encode_parts(kind: str, header: Any, body: Sequence[bytes]) -> bytes:
-    """`encode` of a body given as consecutive parts: copied once, into the envelope
-    (large state files are built off the mailbox thread; a copy holds the GIL).
+    """`encode` of a body given as consecutive parts: copied once, into the envelope.
 
     >>> encode_parts("example", {}, [b"bo", b"dy"]) == encode("example", {}, b"body")
+    True
+    """
+    return b"".join(envelope_parts(kind, header, body))
+
+
+def envelope_parts(kind: str, header: Any, body: Sequence[bytes]) -> list[bytes]:
+    """The envelope of `kind` around `header` and the body `body` (consecutive parts), as
+    the parts to write one after the other: a large state file is written without ever
+    being copied whole (each copy holds the GIL, stalling the mailbox thread).
+
+    >>> b"".join(envelope_parts("example", {}, [b"bo", b"dy"])) == encode("example", {}, b"body")
     True
     """
     kind_bytes = kind.encode()
@@ -80,7 +90,7 @@ def encode_parts(kind: str, header: Any, body: Sequence[bytes]) -> bytes:
     prefix = _PREFIX_V1.pack(
         MAGIC, FORMAT_VERSION, len(kind_bytes), len(header_bytes), length, checksum
     )
-    return b"".join((prefix, kind_bytes, header_bytes, *body))
+    return [prefix, kind_bytes, header_bytes, *body]
 
 
 def decode(data: bytes | bytearray | memoryview, expected_kind: str) -> tuple[Any, memoryview]:

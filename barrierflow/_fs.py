@@ -36,7 +36,7 @@ import os
 import threading
 import uuid
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -184,6 +184,14 @@ def write_bytes(loc: Location, data: bytes) -> None:
     _before("write", loc)
     with loc.filesystem.open_output_stream(loc.path) as stream:
         stream.write(data)
+
+
+def write_parts(loc: Location, parts: Iterable[bytes]) -> None:
+    """`write_bytes` of the concatenation of `parts`, without joining them first."""
+    _before("write", loc)
+    with loc.filesystem.open_output_stream(loc.path) as stream:
+        for part in parts:
+            stream.write(part)
 
 
 def write_atomic(loc: Location, data: bytes) -> None:

@@ -112,9 +112,10 @@ class PendingStateFile:
     savepoint: bool
     """Canonical keyed sections (`write(None)`), no side files."""
 
-    def build(self) -> tuple[bytes, SubtaskStateHandle]:
-        """Write each keyed snapshot, then encode the file; what `write` raises propagates
-        (OSError: storage failed; ConfigurationError: a value cannot be serialized)."""
+    def build(self) -> tuple[list[bytes], SubtaskStateHandle]:
+        """Write each keyed snapshot, then encode the file: its parts, to write in order
+        (`_fs.write_parts`), and its handle. What `write` raises propagates (OSError:
+        storage failed; ConfigurationError: a value cannot be serialized)."""
         sections: dict[str, OperatorSections] = {}
         for number, (uid, held) in enumerate(self.operators.items()):
             keyed = held.keyed
@@ -125,7 +126,7 @@ class PendingStateFile:
                     side_files = side_files_folder(self.location, number)
                     keyed = keyed.write(side_files, shared=shared_folder(self.location))
             sections[uid] = OperatorSections(keyed, held.operator, held.timers)
-        encoded = encode(
+        encoded = encode_parts(
             self.location.name,
             self.vertex_id,
             self.subtask_index,
@@ -175,6 +176,24 @@ def encode(
     channel_state: bytes | None,
 ) -> tuple[bytes, SubtaskStateHandle] | None:
     """The file's bytes and its handle; None when there is nothing to write."""
+    encoded = encode_parts(
+        name, vertex_id, subtask_index, key_group_range, operators, channel_state
+    )
+    if encoded is None:
+        return None
+    parts, handle = encoded
+    return b"".join(parts), handle
+
+
+def encode_parts(
+    name: str,
+    vertex_id: int,
+    subtask_index: int,
+    key_group_range: tuple[int, int],
+    operators: dict[str, OperatorSections],
+    channel_state: bytes | None,
+) -> tuple[list[bytes], SubtaskStateHandle] | None:
+    """`encode` as the parts of the file, to write one after the other (never joined)."""
     parts: list[bytes] = []
     size = 0
 
@@ -209,7 +228,7 @@ def encode(
     if channel is not None:
         header["channel_state"] = list(channel)
     handle = SubtaskStateHandle(name, subtask_index, key_group_range, index, channel)
-    return state_format.encode_parts(SUBTASK_STATE, header, parts), handle
+    return state_format.envelope_parts(SUBTASK_STATE, header, parts), handle
 
 
 class SubtaskStateReader:

@@ -123,18 +123,19 @@ class SnapshotUploader:
                 return None
             ack = upload.ack
             if state_file is not None:
-                data, handle = state_file.build()
+                parts, handle = state_file.build()
                 target = state_file.location
                 _fs.make_dirs(target.parent)
-                _fs.write_bytes(target, data)
+                _fs.write_parts(target, parts)  # never joined: a copy would hold the GIL
+                size = sum(len(part) for part in parts)
                 _fs.sync_file(target)  # durable before the ack lets `_metadata` name it
                 shared = state_file.shared_files()
                 ack = replace(
                     ack,
                     state_handle=handle,
-                    state_bytes=len(data) + sum(size for _, size, _ in shared),
+                    state_bytes=size + sum(file_size for _, file_size, _ in shared),
                     shared_files=tuple(shared),
-                    checkpointed_bytes=len(data) + sum(size for _, size, new in shared if new),
+                    checkpointed_bytes=size + sum(file_size for _, file_size, new in shared if new),
                 )
         except ConfigurationError as error:
             if upload.fail is None:
