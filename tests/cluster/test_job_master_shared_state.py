@@ -290,3 +290,22 @@ def test_the_jobs_end_sweeps_uploads_of_checkpoints_that_never_completed(tmp_pat
     assert job.master.status.state == "CANCELED"
     assert "shared/of-a-killed-task.sst" not in assert_consistent(job)
     assert "shared/base.sst" in assert_consistent(job)
+
+
+def test_a_checkpoint_missing_a_shared_file_is_found_by_the_driver_and_skipped(tmp_path):
+    job = JobHarness(tmp_path, RestartStrategies.fixed_delay_restart(3, 500))
+    storage = job.master.storage
+    storage.prepare()
+    for n, name in [(5, "shared/five.sst"), (6, "shared/six.sst")]:
+        files = [(name, SIZE)]
+        storage.write_metadata(
+            n, build_metadata(job.master.graph, n, n, False, {}, shared_files=files)
+        )
+    upload(job, "shared/five.sst")  # six's is gone
+
+    job.start()
+    job.register_all()
+
+    (deploy,) = job.tasks[PARTITIONS[-1]].sent_of(msg.DeployTask)
+    assert deploy.restore_checkpoint_id == 5
+    assert "six.sst" in job.master.restoring.chooser.damaged[storage.checkpoint_dir(6).uri]
