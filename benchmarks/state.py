@@ -527,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="per throughput phase")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per child")
     parser.add_argument("--job", action="store_true", help="also run the Spark job level")
+    parser.add_argument("--job-only", action="store_true", help="only the Spark job level")
     parser.add_argument("--job-keys", help="key counts of the job level (default: --keys)")
     parser.add_argument("--records", type=int, default=2_000_000, help="records per job run")
     parser.add_argument(
@@ -552,9 +553,10 @@ def main(argv: list[str] | None = None) -> int:
             f"Python {info['python']}, pyspark {info['pyspark']}, rocksdict {info['rocksdict']}, "
             f"load average {info['load_average_1m_at_start']:.1f}"
         )
-        print(f"backend level: key groups 0-127 of {MAX_PARALLELISM} in one backend, ValueState")
+        if not args.job_only:
+            print(f"backend level: key groups 0-127 of {MAX_PARALLELISM} in one backend")
     rows = []
-    for count in keys:
+    for count in [] if args.job_only else keys:
         for backend in backends:
             row = run_child(backend, count, args.seconds, args.timeout, args.incremental)
             rows.append(row)
@@ -562,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
                 shown = row.get("error") or f"{row['fill_records_per_second']:,.0f} fill rec/s"
                 print(f"  {backend} {count:,} keys: {shown}", flush=True)
     report: dict[str, Any] = {"machine": info, "backend_level": rows}
-    if args.job:
+    if args.job or args.job_only:
         job_keys = [int(k) for k in (args.job_keys or args.keys).split(",") if k.strip()]
         report["job_level"] = [
             row
@@ -575,9 +577,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print()
-    print(backend_table(rows))
-    if args.job:
+    if rows:
+        print()
+        print(backend_table(rows))
+    if "job_level" in report:
         print(f"\njob level: keyed running count, parallelism 2, {args.records:,} records\n")
         print(job_table(report["job_level"]))
     return 0
