@@ -67,6 +67,7 @@ from barrierflow.core.state_descriptors import (
     ValueStateDescriptor,
 )
 from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
+from barrierflow.state.batched import key_group_indices
 from barrierflow.state.key_groups import KeyGroupRange, stable_hash
 from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
 from barrierflow.state.values import ListState, MapState, ValueState
@@ -249,7 +250,7 @@ class HeapKeyedStateBackend:
         else:
             self._filters[state_name] = transform
 
-    def snapshot(self) -> HeapKeyedStateSnapshot:
+    def snapshot(self, checkpoint_id: int | None = None) -> HeapKeyedStateSnapshot:
         """The synchronous part of a snapshot of every state: a reference to each non-empty
         key group's dict, which stays as it is now (copy-on-write, see the module
         docstring). O(key groups x states); serialized by its `write`."""
@@ -682,6 +683,59 @@ class _HeapValueState(_HeapState, ValueState):
         except TypeError as error:
             backend._explain_key_error(error)
             raise
+
+    # batched access (`state/batched.py`): one pass of dict operations through the same
+    # per-key-group read and write paths as value() and update(), so copy-on-write holds
+    def get_many(self, keys: Any, key_groups: Any = None) -> list[Any]:
+        backend = self._backend
+        indices = key_group_indices(
+            keys, key_groups, backend.key_group_range, backend.max_parallelism
+        )
+        reads = self._reads
+        try:
+            return [reads[index].get(key) for index, key in zip(indices, keys, strict=True)]
+        except TypeError as error:
+            raise _unhashable(keys, error) from error
+
+    def put_many(self, keys: Any, values: Any, key_groups: Any = None) -> None:
+        backend = self._backend
+        indices = key_group_indices(
+            keys, key_groups, backend.key_group_range, backend.max_parallelism
+        )
+        writes = self._writes
+        try:
+            for index, key, value in zip(indices, keys, values, strict=True):
+                if value is None:
+                    writes[index].pop(key, None)
+                else:
+                    writes[index][key] = value
+        except TypeError as error:
+            raise _unhashable(keys, error) from error
+
+    def remove_many(self, keys: Any, key_groups: Any = None) -> None:
+        backend = self._backend
+        indices = key_group_indices(
+            keys, key_groups, backend.key_group_range, backend.max_parallelism
+        )
+        writes = self._writes
+        try:
+            for index, key in zip(indices, keys, strict=True):
+                writes[index].pop(key, None)
+        except TypeError as error:
+            raise _unhashable(keys, error) from error
+
+
+def _unhashable(keys: Any, error: TypeError) -> ConfigurationError:
+    """A batched access failed on an unhashable key: name it (as `_explain_key_error`)."""
+    for key in keys:
+        try:
+            hash(key)
+        except TypeError:
+            return ConfigurationError(
+                f"keyed state needs a hashable key; key {key!r:.200} is a "
+                f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
+            )
+    return ConfigurationError(f"batched keyed state access failed: {error}")
 
 
 class _HeapListState(_HeapState, ListState):

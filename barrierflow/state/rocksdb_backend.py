@@ -75,6 +75,7 @@ from barrierflow.core.state_descriptors import (
     ValueStateDescriptor,
 )
 from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
+from barrierflow.state.batched import key_group_indices
 from barrierflow.state.heap_backend import (
     KEYED_STATE,
     KEYED_STATE_VERSION,
@@ -99,6 +100,12 @@ from barrierflow.state.rocksdb_encoding import (
     split_key_part,
     split_prefix,
     state_prefix,
+)
+from barrierflow.state.rocksdb_uploads import (
+    SharedUploads,
+    restored_files,
+    shared_sources,
+    upload_incremental,
 )
 from barrierflow.state.values import ListState, MapState, ValueState
 
@@ -233,6 +240,8 @@ class RocksDBKeyedStateBackend:
         self._filters: dict[str, Callable[[Any], Any]] = {}
         """Per state, what savepoints write instead of each value (`set_snapshot_filter`)."""
         self._checkpoints = itertools.count(1)
+        self._uploads = SharedUploads() if settings.enable_incremental_checkpointing else None
+        """Incremental checkpoints: what is in the job's shared folder (`rocksdb_uploads`)."""
         self._disposed = False
 
     # ---- the current key (hot path) --------------------------------------------------------
@@ -364,9 +373,10 @@ class RocksDBKeyedStateBackend:
         else:
             self._filters[state_name] = transform
 
-    def snapshot(self) -> RocksDBSnapshot:
+    def snapshot(self, checkpoint_id: int | None = None) -> RocksDBSnapshot:
         """Flush the memtable and take RocksDB's native checkpoint (hard links): the
-        synchronous part. Raises OSError if the local disk fails."""
+        synchronous part. `checkpoint_id` lets an incremental checkpoint's files be reused
+        once it completes. Raises OSError if the local disk fails."""
         path = os.path.join(self._dir, f"chk-{next(self._checkpoints)}")
         try:
             self._db.flush(True)
@@ -385,6 +395,8 @@ class RocksDBKeyedStateBackend:
                 [(name, self._kinds[name]) for name in self._names],
             ),
             [self._filters.get(name) for name in self._names],
+            self._uploads,
+            checkpoint_id,
         )
 
     def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:
@@ -392,29 +404,31 @@ class RocksDBKeyedStateBackend:
         (protocol docstring). One native section covering the whole range into a backend
         nothing was written to becomes the database itself (its files downloaded, the key
         groups outside the range deleted); otherwise entries are copied in batches."""
-        parsed = [
-            (kind, header, body)
-            for kind, header, body in map(_parse_section, snapshots)
-            if kind == KEYED_STATE or len(_range_of(header).intersection(self.key_group_range))
-        ]  # a native section of other key groups only is skipped without a download
-        restored: set[int] = set()
-        if (
-            len(parsed) == 1
-            and parsed[0][0] == NATIVE_KIND
-            and not self._written
-            and not self._names
-        ):
-            header = parsed[0][1]
-            states = self._check_header(header)
+        parsed = [_parse_section(data) for data in snapshots]
+        # A native section of other key groups only is not downloaded; its header is still
+        # checked and its states registered, as the heap backend does.
+        useful = [
+            section
+            for section in parsed
+            if section[0] == KEYED_STATE
+            or len(_range_of(section[1]).intersection(self.key_group_range))
+        ]
+        fresh = not self._written and not self._names
+        if fresh and len(useful) == 1 and useful[0][0] == NATIVE_KIND:
+            header = useful[0][1]
             old = _range_of(header)
             if old.start <= self._start and self.key_group_range.end <= old.end:
+                states = self._check_header(header)  # first: its state ids become ours
+                for section in parsed:
+                    self._check_header(section[1])
                 self._adopt(header, states, base)
                 return
-        for kind, header, body in parsed:
-            states = self._check_header(header)
+        checked = [self._check_header(section[1]) for section in parsed]
+        restored: set[int] = set()
+        for (kind, header, body), states in zip(parsed, checked, strict=True):
             if kind == KEYED_STATE:
                 self._restore_canonical(header, body, states, restored)
-            else:
+            else:  # downloads nothing for a section of other key groups only
                 self._restore_native(header, states, base, restored)
 
     def _check_header(self, header: Any) -> list[tuple[str, StateKind]]:
@@ -493,6 +507,8 @@ class RocksDBKeyedStateBackend:
                 f"the downloaded RocksDB checkpoint cannot be opened: {error}"
             ) from error
         self._db.set_write_options(_write_options())
+        if self._uploads is not None and base is not None:
+            self._uploads.restored(*restored_files(header, base))
         old = _range_of(header)
         if old.start < self._start:
             self._db.delete_range(key_group_prefix(old.start), key_group_prefix(self._start))
@@ -541,7 +557,9 @@ class RocksDBKeyedStateBackend:
         self._written = True
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        """Nothing to do: uploads are full, not yet incremental."""
+        """Incremental: the checkpoint's shared files may be referenced from now on."""
+        if self._uploads is not None:
+            self._uploads.complete(checkpoint_id)
 
     def dispose(self) -> None:
         """Close the database and delete its local folder (with any local checkpoints)."""
@@ -674,6 +692,72 @@ class _RocksValueState(_RocksState, ValueState):
         else:
             backend._db.put(self._db_key(), self._encode(value))
         backend._written = True
+
+    # batched access (`state/batched.py`): one multi-get, one WriteBatch
+    def _db_keys(self, keys: Any, key_groups: Any) -> list[bytes]:
+        backend = self._backend
+        indices = key_group_indices(
+            keys, key_groups, backend.key_group_range, backend.max_parallelism
+        )
+        prefixes = self._prefixes
+        pairs = zip(indices, keys, strict=True)
+        try:
+            return [prefixes[index] + key_part(key) for index, key in pairs]
+        except Exception as error:
+            raise _bad_key(keys, error) from error
+
+    def get_many(self, keys: Any, key_groups: Any = None) -> list[Any]:
+        if not len(keys):
+            return []
+        raws = self._backend._db.get(self._db_keys(keys, key_groups))
+        return [None if raw is None else decode_value(raw) for raw in raws]
+
+    def put_many(self, keys: Any, values: Any, key_groups: Any = None) -> None:
+        if not len(keys):
+            return
+        batch = WriteBatch(raw_mode=True)
+        for db_key, key, value in zip(self._db_keys(keys, key_groups), keys, values, strict=True):
+            if value is None:
+                batch.delete(db_key)
+                continue
+            try:
+                batch.put(db_key, encode_value(value))
+            except Exception as error:
+                raise ConfigurationError(
+                    f"the value of state {self._name!r} for key {key!r:.200} cannot be "
+                    f"pickled, so it cannot be stored in RocksDB: {error}"
+                ) from error
+        backend = self._backend
+        backend._db.write(batch)
+        backend._written = True
+
+    def remove_many(self, keys: Any, key_groups: Any = None) -> None:
+        if not len(keys):
+            return
+        batch = WriteBatch(raw_mode=True)
+        for db_key in self._db_keys(keys, key_groups):
+            batch.delete(db_key)
+        backend = self._backend
+        backend._db.write(batch)
+        backend._written = True
+
+
+def _bad_key(keys: Any, error: Exception) -> ConfigurationError:
+    """A batched access could not encode a key: name it (as `_encode_current_key`)."""
+    for key in keys:
+        try:
+            key_part(key)
+        except TypeError:
+            return ConfigurationError(
+                f"keyed state needs a hashable key; key {key!r:.200} is a "
+                f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
+            )
+        except Exception as failure:
+            return ConfigurationError(
+                f"key {key!r:.200} of type {type(key).__qualname__} cannot be pickled, so the "
+                f"RocksDB state backend cannot store state for it: {failure}"
+            )
+    return ConfigurationError(f"batched keyed state access failed: {error}")
 
 
 class _RocksListState(_RocksState, ListState):
@@ -815,11 +899,16 @@ class RocksDBSnapshot:
         settings: EmbeddedRocksDBStateBackend,
         header: dict[str, Any],
         filters: list[Callable[[Any], Any] | None],
+        uploads: SharedUploads | None = None,
+        checkpoint_id: int | None = None,
     ) -> None:
         self._path = path
         self._settings = settings
         self._header = header
         self._filters = filters
+        self._uploads = uploads
+        self._checkpoint_id = checkpoint_id
+        self._shared: list[tuple[str, int, bool]] = []
 
     def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
         """Upload the checkpoint's files into `side_files` and return the native envelope
@@ -831,17 +920,23 @@ class RocksDBSnapshot:
             finally:
                 db.close()
         _fs.make_dirs(side_files)
+        # LOG*: RocksDB's info log, not state
+        names = [name for name in sorted(os.listdir(self._path)) if not name.startswith("LOG")]
+        header = dict(self._header)
+        if self._uploads is not None and shared is not None:
+            header["shared"], self._shared, names = upload_incremental(
+                self._path, names, shared, self._uploads, self._checkpoint_id
+            )
         files = []
-        for name in sorted(os.listdir(self._path)):
-            if name.startswith("LOG"):
-                continue  # RocksDB's info log: not state
+        for name in names:
             size, checksum = _fs.upload_file(os.path.join(self._path, name), side_files.child(name))
             files.append([f"{side_files.name}/{name}", size, checksum])
-        return _envelope.encode(NATIVE_KIND, {**self._header, "files": files})
+        return _envelope.encode(NATIVE_KIND, {**header, "files": files})
 
     def shared_files(self) -> list[tuple[str, int, bool]]:
-        """Files this write referenced in the job's shared folder (a full upload: none)."""
-        return []
+        """After `write`: the files it referenced in the job's shared folder, as (name
+        relative to the job folder, size, uploaded by this write); a full upload: none."""
+        return list(self._shared)
 
     def release(self) -> None:
         """Delete the local checkpoint (its hard links)."""
@@ -870,12 +965,15 @@ def _download(header: dict[str, Any], base: _fs.Location | None, folder: str) ->
         files = [(str(name), int(size), int(crc)) for name, size, crc in header["files"]]
     except (KeyError, TypeError, ValueError) as error:
         raise StateRestoreError(f"malformed RocksDB checkpoint header: {error!r}") from error
-    os.makedirs(folder)
+    sources = []
     for name, size, crc in files:
         local_name = name.rsplit("/", 1)[-1]
         if local_name in ("", ".", "..") or name.startswith("/") or ".." in name.split("/"):
             raise StateRestoreError(f"a RocksDB checkpoint names the file {name!r}")
-        source = base.child(*name.split("/"))
+        sources.append((base.child(*name.split("/")), local_name, size, crc))
+    sources += shared_sources(header, base)  # incremental: in the job folder's shared/
+    os.makedirs(folder)
+    for source, local_name, size, crc in sources:
         try:
             found_size, found_crc = _fs.download_file(source, os.path.join(folder, local_name))
         except FileNotFoundError as error:

@@ -116,7 +116,7 @@ class KeyedOperator(StreamOperator):
         service = self.timer_service
         has_timers = service.num_event_time_timers() or service.num_processing_time_timers()
         return OperatorSnapshot(
-            keyed=self.backend.snapshot(),
+            keyed=self.backend.snapshot(checkpoint_id),
             operator=self._function_state.snapshot(checkpoint_id),
             timers=service.snapshot() if has_timers else None,
         )
