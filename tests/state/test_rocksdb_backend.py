@@ -569,3 +569,24 @@ def test_the_heap_backend_restores_a_rocksdb_checkpoint(make_rocks, tmp_path):
         for (name, key), value in flat(canonical_bytes(rocks)).items()
         if assign_to_key_group(key, MAX_P) in heap.key_group_range
     }
+
+
+def test_states_of_sections_outside_the_range_are_registered_as_the_heap_backend_does(
+    make_rocks, tmp_path
+):
+    sections, canonical = [], []
+    for index in range(2):
+        backend = make_rocks(key_group_range_for_subtask(MAX_P, 2, index))
+        fill(backend, keys_of(backend.key_group_range, 300))
+        if index == 1:
+            backend.get_value_state(ValueStateDescriptor("only-in-the-second"))
+        sections.append(checkpoint(backend, tmp_path / "chk-1", f"p2-{index}"))
+        canonical.append(canonical_bytes(backend))
+    base = _fs.location(str(tmp_path / "chk-1"))
+    for key_groups in (KeyGroupRange(0, 10), KeyGroupRange(60, 70)):  # adopted; copied
+        rocks = make_rocks(key_groups)
+        rocks.restore(sections, base)
+        heap = HeapKeyedStateBackend(key_groups, MAX_P)
+        heap.restore(canonical)
+        assert content(canonical_bytes(rocks)) == content(heap_canonical(heap))
+        assert content(canonical_bytes(rocks))[0][-1] == ["only-in-the-second", "value"]
