@@ -27,10 +27,15 @@ Checkpoint format: a "rocksdb-keyed-state" envelope whose msgpack header is
 
     {"version": 1, "max_parallelism": 128, "key_group_range": [start, end],
      "states": [[name, kind], ...],                # state id = position in this list
-     "files": [[name, size, crc32], ...]}          # relative to the checkpoint folder
+     "files": [[name, size, crc32], ...],          # relative to the checkpoint folder
+     "shared": [[local name, name, size, crc32], ...]}  # incremental only; relative to
+                                                   # the job folder (the chk's parent)
 
-naming the native checkpoint's files uploaded next to the subtask state file. Every
-upload is full: `enable_incremental_checkpointing` is accepted but not yet incremental.
+naming the native checkpoint's files uploaded next to the subtask state file. Without
+`enable_incremental_checkpointing` every upload is full and "shared" is absent. With it,
+a checkpoint uploads into the job folder's `shared/` only the SST files the last
+completed checkpoint (or a restore from the same job folder) did not, references the
+others there, and keeps MANIFEST, CURRENT and OPTIONS private (`rocksdb_uploads.py`).
 Savepoints (`write(None)`) are the canonical "keyed-state" envelope of `heap_backend.py`,
 with the same content the heap backend writes for the same state (keys in byte order,
 not insertion order), and `native_to_canonical`

@@ -15,7 +15,11 @@ aborted (the backend is not told of aborts; it simply never completes), lends no
 a checkpoint written into another job folder than the baseline's reuses nothing (the first
 checkpoint after a restore from another job folder uploads everything). Limiting reuse to
 the last completed checkpoint, rather than every completed one, keeps every reference to
-files the driver still retains: it keeps at least the last completed checkpoint.
+files the driver still retains: it keeps at least the last completed checkpoint. As the
+news of a completion may reach the task after the next barrier, a checkpoint written
+since the baseline and still pending may complete first and subsume it; a file is
+therefore referenced only if every such pending checkpoint referenced it by the same name
+(else uploaded anew), so whichever of them completes still references it.
 
 A checkpoint's manifest (the native header, `rocksdb_backend.py`) gets an optional field
 
@@ -115,14 +119,19 @@ class SharedUploads:
 
     def plan(self, folder: str, files: Iterable[LocalFile]) -> UploadPlan:
         """For a checkpoint into the shared folder `folder` of a database holding the SST
-        files `files`: which to reference (in the baseline, same folder) and which to upload."""
+        files `files`: which to reference and which to upload. A file is referenced if the
+        baseline (same folder) has it and every checkpoint written since, still pending,
+        referenced it by the same name: the driver may subsume the baseline as soon as one
+        of those completes (this backend may hear of it only after this barrier), and then
+        keeps the baseline's files only if that checkpoint references them too."""
         with self._lock:
             baseline = self._baseline if folder == self._folder else {}
+            newer = [files for _, files in self._pending.values()]
             reuse: dict[LocalFile, SharedFile] = {}
             upload: list[LocalFile] = []
             for local in files:
                 found = baseline.get(local)
-                if found is None:
+                if found is None or any(pending.get(local) != found for pending in newer):
                     upload.append(local)
                 else:
                     reuse[local] = found

@@ -53,12 +53,30 @@ def test_only_the_last_completed_checkpoints_files_are_reused():
     assert (second.reuse, second.upload) == ({}, [A, B, C])
     uploads.written(2, JOB, {A: shared("a2", 100), B: shared("b2", 200), C: shared("c", 300)})
     uploads.complete(1)
-    third = uploads.plan(JOB, [B, C])
-    assert (third.reuse, third.upload) == ({B: shared("b", 200)}, [C])
     uploads.complete(2)
     fourth = uploads.plan(JOB, [B, C])
     assert fourth.reuse == {B: shared("b2", 200), C: shared("c", 300)}
     assert fourth.upload == []
+
+
+def test_a_pending_checkpoint_that_named_a_file_otherwise_blocks_its_reuse():
+    """Completion news lags a barrier: checkpoint 2 (uploaded b2 while 1 was in flight)
+    may complete and subsume 1 before this backend hears of it; a checkpoint 3 that
+    referenced 1's "b" would then name a deleted file."""
+    uploads = SharedUploads()
+    uploads.written(1, JOB, {A: shared("a", 100), B: shared("b", 200)})
+    uploads.written(2, JOB, {A: shared("a2", 100), B: shared("b2", 200), C: shared("c", 300)})
+    uploads.complete(1)  # 2 still pending
+    third = uploads.plan(JOB, [B, C])
+    assert (third.reuse, third.upload) == ({}, [B, C])
+    uploads.written(3, JOB, {B: shared("b3", 200), C: shared("c3", 300)})
+    uploads.complete(2)  # 3 pending, named other files: nothing reusable
+    assert uploads.plan(JOB, [B, C]).reuse == {}
+    uploads.complete(3)
+    assert uploads.plan(JOB, [B, C]).reuse == {B: shared("b3", 200), C: shared("c3", 300)}
+    # a pending checkpoint that reused the baseline's names does not block them
+    uploads.written(4, JOB, {B: shared("b3", 200), C: shared("c3", 300)})
+    assert uploads.plan(JOB, [B, C]).upload == []
 
 
 def test_an_aborted_checkpoint_lends_nothing():
@@ -66,9 +84,9 @@ def test_an_aborted_checkpoint_lends_nothing():
     uploads.written(1, JOB, {A: shared("a", 100)})
     uploads.complete(1)
     uploads.written(2, JOB, {A: shared("a", 100), B: shared("b", 200)})  # never completes
-    uploads.written(3, JOB, {A: shared("a", 100), B: shared("b3", 200)})
     plan = uploads.plan(JOB, [A, B])
     assert (plan.reuse, plan.upload) == ({A: shared("a", 100)}, [B])
+    uploads.written(3, JOB, {A: shared("a", 100), B: shared("b3", 200)})
     uploads.complete(3)  # 2 is subsumed: its files are never reused, even if it completed late
     uploads.complete(2)
     assert uploads.plan(JOB, [A, B]).reuse == {A: shared("a", 100), B: shared("b3", 200)}
