@@ -150,15 +150,17 @@ class SharedUploads:
                 self._pending[checkpoint_id] = (folder, dict(files))
 
     def complete(self, checkpoint_id: int) -> None:
-        """Checkpoint `checkpoint_id` completed: its files are the baseline (if it is newer
-        than the baseline and this database wrote it); older pending ones never will be."""
+        """Checkpoint `checkpoint_id` completed: if this database wrote it and it is newer
+        than the baseline, its files are the baseline and older pending ones are forgotten
+        (the driver retains it, or a newer one). Any other id (a savepoint, a checkpoint
+        written before a restore) changes nothing: a pending checkpoint may still complete
+        after a savepoint and subsume the baseline, so it keeps blocking (`plan`)."""
         with self._lock:
-            if checkpoint_id <= self._baseline_id:
-                return
             found = self._pending.get(checkpoint_id)
-            if found is not None:
-                self._folder, self._baseline = found
-                self._baseline_id = checkpoint_id
+            if found is None or checkpoint_id <= self._baseline_id:
+                return
+            self._folder, self._baseline = found
+            self._baseline_id = checkpoint_id
             for pending in [i for i in self._pending if i <= checkpoint_id]:
                 del self._pending[pending]
 

@@ -102,6 +102,11 @@ def test_a_completion_out_of_order_or_of_a_checkpoint_not_written_here_changes_n
     uploads.written(None, JOB, {B: shared("b", 200)})  # a snapshot without an id
     uploads.complete(6)
     assert uploads.plan(JOB, [A, B]).upload == [B]
+    uploads.written(7, JOB, {A: shared("a7", 100)})  # uploaded anew while 4 was not known
+    uploads.complete(8)  # a savepoint: 7 may still complete after it and subsume 4
+    assert uploads.plan(JOB, [A]).upload == [A]
+    uploads.complete(7)
+    assert uploads.plan(JOB, [A]).reuse == {A: shared("a7", 100)}
 
 
 def test_the_same_name_of_another_size_is_another_file():
