@@ -680,9 +680,9 @@ class JobMaster:
         if self.lease.held:  # no checkpoint of this run completes any more: sweep shared/
             try:
                 self.storage.sweep_shared()
-            except CheckpointStorageError as error:
-                log.warning("job '%s': shared checkpoint files not swept: %s",
-                            self.graph.job_name, error)  # fmt: skip
+            except Exception as error:  # never changes the outcome: the next start sweeps
+                log.warning("job '%s': shared checkpoint files not swept: %s: %s",
+                            self.graph.job_name, type(error).__name__, error)  # fmt: skip
         self._outcome = outcome
         self.ended = True
         ended = "the job finished" if isinstance(outcome, list) else str(outcome)
