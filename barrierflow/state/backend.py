@@ -128,7 +128,8 @@ class KeyedStateBackend(Protocol):
         ...
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        """Checkpoint `checkpoint_id` completed (incremental backends release older files)."""
+        """Checkpoint `checkpoint_id` completed (an incremental backend may reference the
+        files it uploaded for it from now on; the backend is not told of aborts)."""
         ...
 
     def dispose(self) -> None:
