@@ -74,6 +74,7 @@ from barrierflow.state.values import ListState, MapState, ValueState
 
 if TYPE_CHECKING:
     from barrierflow import _fs
+    from barrierflow.state.heap_changelog import Chain, DirtyLog, Pending
 
 KEYED_STATE = "keyed-state"
 """Envelope kind of a keyed-state snapshot."""
@@ -124,7 +125,9 @@ class HeapKeyedStateBackend:
     object in place after passing it to `update()` except through a value read again.
     """
 
-    def __init__(self, key_group_range: KeyGroupRange, max_parallelism: int) -> None:
+    def __init__(
+        self, key_group_range: KeyGroupRange, max_parallelism: int, changelog: bool = False
+    ) -> None:
         if max_parallelism < 1 or key_group_range.end >= max_parallelism:
             raise ConfigurationError(
                 f"key-group range {key_group_range} does not fit max parallelism {max_parallelism}"
@@ -143,6 +146,12 @@ class HeapKeyedStateBackend:
         """Names of states whose kind came from a restored snapshot."""
         self._filters: dict[str, Callable[[Any], Any]] = {}
         """Per state, what snapshots write instead of each value (`set_snapshot_filter`)."""
+        self._changelog: DirtyLog | None = None
+        """Changelog checkpoints (`heap_changelog.py`): what the next delta holds."""
+        if changelog:
+            from barrierflow.state.heap_changelog import DirtyLog
+
+            self._changelog = DirtyLog()
 
     # ---- the current key (hot path) --------------------------------------------------------
 
@@ -223,7 +232,7 @@ class HeapKeyedStateBackend:
             return state
         table = self._tables.get(name)
         if table is None:
-            table = self._tables[name] = _Table(self._count)
+            table = self._tables[name] = _Table(self._count, self._changelog is not None)
         state = self._states[name] = implementation(self, table)
         return state
 
@@ -278,7 +287,23 @@ class HeapKeyedStateBackend:
                     shared.share(snapshot)
             held.append(groups)
         snapshot._held = held
+        if self._changelog is not None and checkpoint_id is not None:
+            snapshot._changelog = self._changelog.snapshot(checkpoint_id, self._swap_dirty())
         return snapshot
+
+    def _swap_dirty(self) -> dict[str, dict[int, set[Any]]]:
+        """Changelog: the keys changed since the last snapshot, per state and key-group
+        index, and fresh sets in their place (O(key groups x states))."""
+        dirty: dict[str, dict[int, set[Any]]] = {}
+        for name, table in self._tables.items():
+            swapped: dict[int, set[Any]] = {}
+            for index, group in enumerate(table.reads):
+                if group.dirty:
+                    swapped[index] = group.dirty
+                    group.dirty = set()
+            if swapped:
+                dirty[name] = swapped
+        return dirty
 
     def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:
         """Add the key groups of this backend's range from `snapshots` (others are skipped).
@@ -289,9 +314,16 @@ class HeapKeyedStateBackend:
         a state name restored as another kind.
         """
         restored: set[int] = set()
+        chains: list[Any] = []  # changelog: the chain a lone manifest of this range names
         for data in snapshots:
-            if section_kind(data) == NATIVE_KIND:
+            kind = section_kind(data)
+            if kind == NATIVE_KIND:
                 data = _native_as_canonical(data, base)
+            elif kind == "heap-changelog":  # heap_changelog.CHANGELOG_KIND
+                data, chain = _changelog_as_canonical(data, base, self.key_group_range)
+                chains.append(chain)
+            else:
+                chains.append(None)
             header, body = state_format.decode(data, KEYED_STATE)
             states, key_groups = self._read_header(header)
             for key_group, (offset, length) in sorted(key_groups.items()):
@@ -307,6 +339,8 @@ class HeapKeyedStateBackend:
                 per_state = decode_key_group(body, key_group, offset, length, names)
                 for (name, _), entries in zip(states, per_state, strict=True):
                     self._tables[name].writable(index).update(entries)
+        if self._changelog is not None:  # a chain is continued only if it is all the state
+            self._changelog.restored(chains[0] if len(chains) == 1 else None)
 
     def _read_header(self, header: Any) -> tuple[list[tuple[str, StateKind]], dict[int, Any]]:
         """Check a keyed-state header and register its states; returns (states, key groups)."""
@@ -332,11 +366,14 @@ class HeapKeyedStateBackend:
                     f"declares it as {known.value} state"
                 )
             if name not in self._tables:
-                self._tables[name] = _Table(self._count)
+                self._tables[name] = _Table(self._count, self._changelog is not None)
         return states, key_groups
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        """Nothing to do: every snapshot is whole and frees its version on release."""
+        """Changelog: later deltas build on this checkpoint's chain. Otherwise nothing to
+        do: every snapshot is whole and frees its version on release."""
+        if self._changelog is not None:
+            self._changelog.complete(checkpoint_id)
 
     def dispose(self) -> None:
         """Drop every state (snapshots in flight keep their own versions)."""
@@ -366,14 +403,31 @@ class HeapKeyedStateSnapshot:
         """Per state, per key group of the range, the dict the snapshot holds."""
         self.released = False
         """Set once by `release` (any thread); the backend then stops protecting its dicts."""
+        self._changelog: tuple[Chain | None, list[Pending]] | None = None
+        """Changelog checkpoints: the chain to build on and the pending dirty keys."""
+        self._shared: list[tuple[str, int, bool]] = []
 
     def write(
         self, side_files: _fs.Location | None = None, shared: _fs.Location | None = None
     ) -> bytes:
-        """The canonical "keyed-state" envelope (the heap backend has no side files).
+        """The canonical "keyed-state" envelope (the heap backend has no side files); with
+        changelog checkpoints and `shared` given, a delta or base uploaded there and the
+        "heap-changelog" manifest naming the chain (`heap_changelog.py`).
 
         ConfigurationError names the state and key of a value that cannot be pickled.
         """
+        held = self._held
+        if held is None or self.released:
+            raise RuntimeError("a released keyed-state snapshot cannot be written")
+        if self._changelog is not None and side_files is not None and shared is not None:
+            from barrierflow.state.heap_changelog import write_changelog
+
+            section, self._shared = write_changelog(self, held, shared, *self._changelog)
+            return section
+        return state_format.encode_parts(KEYED_STATE, *self._canonical_header_and_sections())
+
+    def _canonical_header_and_sections(self) -> tuple[dict[str, Any], list[bytes]]:
+        """The canonical envelope's header and key-group sections of this snapshot."""
         held = self._held
         if held is None or self.released:
             raise RuntimeError("a released keyed-state snapshot cannot be written")
@@ -400,11 +454,12 @@ class HeapKeyedStateSnapshot:
             "states": [[name, kind.value] for name, kind in self._states],
             "key_groups": index,
         }
-        return state_format.encode_parts(KEYED_STATE, header, sections)
+        return header, sections
 
     def shared_files(self) -> list[tuple[str, int, bool]]:
-        """None: the heap backend's sections are whole in the state file."""
-        return []
+        """After a changelog `write`: the chain's base and deltas (new: written by it);
+        otherwise none (the section is whole in the state file)."""
+        return list(self._shared)
 
     def release(self) -> None:
         """Drop the held dicts (idempotent, any thread)."""
@@ -481,6 +536,23 @@ def _native_as_canonical(data: bytes, base: _fs.Location | None) -> bytes:
     return native_to_canonical(data, base)
 
 
+def _changelog_as_canonical(
+    data: bytes, base: _fs.Location | None, key_group_range: KeyGroupRange
+) -> tuple[bytes, Any]:
+    """A changelog manifest's chain applied (`heap_changelog.changelog_to_canonical`) for
+    `key_group_range`, and the chain if the manifest covers exactly that range."""
+    from barrierflow.state.heap_changelog import (
+        changelog_to_canonical,
+        manifest_chain,
+        read_manifest,
+    )
+
+    header = read_manifest(data)
+    canonical = changelog_to_canonical(data, base, key_group_range)
+    same_range = list(header["key_group_range"]) == [key_group_range.start, key_group_range.end]
+    return canonical, manifest_chain(header, base) if same_range and base is not None else None
+
+
 def check_keyed_header_version(header: Any) -> None:
     """Refuse a keyed-state header that is no map, or of a version this release cannot read."""
     if not isinstance(header, dict):
@@ -527,10 +599,13 @@ class _Table:
 
     __slots__ = ("live", "reads", "writes")
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, tracked: bool = False) -> None:
         self.live: list[dict[Any, Any]] = [{} for _ in range(count)]
         self.reads: list[Any] = list(self.live)
         self.writes: list[Any] = list(self.live)
+        if tracked:  # changelog checkpoints: every access goes through a `_TrackedGroup`
+            for index in range(count):
+                _TrackedGroup(self, index)
 
     def writable(self, index: int) -> dict[Any, Any]:
         """Key group `index`'s live dict, copied first if a snapshot holds it."""
@@ -606,6 +681,67 @@ class _SharedGroup:
         self._owned.add(key)
 
     def pop(self, key: Any, default: Any = None) -> Any:
+        return self.writable().pop(key, default)
+
+
+class _TrackedGroup(_SharedGroup):
+    """Changelog checkpoints (`heap_changelog.py`): key group `index` of one state, in the
+    table's `reads` and `writes` for good, recording in `dirty` every key written, cleared
+    or whose mutable value was handed out (it may be changed in place). The ONE write
+    path: ValueState, ListState and MapState handles and the batched `get_many` /
+    `put_many` / `remove_many` all read through `reads[index].get` and write through
+    `writes[index][key] = value` / `.pop(key)`, so each marks its keys dirty here.
+    Copy-on-write as `_SharedGroup` while snapshots hold the dict."""
+
+    __slots__ = ("_live", "dirty")
+
+    def __init__(self, table: _Table, index: int) -> None:
+        self._table = table
+        self._index = index
+        self._live = table.live[index]
+        """`table.live[index]` (kept equal by `writable`): one lookup less per access."""
+        self._holders = []
+        self._dict_shared = False
+        self._owned = set()
+        self.dirty: set[Any] = set()
+        """Keys changed since the last snapshot (swapped out by `snapshot`)."""
+        table.reads[index] = table.writes[index] = self
+
+    def _unshare_if_released(self) -> bool:
+        """Every holder is released: the live dict is ours again (this stays in place)."""
+        for holder in self._holders:
+            if not holder.released:
+                return False
+        if self._holders:
+            self._holders = []
+            self._dict_shared = False
+        return True
+
+    def writable(self) -> dict[Any, Any]:
+        if self._dict_shared:
+            self._live = _SharedGroup.writable(self)
+        return self._live
+
+    def get(self, key: Any) -> Any:
+        value = self._live.get(key)
+        if value is None or type(value) in _IMMUTABLE:
+            return value
+        self.dirty.add(key)
+        if not self._holders or key in self._owned:
+            return value
+        return _SharedGroup.get(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.dirty.add(key)
+        if self._dict_shared:
+            self.writable()[key] = value
+        else:
+            self._live[key] = value
+        if self._holders:
+            self._owned.add(key)
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        self.dirty.add(key)
         return self.writable().pop(key, default)
 
 

@@ -409,7 +409,7 @@ class RocksDBKeyedStateBackend:
         (protocol docstring). One native section covering the whole range into a backend
         nothing was written to becomes the database itself (its files downloaded, the key
         groups outside the range deleted); otherwise entries are copied in batches."""
-        parsed = [_parse_section(data) for data in snapshots]
+        parsed = [_parse_section(_changelog_as_canonical(data, base)) for data in snapshots]
         # A native section of other key groups only is not downloaded; its header is still
         # checked and its states registered, as the heap backend does.
         useful = [
@@ -946,6 +946,16 @@ class RocksDBSnapshot:
     def release(self) -> None:
         """Delete the local checkpoint (its hard links)."""
         shutil.rmtree(self._path, ignore_errors=True)
+
+
+def _changelog_as_canonical(data: bytes, base: _fs.Location | None) -> bytes:
+    """A heap backend's changelog manifest as the canonical section (its chain applied,
+    `heap_changelog.changelog_to_canonical`); any other section as it is."""
+    if section_kind(data) != "heap-changelog":
+        return data
+    from barrierflow.state.heap_changelog import changelog_to_canonical
+
+    return changelog_to_canonical(data, base)
 
 
 def _parse_section(data: bytes) -> tuple[str, dict[str, Any], memoryview]:

@@ -299,6 +299,10 @@ class Snapshot:
             try:
                 if section_kind(data) == NATIVE_KIND:  # a RocksDB checkpoint's own files
                     data = self._native_as_canonical(uri, section, data)
+                elif section_kind(data) == "heap-changelog":  # heap base + deltas in shared/
+                    from barrierflow.state.heap_changelog import changelog_to_canonical
+
+                    data = changelog_to_canonical(data, self.folder)
                 header, body = _envelope.decode(data, KEYED_STATE)
             except StateRestoreError as error:
                 raise StateRestoreError(f"{uri}: keyed state of {uid!r}: {error}") from error

@@ -1,0 +1,406 @@
+"""Changelog (incremental) checkpoints of the heap backend: upload what changed, not all.
+
+With `env.enable_changelog_state_backend(True)` (PyFlink's name; Flink's changelog state
+backend, Spark's RocksDB changelog checkpointing) the heap backend records, per state and
+key group, the keys written, cleared or handed out mutable since the last snapshot (its
+`_TrackedGroup`), and a checkpoint's `write` uploads into the job folder's `shared/` only
+a delta: per key group, each dirty key's value as the snapshot's copy-on-write version
+holds it, or a tombstone where it holds none. The checkpoint's keyed section is then a
+small "heap-changelog" manifest naming a chain: one base (a full canonical "keyed-state"
+envelope, itself a shared file) and the deltas after it, in order, with their sizes:
+
+    {"version": 1, "max_parallelism": 128, "key_group_range": [start, end],
+     "states": [[name, kind], ...],
+     "base": [name, size],                  # names relative to the job folder
+     "deltas": [[name, size], ...]}         # oldest first
+
+A delta file is a "heap-changelog-delta" envelope with the canonical header's fields
+(states, key_groups: {key group: [offset, length]}) and one pickle per key group: a list
+with one `[changed {key: value}, removed [key, ...]]` per state of its header.
+
+Reuse rule (Flink's, as the RocksDB backend's): a checkpoint references only deltas of
+checkpoints that completed (or of a chain restored from this same job folder). The dirty
+keys swapped out at a snapshot stay pending until that checkpoint completes, so each delta
+holds every change since the last completed checkpoint; an aborted checkpoint's changes
+fold into the next delta (`DirtyLog`).
+
+Materialization: a checkpoint writes a new base instead of a delta (from its copy-on-write
+version, on the uploader thread) when there is no completed chain yet, the chain was
+restored from another job folder (or from other sections than exactly one manifest of this
+backend's key-group range), its deltas add up to more bytes than its base, or it has
+`MAX_DELTAS` deltas. So a restore reads at most a base, deltas about as large as it, and
+one more delta. Savepoints (`write(None)`) stay canonical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from barrierflow import _envelope, _fs
+from barrierflow.core.state_descriptors import StateKind
+from barrierflow.errors import StateRestoreError
+from barrierflow.state.heap_backend import (
+    KEYED_STATE,
+    KEYED_STATE_VERSION,
+    _pickle_error,
+    check_keyed_header_version,
+    decode_key_group,
+)
+from barrierflow.state.key_groups import KeyGroupRange
+
+if TYPE_CHECKING:
+    from barrierflow.state.heap_backend import HeapKeyedStateSnapshot
+
+CHANGELOG_KIND = "heap-changelog"
+"""Envelope kind of a changelog checkpoint's keyed section (the manifest)."""
+
+DELTA_KIND = "heap-changelog-delta"
+"""Envelope kind of a delta file in `shared/`."""
+
+CHANGELOG_VERSION = 1
+
+MAX_DELTAS = 32
+"""A chain with this many deltas is materialized (a new base) at the next checkpoint."""
+
+DirtyKeys = dict[str, dict[int, set[Any]]]
+"""Per state name, per key-group index (key group minus the range's start), keys changed."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A base and its deltas (names relative to the job folder, sizes), oldest first, in
+    the shared folder `folder` (its `folder_key`)."""
+
+    folder: str
+    base: tuple[str, int]
+    deltas: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def delta_bytes(self) -> int:
+        return sum(size for _, size in self.deltas)
+
+    def files(self) -> list[tuple[str, int]]:
+        return [self.base, *self.deltas]
+
+    def needs_base(self, folder: str) -> bool:
+        """Whether the next checkpoint into `folder` must write a new base instead of a delta."""
+        return (
+            folder != self.folder
+            or len(self.deltas) >= MAX_DELTAS
+            or self.delta_bytes > self.base[1]
+        )
+
+
+@dataclass
+class Pending:
+    """One checkpoint's snapshot: the dirty keys swapped out at it, and (after its write)
+    the chain it wrote, which later checkpoints build on once it completed."""
+
+    checkpoint_id: int
+    dirty: DirtyKeys
+    chain: Chain | None = None
+
+
+@dataclass
+class DirtyLog:
+    """Which changes the next delta must hold, and which chain it may build on (pure
+    bookkeeping; mailbox thread, except `Pending.chain`, set by the uploader thread before
+    the checkpoint can complete)."""
+
+    confirmed: Chain | None = None
+    """The chain of the last completed checkpoint (or restored one); None: write a base."""
+    pending: list[Pending] = field(default_factory=list)
+    """Snapshots since `confirmed`'s, oldest first: their dirty keys are not yet in it."""
+
+    def snapshot(self, checkpoint_id: int, dirty: DirtyKeys) -> tuple[Chain | None, list[Pending]]:
+        """A checkpoint's snapshot took `dirty` (swapped out of the live state): the chain
+        it builds on and the dirty keys its delta holds (every pending snapshot's)."""
+        record = Pending(checkpoint_id, dirty)
+        self.pending.append(record)
+        return self.confirmed, list(self.pending)
+
+    def complete(self, checkpoint_id: int) -> None:
+        """Checkpoint `checkpoint_id` completed: its chain is what later deltas follow, and
+        the changes of its snapshot and earlier ones are in it. Nothing for a checkpoint
+        whose write made no chain (a savepoint, a failed write) or that is unknown."""
+        for record in self.pending:
+            if record.checkpoint_id == checkpoint_id and record.chain is not None:
+                self.confirmed = record.chain
+                self.pending = [r for r in self.pending if r.checkpoint_id > checkpoint_id]
+                return
+
+    def restored(self, chain: Chain | None) -> None:
+        """The state now equals `chain` (None: something else; the next checkpoint writes a
+        base)."""
+        self.confirmed = chain
+        self.pending = []
+
+
+def union_dirty(records: Iterable[Pending]) -> DirtyKeys:
+    """Every key in any of `records`, per state and key-group index."""
+    merged: DirtyKeys = {}
+    for record in records:
+        for name, groups in record.dirty.items():
+            into = merged.setdefault(name, {})
+            for index, keys in groups.items():
+                found = into.get(index)
+                if found is None:
+                    into[index] = set(keys)
+                else:
+                    found |= keys
+    return merged
+
+
+def encode_delta(
+    key_group_range: KeyGroupRange,
+    max_parallelism: int,
+    states: list[tuple[str, StateKind]],
+    held: list[list[dict[Any, Any]]],
+    filters: list[Callable[[Any], Any] | None],
+    dirty: DirtyKeys,
+) -> list[bytes]:
+    """A delta file's envelope parts: per key group with a dirty key, per state, the dirty
+    keys' values in the snapshot's version `held` (filtered as `set_snapshot_filter`
+    says) and the dirty keys it lacks (tombstones)."""
+    names = [name for name, _ in states]
+    indices = sorted({index for groups in dirty.values() for index in groups})
+    sections: list[bytes] = []
+    key_groups: dict[int, list[int]] = {}
+    offset = 0
+    for index in indices:
+        per_state: list[list[Any]] = []
+        for name, groups, transform in zip(names, held, filters, strict=True):
+            keys = dirty.get(name, {}).get(index, ())
+            changed: dict[Any, Any] = {}
+            removed: list[Any] = []
+            entries = groups[index]
+            for key in keys:
+                value = entries.get(key)
+                if value is not None and transform is not None:
+                    value = transform(value)
+                if value is None:
+                    removed.append(key)
+                else:
+                    changed[key] = value
+            per_state.append([changed, removed])
+        try:
+            section = pickle.dumps(per_state, protocol=5)
+        except Exception as error:
+            raise _pickle_error(names, [c for c, _ in per_state], error) from error
+        key_groups[key_group_range.start + index] = [offset, len(section)]
+        sections.append(section)
+        offset += len(section)
+    header = {
+        "version": CHANGELOG_VERSION,
+        "max_parallelism": max_parallelism,
+        "key_group_range": [key_group_range.start, key_group_range.end],
+        "states": [[name, kind.value] for name, kind in states],
+        "key_groups": key_groups,
+    }
+    return _envelope.envelope_parts(DELTA_KIND, header, sections)
+
+
+def write_changelog(
+    snapshot: HeapKeyedStateSnapshot,
+    held: list[list[dict[Any, Any]]],
+    shared: _fs.Location,
+    confirmed: Chain | None,
+    records: list[Pending],
+) -> tuple[bytes, list[tuple[str, int, bool]]]:
+    """A checkpoint's changelog write (uploader thread): a delta (or a new base, see the
+    module docstring) uploaded into `shared`, and the manifest naming the chain. Returns
+    the manifest and the `shared_files()` listing; the chain is recorded in the last of
+    `records` (this checkpoint's). OSError: the file this call wrote is deleted (best
+    effort) and the error propagates."""
+    folder = shared.without_trailing_slash().uri
+    rng, max_parallelism = snapshot._range, snapshot._max_parallelism
+    if confirmed is None or confirmed.needs_base(folder):
+        parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
+        suffix = "heapbase"
+    else:
+        dirty = union_dirty(records)
+        parts = encode_delta(rng, max_parallelism, snapshot._states, held, snapshot._filters, dirty)
+        suffix = "heapdelta"
+    target = shared.child(f"{uuid.uuid4().hex}.{suffix}")
+    _fs.make_dirs(shared)
+    try:
+        _fs.write_parts(target, parts)
+    except OSError:
+        with contextlib.suppress(OSError):
+            _fs.delete_file(target)
+        raise
+    entry = (f"{shared.name}/{target.name}", sum(len(part) for part in parts))
+    if suffix == "heapbase":
+        chain = Chain(folder, entry)
+    else:
+        assert confirmed is not None
+        chain = Chain(folder, confirmed.base, (*confirmed.deltas, entry))
+    records[-1].chain = chain
+    header = {
+        "version": CHANGELOG_VERSION,
+        "max_parallelism": max_parallelism,
+        "key_group_range": [rng.start, rng.end],
+        "states": [[name, kind.value] for name, kind in snapshot._states],
+        "base": list(chain.base),
+        "deltas": [list(delta) for delta in chain.deltas],
+    }
+    listed = [(name, size, name == entry[0]) for name, size in chain.files()]
+    return _envelope.encode(CHANGELOG_KIND, header), listed
+
+
+def _canonical_header_and_sections(snapshot: HeapKeyedStateSnapshot) -> tuple[Any, list[bytes]]:
+    """The canonical envelope's header and sections of `snapshot` (a base file)."""
+    return snapshot._canonical_header_and_sections()
+
+
+# ---- reading -------------------------------------------------------------------------------
+
+
+def read_manifest(section: bytes | memoryview) -> dict[str, Any]:
+    """A changelog manifest's header, checked (StateRestoreError for damage)."""
+    header, _ = _envelope.decode(section, CHANGELOG_KIND)
+    if not isinstance(header, dict):
+        raise StateRestoreError(f"a heap-changelog header must be a dict, found {header!r:.200}")
+    version = header.get("version")
+    if not isinstance(version, int) or not 1 <= version <= CHANGELOG_VERSION:
+        raise StateRestoreError(
+            f"heap-changelog keyed state has version {version!r}; this barrierflow reads "
+            f"versions 1 to {CHANGELOG_VERSION}"
+        )
+    try:
+        files = [header["base"], *header["deltas"]]
+        for name, size in files:
+            if (
+                not isinstance(name, str)
+                or name.startswith("/")
+                or any(part in ("", ".", "..") for part in name.split("/"))
+                or int(size) < 0
+            ):
+                raise StateRestoreError(f"a heap-changelog manifest names the file {name!r}")
+        KeyGroupRange(*header["key_group_range"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise StateRestoreError(f"malformed heap-changelog header: {error!r}") from error
+    return header
+
+
+def manifest_chain(header: dict[str, Any], base: _fs.Location) -> Chain:
+    """The chain a manifest names, in the shared folder of the checkpoint folder `base`."""
+    folder = base.parent.child("shared").without_trailing_slash().uri
+    return Chain(
+        folder,
+        (str(header["base"][0]), int(header["base"][1])),
+        tuple((str(name), int(size)) for name, size in header["deltas"]),
+    )
+
+
+def changelog_to_canonical(
+    section: bytes | memoryview,
+    base: _fs.Location | None,
+    key_group_range: KeyGroupRange | None = None,
+) -> bytes:
+    """The canonical "keyed-state" envelope of a changelog manifest: its base read, then
+    each delta applied in order, per key group (only those in `key_group_range` if given).
+    Files resolve against the job folder of the checkpoint folder `base`. StateRestoreError
+    for damage or a missing file. (The RocksDB backend's `native_to_canonical` twin.)"""
+    header = read_manifest(section)
+    if base is None:
+        raise StateRestoreError(
+            "a heap-changelog checkpoint's files resolve against its checkpoint folder, "
+            "which was not given"
+        )
+    chain = manifest_chain(header, base)
+    wanted = key_group_range
+    try:
+        states: dict[str, str] = {str(name): str(kind) for name, kind in header["states"]}
+    except (KeyError, TypeError, ValueError) as error:
+        raise StateRestoreError(f"malformed heap-changelog header: {error!r}") from error
+    groups: dict[int, dict[str, dict[Any, Any]]] = {}
+
+    def load(name: str, size: int) -> tuple[Any, memoryview, list[str]]:
+        location = base.parent.child(*name.split("/"))
+        try:
+            data = _fs.read_bytes(location)
+        except OSError as error:
+            raise StateRestoreError(
+                f"heap-changelog file {location} cannot be read: {error}"
+            ) from error
+        if len(data) != size:
+            raise StateRestoreError(
+                f"heap-changelog file {location} has {len(data)} bytes, the manifest says {size}"
+            )
+        kind = KEYED_STATE if name == chain.base[0] else DELTA_KIND
+        file_header, body = _envelope.decode(data, kind)
+        check_keyed_header_version(file_header)
+        if file_header.get("max_parallelism") != header.get("max_parallelism"):
+            raise StateRestoreError(
+                f"heap-changelog file {location} has max parallelism "
+                f"{file_header.get('max_parallelism')}, its manifest "
+                f"{header.get('max_parallelism')}"
+            )
+        try:
+            names = [str(state) for state, _ in file_header["states"]]
+            for state, kind_name in file_header["states"]:
+                states.setdefault(str(state), str(kind_name))
+        except (KeyError, TypeError, ValueError) as error:
+            raise StateRestoreError(
+                f"malformed heap-changelog file {location}: {error!r}"
+            ) from error
+        return file_header, body, names
+
+    file_header, body, names = load(*chain.base)
+    for key_group, (offset, length) in sorted(_key_groups(file_header).items()):
+        if wanted is not None and key_group not in wanted:
+            continue
+        per_state = decode_key_group(body, key_group, offset, length, names)
+        groups[key_group] = dict(zip(names, per_state, strict=True))
+    for delta in chain.deltas:
+        file_header, body, names = load(*delta)
+        for key_group, (offset, length) in sorted(_key_groups(file_header).items()):
+            if wanted is not None and key_group not in wanted:
+                continue
+            per_state = decode_key_group(body, key_group, offset, length, names)
+            into = groups.setdefault(key_group, {})
+            for name, change in zip(names, per_state, strict=True):
+                try:
+                    changed, removed = change
+                    entries = into.setdefault(name, {})
+                    entries.update(changed)
+                    for key in removed:
+                        entries.pop(key, None)
+                except (TypeError, ValueError) as error:
+                    raise StateRestoreError(
+                        f"key group {key_group} of heap-changelog delta {delta[0]} is "
+                        f"malformed: {error!r}"
+                    ) from error
+    ordered = list(states.items())
+    sections: list[bytes] = []
+    index: dict[int, list[int]] = {}
+    offset = 0
+    for key_group in sorted(groups):
+        per_state = [groups[key_group].get(name, {}) for name, _ in ordered]
+        if not any(per_state):
+            continue
+        section_bytes = pickle.dumps(per_state, protocol=5)
+        index[key_group] = [offset, len(section_bytes)]
+        sections.append(section_bytes)
+        offset += len(section_bytes)
+    canonical = {
+        "version": KEYED_STATE_VERSION,
+        "max_parallelism": header["max_parallelism"],
+        "key_group_range": list(header["key_group_range"]),
+        "states": [[name, kind] for name, kind in ordered],
+        "key_groups": index,
+    }
+    return _envelope.encode_parts(KEYED_STATE, canonical, sections)
+
+
+def _key_groups(header: dict[str, Any]) -> dict[int, tuple[int, int]]:
+    try:
+        return {int(g): (int(o), int(n)) for g, (o, n) in header["key_groups"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise StateRestoreError(f"malformed heap-changelog file header: {error!r}") from error

@@ -1,0 +1,384 @@
+"""Changelog checkpoints of the heap backend (`state/heap_changelog.py`), event by event,
+with real files in a job folder: what each delta holds, the chain's reuse rule, restores
+(also rescaled and into the RocksDB backend), materialization, and the bytes uploaded."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from barrierflow import _envelope, _fs
+from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend
+from barrierflow.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from barrierflow.state.backend import canonical_bytes
+from barrierflow.state.batched import BatchValueState
+from barrierflow.state.heap_backend import HeapKeyedStateBackend
+from barrierflow.state.heap_changelog import (
+    CHANGELOG_KIND,
+    DELTA_KIND,
+    MAX_DELTAS,
+    Chain,
+    DirtyLog,
+    changelog_to_canonical,
+    read_manifest,
+)
+from barrierflow.state.key_groups import KeyGroupRange
+from barrierflow.state.rocksdb_encoding import section_kind
+
+MAX_P = 128
+VALUE = ValueStateDescriptor("v")
+
+
+def backend(rng: KeyGroupRange | None = None, changelog: bool = True) -> HeapKeyedStateBackend:
+    return HeapKeyedStateBackend(rng or KeyGroupRange(0, MAX_P - 1), MAX_P, changelog=changelog)
+
+
+def put(b: HeapKeyedStateBackend, key: Any, value: Any) -> None:
+    b.set_current_key(key)
+    b.get_value_state(VALUE).update(value)
+
+
+class Job:
+    """A real job folder: checkpoints write their manifests into chk-<n>/ and files into shared/."""
+
+    def __init__(self, path: Path) -> None:
+        self.folder = _fs.location(str(path))
+        self.shared = self.folder.child("shared")
+
+    def checkpoint(
+        self, b: HeapKeyedStateBackend, checkpoint_id: int, complete: bool = True
+    ) -> tuple[bytes, list[tuple[str, int, bool]]]:
+        snapshot = b.snapshot(checkpoint_id)
+        chk = self.folder.child(f"chk-{checkpoint_id}")
+        _fs.make_dirs(chk)
+        try:
+            section = snapshot.write(chk.child("side"), self.shared)
+            files = snapshot.shared_files()
+        finally:
+            snapshot.release()
+        _fs.write_bytes(chk.child("keyed"), section)
+        if complete:
+            b.notify_checkpoint_complete(checkpoint_id)
+        return section, files
+
+    def chk(self, checkpoint_id: int) -> _fs.Location:
+        return self.folder.child(f"chk-{checkpoint_id}")
+
+    def delta(self, files: list[tuple[str, int, bool]]) -> dict[int, list[Any]]:
+        """The new delta file among `files`, decoded: key group -> [[changed, removed]]."""
+        (name,) = [name for name, _, new in files if new]
+        assert name.endswith(".heapdelta")
+        header, body = _envelope.decode(
+            _fs.read_bytes(self.folder.child(*name.split("/"))), DELTA_KIND
+        )
+        return {int(g): pickle.loads(body[o : o + n]) for g, (o, n) in header["key_groups"].items()}
+
+
+def changed_keys(delta: dict[int, list[Any]]) -> tuple[dict[Any, Any], set[Any]]:
+    changed: dict[Any, Any] = {}
+    removed: set[Any] = set()
+    for per_state in delta.values():
+        for c, r in per_state:
+            changed.update(c)
+            removed.update(r)
+    return changed, removed
+
+
+def state_of(b: HeapKeyedStateBackend) -> dict[str, dict[Any, Any]]:
+    """Every state's key -> value of `b` (read through a canonical restore)."""
+    copy = backend(b.key_group_range, changelog=False)
+    copy.restore([canonical_bytes(b)])
+    return {
+        name: {key: table.live[i][key] for i in range(copy._count) for key in table.live[i]}
+        for name, table in copy._tables.items()
+    }
+
+
+# ---- the pure bookkeeping ---------------------------------------------------------------------
+
+
+def test_dirty_log_event_by_event() -> None:
+    log = DirtyLog()
+    confirmed, records = log.snapshot(1, {"v": {0: {"a"}}})
+    assert confirmed is None and [r.checkpoint_id for r in records] == [1]
+    chain1 = Chain("f", ("shared/b", 100))
+    records[-1].chain = chain1
+    log.complete(1)
+    assert log.confirmed == chain1 and log.pending == []
+    # checkpoint 2 aborts: its keys stay pending and fold into 3's delta
+    _, records = log.snapshot(2, {"v": {0: {"b"}}})
+    records[-1].chain = Chain("f", ("shared/b", 100), (("shared/d2", 5),))
+    confirmed, records = log.snapshot(3, {"v": {1: {"c"}}})
+    assert confirmed == chain1, "3 builds on the completed 1, never on the uncompleted 2"
+    assert [r.checkpoint_id for r in records] == [2, 3]
+    chain3 = Chain("f", ("shared/b", 100), (("shared/d3", 9),))
+    records[-1].chain = chain3
+    log.complete(3)
+    assert log.confirmed == chain3 and log.pending == []
+    log.complete(2)  # late notification of the aborted one: nothing
+    assert log.confirmed == chain3
+    # a snapshot whose write made no chain (a savepoint) completes: nothing changes
+    log.snapshot(4, {"v": {0: {"d"}}})
+    log.complete(4)
+    assert log.confirmed == chain3 and [r.checkpoint_id for r in log.pending] == [4]
+    log.restored(None)
+    assert log.confirmed is None and log.pending == []
+
+
+def test_chain_needs_base() -> None:
+    chain = Chain("f", ("shared/b", 100), (("shared/d1", 60),))
+    assert not chain.needs_base("f")
+    assert chain.needs_base("other"), "a chain of another job folder is never continued"
+    assert Chain("f", ("shared/b", 100), (("d1", 60), ("d2", 41))).needs_base("f")
+    many = tuple((f"d{i}", 1) for i in range(MAX_DELTAS))
+    assert Chain("f", ("shared/b", 10**6), many).needs_base("f")
+
+
+# ---- the backend, with real files -----------------------------------------------------------
+
+
+def test_deltas_hold_exactly_the_changes_tombstones_and_reset_keys(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    for i in range(100):
+        put(b, i, i)
+    _, files = job.checkpoint(b, 1)
+    assert [(name.endswith(".heapbase"), new) for name, _, new in files] == [(True, True)]
+    put(b, 1, "one")
+    b.set_current_key(2)
+    b.get_value_state(VALUE).clear()  # cleared: a tombstone
+    b.set_current_key(3)
+    b.get_value_state(VALUE).clear()
+    put(b, 3, "three again")  # cleared then set again: its value
+    b.set_current_key(4)
+    b.get_value_state(VALUE).value()  # an int read: not a change
+    _, files = job.checkpoint(b, 2)
+    assert [new for _, _, new in files] == [False, True]
+    changed, removed = changed_keys(job.delta(files))
+    assert changed == {1: "one", 3: "three again"} and removed == {2}
+    # nothing changed: an empty delta
+    _, files = job.checkpoint(b, 3)
+    assert changed_keys(job.delta(files)) == ({}, set())
+
+
+def test_in_place_changes_lists_maps_and_batches_are_dirty(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    lists = b.get_list_state(ListStateDescriptor("l"))
+    maps = b.get_map_state(MapStateDescriptor("m"))
+    values = b.get_value_state(VALUE)
+    for key in ("x", "y"):
+        b.set_current_key(key)
+        lists.add(1)
+        maps.put("a", 1)
+        values.update({"n": 1})
+    job.checkpoint(b, 1)
+    b.set_current_key("x")
+    lists.add(2)
+    maps.put("b", 2)
+    values.value()["n"] = 2  # changed in place, without update()
+    BatchValueState(values).put_many(["z"], [{"n": 3}])
+    _, files = job.checkpoint(b, 2)
+    delta = job.delta(files)
+    per_state: dict[str, dict[Any, Any]] = {"v": {}, "l": {}, "m": {}}  # name -> changed
+    order = [name for name in b._tables]
+    for sections in delta.values():
+        for name, (changed, _) in zip(order, sections, strict=True):
+            per_state[name].update(changed)
+    assert per_state == {
+        "v": {"x": {"n": 2}, "z": {"n": 3}},
+        "l": {"x": [1, 2]},
+        "m": {"x": {"a": 1, "b": 2}},
+    }
+
+
+def test_aborted_checkpoint_folds_into_next_delta(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    put(b, "a", 1)
+    job.checkpoint(b, 1)
+    put(b, "b", 2)
+    _, aborted = job.checkpoint(b, 2, complete=False)
+    put(b, "c", 3)
+    section, files = job.checkpoint(b, 3)
+    aborted_delta = next(name for name, _, new in aborted if new)
+    assert aborted_delta not in [name for name, _, _ in files], "never references an aborted delta"
+    assert changed_keys(job.delta(files))[0] == {"b": 2, "c": 3}
+    restored = backend()
+    restored.restore([section], job.chk(3))
+    assert state_of(restored) == state_of(b)
+
+
+def test_chain_restore_equals_state_and_rescales(tmp_path: Path) -> None:
+    job = Job(tmp_path)
+    halves = [KeyGroupRange(0, 63), KeyGroupRange(64, 127)]
+    olds = [backend(r) for r in halves]
+    lists = ListStateDescriptor("l")
+    sections: list[bytes] = []
+    for n, b in enumerate(olds):
+        for i in range(2000):
+            key = f"k{i}"
+            if key_in(b, key):
+                put(b, key, i)
+                b.get_list_state(lists).add(i)
+        for checkpoint_id in range(1, 4):
+            for i in range(0, 2000, 7 * checkpoint_id):
+                key = f"k{i}"
+                if key_in(b, key):
+                    put(b, key, None if i % 3 == 0 else -i)
+            job.checkpoint(b, checkpoint_id * 10 + n)
+        section, files = job.checkpoint(b, 40 + n)
+        assert len(files) > 2, "a chain of a base and deltas"
+        sections.append(section)
+        assert section_kind(section) == CHANGELOG_KIND
+    expected: dict[str, dict[Any, Any]] = {"v": {}, "l": {}}
+    for b in olds:
+        for name, entries in state_of(b).items():
+            expected[name].update(entries)
+    # the manifests resolve against their own checkpoint folder's job folder
+    base = job.chk(40)
+    thirds = [KeyGroupRange(0, 42), KeyGroupRange(43, 85), KeyGroupRange(86, 127)]
+    news = [backend(r) for r in thirds]
+    for b in news:
+        b.restore(sections, base)
+        assert b._changelog.confirmed is None, "restored from two manifests: the next writes a base"
+    merged: dict[str, dict[Any, Any]] = {"v": {}, "l": {}}
+    for b in news:
+        for name, entries in state_of(b).items():
+            merged[name].update(entries)
+    assert merged == expected
+    # 3 -> 1 through a new chain per subtask
+    job2 = Job(tmp_path / "second")
+    manifests = []
+    for n, b in enumerate(news):
+        section, files = job2.checkpoint(b, 1 + n)
+        assert [name.endswith(".heapbase") for name, _, _ in files] == [True]
+        manifests.append(section)
+    one = backend()
+    one.restore(manifests, job2.chk(1))
+    assert state_of(one) == expected
+
+
+def key_in(b: HeapKeyedStateBackend, key: Any) -> bool:
+    from barrierflow.state.key_groups import stable_hash
+
+    return stable_hash(key) % MAX_P in b.key_group_range
+
+
+def test_materializes_when_deltas_outgrow_the_base(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    for i in range(1000):
+        put(b, i, i)
+    _, files = job.checkpoint(b, 1)
+    base_size = files[0][1]
+    checkpoint_id = 1
+    written = 0
+    while True:
+        checkpoint_id += 1
+        for i in range(0, 1000, 4):
+            put(b, i, i + checkpoint_id)
+        _, files = job.checkpoint(b, checkpoint_id)
+        if files[-1][0].endswith(".heapbase"):
+            break
+        written += files[-1][1]
+    assert len(files) == 1 and files[0][2], "a new base alone"
+    assert written > base_size, "only once the deltas added up to more than the base"
+    restored = backend()
+    restored.restore(
+        [_fs.read_bytes(job.chk(checkpoint_id).child("keyed"))], job.chk(checkpoint_id)
+    )
+    assert state_of(restored) == state_of(b)
+
+
+def test_restore_continues_a_chain_of_the_same_job_folder_only(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    for i in range(200):
+        put(b, i, i)
+    job.checkpoint(b, 1)
+    put(b, 1, "x")
+    section, files = job.checkpoint(b, 2)
+    same = backend()
+    same.restore([section], job.chk(2))
+    put(same, 2, "y")
+    _, continued = job.checkpoint(same, 3)
+    assert [name for name, _, _ in continued][:2] == [name for name, _, _ in files]
+    assert [new for _, _, new in continued] == [False, False, True]
+    other_job = Job(tmp_path / "other")
+    moved = backend()
+    moved.restore([section], job.chk(2))
+    _, fresh = other_job.checkpoint(moved, 3)
+    assert len(fresh) == 1 and fresh[0][0].endswith(".heapbase") and fresh[0][2]
+    assert state_of(moved)["v"][1] == "x"
+
+
+def test_savepoints_stay_canonical_and_off_changes_nothing(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    put(b, "a", 1)
+    snapshot = b.snapshot(1)
+    assert section_kind(snapshot.write(None)) == "keyed-state"
+    assert snapshot.shared_files() == []
+    snapshot.release()
+    b.notify_checkpoint_complete(1)
+    assert b._changelog.confirmed is None, "a savepoint's completion makes no chain"
+    off = backend(changelog=False)
+    put(off, "a", 1)
+    section, files = job.checkpoint(off, 1)
+    assert section_kind(section) == "keyed-state" and files == []
+    assert not _fs.exists(job.shared)
+
+
+def test_changelog_to_canonical_and_the_rocksdb_backend(tmp_path: Path) -> None:
+    pytest.importorskip("rocksdict")
+    from barrierflow.state.rocksdb_backend import RocksDBKeyedStateBackend
+
+    job, b = Job(tmp_path), backend()
+    for i in range(300):
+        put(b, i, str(i))
+    job.checkpoint(b, 1)
+    put(b, 7, "seven")
+    b.set_current_key(8)
+    b.get_value_state(VALUE).clear()
+    section, _ = job.checkpoint(b, 2)
+    canonical = changelog_to_canonical(section, job.chk(2))
+    plain = backend(changelog=False)
+    plain.restore([canonical])
+    assert state_of(plain) == state_of(b)
+    rocks = RocksDBKeyedStateBackend(
+        KeyGroupRange(0, MAX_P - 1), MAX_P, EmbeddedRocksDBStateBackend(), str(tmp_path / "db")
+    )
+    try:
+        rocks.restore([section], job.chk(2))
+        back = backend(changelog=False)
+        back.restore([canonical_bytes(rocks)])
+        assert state_of(back) == state_of(b)
+    finally:
+        rocks.dispose()
+
+
+def test_damaged_chain_is_a_clear_restore_error(tmp_path: Path) -> None:
+    from barrierflow.errors import StateRestoreError
+
+    job, b = Job(tmp_path), backend()
+    put(b, "a", 1)
+    job.checkpoint(b, 1)
+    put(b, "a", 2)
+    section, files = job.checkpoint(b, 2)
+    _fs.delete_file(job.folder.child(*files[-1][0].split("/")))
+    with pytest.raises(StateRestoreError, match=r"heap-changelog file .* cannot be read"):
+        backend().restore([section], job.chk(2))
+    assert read_manifest(section)["deltas"][0][0] == files[-1][0]
+
+
+def test_one_percent_changed_uploads_under_five_percent(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    keys = 200_000
+    for i in range(keys):
+        put(b, i, i)
+    _, files = job.checkpoint(b, 1)
+    full = files[0][1]
+    for i in range(0, keys, 100):  # 1 % of the keys
+        put(b, i, -i)
+    section, files = job.checkpoint(b, 2)
+    uploaded = len(section) + sum(size for _, size, new in files if new)
+    assert uploaded < 0.05 * full, (uploaded, full)
+    print(f"full {full} B, after 1 % changed {uploaded} B ({uploaded / full:.2%})")
