@@ -338,8 +338,8 @@ class RssSampler:
             total = 0.0
             for child in self._me.children(recursive=True):
                 try:
-                    if "pyspark" not in " ".join(child.cmdline()):
-                        continue
+                    if not any(part.startswith("pyspark.") for part in child.cmdline()):
+                        continue  # not `python -m pyspark.daemon` (the JVM names pyspark too)
                     rss = child.memory_info().rss / 2**20
                 except psutil.Error:
                     continue
