@@ -60,6 +60,8 @@ class JobSettings:
     False: such a fallback fails the job naming the choices."""
     state_backend: StateBackend = field(default_factory=HashMapStateBackend)
     """Where keyed operators keep their keyed state (`env.set_state_backend`)."""
+    changelog_state_backend: bool = False
+    """Changelog checkpoints of heap state (`env.enable_changelog_state_backend`)."""
 
     def task_settings(
         self,
@@ -93,4 +95,5 @@ class JobSettings:
             latency_interval_ms=self.latency_interval_ms,
             lineage=lineage,
             state_backend=self.state_backend,
+            changelog_state_backend=self.changelog_state_backend,
         )

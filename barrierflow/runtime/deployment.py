@@ -138,6 +138,8 @@ class TaskSettings:
     """The job's checkpoint lineage (checkpoint/lineage.py; SinkContext.lineage)."""
     state_backend: StateBackend = field(default_factory=HashMapStateBackend)
     """Where keyed operators keep their keyed state (`env.set_state_backend`)."""
+    changelog_state_backend: bool = False
+    """Changelog checkpoints of heap state (`env.enable_changelog_state_backend`)."""
 
     def barrier_handler(self, channel_count: int) -> BarrierHandler:
         """The barrier handler of a task with `channel_count` input channels."""

@@ -253,5 +253,6 @@ def operator_context(
         lineage=settings.lineage,
         abandoned_above=abandoned_above,
         state_backend=backend,
+        changelog_state_backend=settings.changelog_state_backend,
         local_dir=str(local_state_dir(backend, settings.deployment_id, descriptor.subtask)),
     )

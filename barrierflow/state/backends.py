@@ -54,6 +54,7 @@ def create_keyed_backend(
     key_group_range: KeyGroupRange,
     max_parallelism: int,
     local_dir: str | Path | None = None,
+    changelog: bool = False,
 ) -> KeyedStateBackend:
     """A fresh, empty keyed backend of `key_group_range` as `settings` describe.
 
@@ -61,11 +62,12 @@ def create_keyed_backend(
     database (callers make it one per operator, subtask and attempt); None: the settings'
     `local_dir`, else the temporary folder. The heap backend ignores it. Raises
     ConfigurationError for settings that are no state backend, or RocksDB without its
-    binding installed.
+    binding installed. `changelog` (`env.enable_changelog_state_backend`): the heap
+    backend's changelog checkpoints (`heap_changelog.py`); the on-disk backend ignores it.
     """
     check_state_backend(settings)
     if isinstance(settings, HashMapStateBackend):
-        return HeapKeyedStateBackend(key_group_range, max_parallelism)
+        return HeapKeyedStateBackend(key_group_range, max_parallelism, changelog)
     if isinstance(settings, EmbeddedRocksDBStateBackend):
         backend_class = _rocksdb_backend_class()
         folder = local_dir if local_dir is not None else settings.local_dir

@@ -382,3 +382,57 @@ def test_one_percent_changed_uploads_under_five_percent(tmp_path: Path) -> None:
     uploaded = len(section) + sum(size for _, size, new in files if new)
     assert uploaded < 0.05 * full, (uploaded, full)
     print(f"full {full} B, after 1 % changed {uploaded} B ({uploaded / full:.2%})")
+
+
+def test_the_factory_carries_the_setting() -> None:
+    from barrierflow.core.state_backends import HashMapStateBackend
+    from barrierflow.state.backends import create_keyed_backend
+
+    rng = KeyGroupRange(0, MAX_P - 1)
+    on = create_keyed_backend(HashMapStateBackend(), rng, MAX_P, changelog=True)
+    off = create_keyed_backend(HashMapStateBackend(), rng, MAX_P)
+    assert isinstance(on, HeapKeyedStateBackend) and on._changelog is not None
+    assert isinstance(off, HeapKeyedStateBackend) and off._changelog is None
+
+
+def test_the_environments_setting_reaches_the_keyed_operators_backend(tmp_path: Path) -> None:
+    from barrierflow import StreamExecutionEnvironment
+    from barrierflow._clock import SYSTEM_CLOCK
+    from barrierflow.api.environment import JobDefined
+    from barrierflow.graph.deployment import build_task_descriptors
+    from barrierflow.job_file import command_line_settings
+    from barrierflow.runtime.chain_outputs import CollectingOutput
+    from barrierflow.runtime.mailbox_executor import NO_MAILBOX
+    from barrierflow.runtime.operator_chain import operator_context
+    from barrierflow.runtime.operators.keyed import KeyedOperator
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert not env.is_changelog_state_backend_enabled(), "off by default, as in Flink"
+    env.set_parallelism(2).enable_changelog_state_backend(True)
+    (
+        env.from_collection(["a", "b"])
+        .key_by(lambda word: word)
+        .reduce(lambda a, b: a)
+        .uid("count")
+        .print()
+    )
+    defined: list[Any] = []
+    capture = command_line_settings(define_only=lambda *job: defined.append(job))
+    with capture, pytest.raises(JobDefined):
+        env.execute("changelog-plumbing")
+    graph, settings = defined[0]
+    assert settings.changelog_state_backend
+    task_settings = settings.task_settings(
+        "job", 1, "run1-1", b"secret", ("127.0.0.1", 1), None, str(tmp_path / "chk"), ()
+    )
+    assert task_settings.changelog_state_backend
+    backends = []
+    for descriptor in build_task_descriptors(graph).values():
+        context = operator_context(descriptor, task_settings, SYSTEM_CLOCK, NO_MAILBOX)
+        for operator in (op.make() for op in descriptor.operators):
+            if isinstance(operator, KeyedOperator):
+                operator.setup(context, CollectingOutput())
+                operator.initialize_state(None)
+                backends.append(operator.backend)
+    assert len(backends) == 2
+    assert all(b._changelog is not None for b in backends)  # type: ignore[attr-defined]

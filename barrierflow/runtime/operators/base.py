@@ -81,6 +81,8 @@ class OperatorContext:
     (connectors.base.SinkContext.abandoned_above); None on a fresh start."""
     state_backend: StateBackend = field(default_factory=HashMapStateBackend)
     """Where keyed operators keep their keyed state (`env.set_state_backend`)."""
+    changelog_state_backend: bool = False
+    """Changelog checkpoints of heap state (`env.enable_changelog_state_backend`)."""
     local_dir: str | None = None
     """This subtask's own folder on the task host for this attempt (on-disk state: one
     subfolder per operator); None: each on-disk backend makes a temporary folder."""

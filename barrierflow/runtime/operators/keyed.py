@@ -68,6 +68,7 @@ class KeyedOperator(StreamOperator):
             context.key_group_range,
             context.max_parallelism,
             operator_local_dir(context, self.uid),
+            changelog=context.changelog_state_backend,
         )
         self.timer_service = InternalTimerService(
             context.key_group_range, context.max_parallelism, _Triggerable(self)
