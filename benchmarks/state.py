@@ -107,8 +107,17 @@ def make_backend(name: str, workdir: str, incremental: bool) -> Any:
         else EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=incremental)
     )
     return create_keyed_backend(
-        settings, key_groups, MAX_PARALLELISM, local_dir=os.path.join(workdir, "db")
+        settings,
+        key_groups,
+        MAX_PARALLELISM,
+        local_dir=os.path.join(workdir, "db"),
+        **({"changelog": True} if changelog_on() else {}),
     )
+
+
+def changelog_on() -> bool:
+    """`--changelog`: the heap backend's changelog checkpoints (set for the children too)."""
+    return os.environ.get("BARRIERFLOW_BENCH_CHANGELOG") == "1"
 
 
 class _Written:
@@ -124,10 +133,10 @@ class _Written:
         pass
 
 
-def take_snapshot(backend: Any) -> tuple[Any, float]:
+def take_snapshot(backend: Any, checkpoint_id: int) -> tuple[Any, float]:
     """The synchronous part and its duration in ms."""
     started = time.perf_counter()
-    snapshot = backend.snapshot()
+    snapshot = backend.snapshot(checkpoint_id)
     pause = (time.perf_counter() - started) * 1000
     if isinstance(snapshot, bytes):
         snapshot = _Written(snapshot)
@@ -143,17 +152,20 @@ def folder_bytes(folder: str) -> int:
 
 
 def write_snapshot(snapshot: Any, folder: str) -> tuple[int, float]:
-    """`write(folder)` then `release()`: bytes written (section + files) and ms."""
+    """`write(folder, shared)` then `release()`: bytes uploaded (the section, the files in
+    `folder`, and what an incremental write added to the job's `shared/` folder) and ms."""
     from barrierflow import _fs
 
     os.makedirs(folder)
+    shared = os.path.join(os.path.dirname(folder), "shared")
     started = time.perf_counter()
     try:
-        section = snapshot.write(_fs.location(folder))
+        section = snapshot.write(_fs.location(folder), _fs.location(shared))
     finally:
         snapshot.release()
     took = (time.perf_counter() - started) * 1000
-    return len(section) + folder_bytes(folder), took
+    uploaded = sum(size for _, size, new in getattr(snapshot, "shared_files", list)() if new)
+    return len(section) + folder_bytes(folder) + uploaded, took
 
 
 def keyed_count_loop(
@@ -188,7 +200,9 @@ def keyed_count_loop(
             longest_gap_idle = max(longest_gap_idle, gap)
         last = now
         if workdir is not None and not writing and now >= next_snapshot:
-            snapshot, pause = take_snapshot(backend)
+            if pauses:  # as the task is told (ids 1 and 2 were the first two checkpoints)
+                backend.notify_checkpoint_complete(len(pauses) + 2)
+            snapshot, pause = take_snapshot(backend, len(pauses) + 3)
             pauses.append(pause)
             folder = os.path.join(workdir, f"chk-{len(pauses)}")
             writer = threading.Thread(
@@ -237,21 +251,25 @@ def backend_figures(
     figures["fill_records_per_second"] = keys / (time.perf_counter() - started)
     figures["rss_after_fill_mib"] = current_rss_mib()
 
-    snapshot, figures["full_sync_ms"] = take_snapshot(backend)
+    snapshot, figures["full_sync_ms"] = take_snapshot(backend, 1)
     full_bytes, figures["full_write_ms"] = write_snapshot(snapshot, os.path.join(workdir, "full"))
     figures["full_bytes"] = full_bytes
+    backend.notify_checkpoint_complete(1)
 
     for i in range(0, keys, 100):
         set_key(f"key-{i}")
         update(value() + 1)
-    snapshot, figures["changed_sync_ms"] = take_snapshot(backend)
+    snapshot, figures["changed_sync_ms"] = take_snapshot(backend, 2)
     changed_bytes, figures["changed_write_ms"] = write_snapshot(
         snapshot, os.path.join(workdir, "changed")
     )
     figures["changed_bytes"] = changed_bytes
+    backend.notify_checkpoint_complete(2)
     figures["changed_kind"] = "incremental" if incremental and name != "hashmap" else "full"
-    shutil.rmtree(os.path.join(workdir, "full"))
-    shutil.rmtree(os.path.join(workdir, "changed"))
+    if name == "hashmap" and changelog_on():
+        figures["changed_kind"] = "changelog"
+    for folder in ("full", "changed", "shared"):
+        shutil.rmtree(os.path.join(workdir, folder), ignore_errors=True)
 
     figures["no_snapshots"] = keyed_count_loop(backend, state, keys, seconds, None)
     checkpoints = os.path.join(workdir, "checkpoints")
@@ -374,6 +392,8 @@ def job_run(
     )
     if checkpoint_ms:
         env.enable_checkpointing(checkpoint_ms)
+    if changelog_on():
+        env.enable_changelog_state_backend(True)
     env.get_checkpoint_config().set_checkpoint_storage(os.path.join(workdir, "checkpoints"))
     (
         env.from_source(
@@ -533,17 +553,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--incremental", action="store_true", help="rocksdb with incremental checkpoints"
     )
+    parser.add_argument(
+        "--changelog", action="store_true", help="hashmap with changelog checkpoints"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--json-out", help="also write the JSON object to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     keys = [int(k.replace("_", "")) for k in args.keys.split(",") if k.strip()]
+    if args.changelog:
+        os.environ["BARRIERFLOW_BENCH_CHANGELOG"] = "1"
     if args.child:
         gc.collect()
-        print(
-            "RESULT " + json.dumps(backend_figures(args.child, keys[0], args.seconds, args.workdir))
-        )
+        figures = backend_figures(args.child, keys[0], args.seconds, args.workdir, args.incremental)
+        print("RESULT " + json.dumps(figures))
         return 0
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     info = machine()
