@@ -169,13 +169,17 @@ def test_a_fallback_past_a_damaged_checkpoint_takes_back_files_and_delta_and_sto
     outputs = Outputs(tmp_path, postgres_server)
     name = f"fallback-{outputs.table}"
     checkpoints = tmp_path / "checkpoints"
-    job(outputs, checkpoints, retained=3).execute(name)  # ends FINISHED, all committed
+    # Ends FINISHED, all committed, with an intact checkpoint below its final one to fall
+    # back to (paced so a periodic checkpoint completes first, even on a loaded machine).
+    job(outputs, checkpoints, retained=3, rate=SLOW_RATE).execute(name)
     assert outputs.file_rows() == expected()
     folder = checkpoints / name
-    newest = max(
+    completed = sorted(
         (p for p in folder.glob("chk-*") if (p / "_metadata").exists()),
         key=lambda p: int(p.name[4:]),
     )
+    assert len(completed) >= 2, f"the first run completed only {completed}"
+    newest = completed[-1]
     damaged = damage(newest)
 
     # The insert sink cannot take back what the damaged checkpoint committed: one line.
