@@ -139,6 +139,9 @@ class RunReport:
                 f"{self.checkpoint_interval_ms} ms, duration p50 {duration['p50']:.0f} ms / max "
                 f"{duration['max']:.0f} ms, size p50 {size['p50']:,.0f} B / max {size['max']:,} B"
             )
+            uploaded = checkpoints.get("checkpointed_bytes")
+            if uploaded and uploaded != size:  # incremental: less than the whole state uploaded
+                lines[-1] += f", uploaded p50 {uploaded['p50']:,.0f} B / max {uploaded['max']:,} B"
         if self.restarts:
             lines.append(f"restarts: {self.restarts}")
         return lines
@@ -255,10 +258,17 @@ def _latency(metrics: Any) -> dict[str, float] | None:
 def _checkpoint_figures(checkpoints: list[Any]) -> dict[str, Any]:
     durations = [c.duration_ms for c in checkpoints]
     sizes = [c.state_bytes for c in checkpoints]
+    uploaded = [c.checkpointed_bytes for c in checkpoints]
     if not checkpoints:
-        return {"completed": 0, "duration_ms": None, "size_bytes": None}
+        return {
+            "completed": 0,
+            "duration_ms": None,
+            "size_bytes": None,
+            "checkpointed_bytes": None,
+        }
     return {
         "completed": len(checkpoints),
         "duration_ms": {"p50": statistics.median(durations), "max": max(durations)},
         "size_bytes": {"p50": statistics.median(sizes), "max": max(sizes)},
+        "checkpointed_bytes": {"p50": statistics.median(uploaded), "max": max(uploaded)},
     }

@@ -116,19 +116,28 @@ def test_the_latency_is_the_probes_worst_subtask_figure_and_all_results_counted(
 
 
 class _Checkpoint:
-    def __init__(self, duration_ms: int, state_bytes: int) -> None:
+    def __init__(self, duration_ms: int, state_bytes: int, checkpointed_bytes: int) -> None:
         self.duration_ms = duration_ms
         self.state_bytes = state_bytes
+        self.checkpointed_bytes = checkpointed_bytes
 
 
 def test_checkpoint_figures_are_medians_and_maxima():
-    figures = _checkpoint_figures([_Checkpoint(10, 100), _Checkpoint(30, 300), _Checkpoint(20, 50)])
+    figures = _checkpoint_figures(
+        [_Checkpoint(10, 100, 100), _Checkpoint(30, 300, 20), _Checkpoint(20, 50, 5)]
+    )
     assert figures == {
         "completed": 3,
         "duration_ms": {"p50": 20, "max": 30},
         "size_bytes": {"p50": 100, "max": 300},
+        "checkpointed_bytes": {"p50": 20, "max": 100},
     }
-    assert _checkpoint_figures([]) == {"completed": 0, "duration_ms": None, "size_bytes": None}
+    assert _checkpoint_figures([]) == {
+        "completed": 0,
+        "duration_ms": None,
+        "size_bytes": None,
+        "checkpointed_bytes": None,
+    }
 
 
 def test_a_report_prints_its_figures_and_serializes_to_json():
@@ -156,3 +165,26 @@ def test_a_report_prints_its_figures_and_serializes_to_json():
         "size p50 2,048 B / max 4,096 B",
     ]
     assert json.loads(json.dumps(report.as_json()))["latency_ms"]["p99"] == 20.25
+
+
+def test_a_report_of_incremental_checkpoints_says_what_each_uploaded():
+    report = RunReport(
+        query="q4",
+        events=1_000,
+        parallelism=2,
+        checkpoint_interval_ms=1000,
+        seconds=1.0,
+        events_per_second=1_000.0,
+        wall_seconds=2.0,
+        latency_ms=None,
+        checkpoints={
+            "completed": 2,
+            "duration_ms": {"p50": 12, "max": 30},
+            "size_bytes": {"p50": 2048, "max": 4096},
+            "checkpointed_bytes": {"p50": 100, "max": 4096},
+        },
+        restarts=0,
+    )
+    assert report.lines()[-1].endswith(
+        "size p50 2,048 B / max 4,096 B, uploaded p50 100 B / max 4,096 B"
+    )
