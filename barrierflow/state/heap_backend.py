@@ -33,7 +33,10 @@ a pickle (protocol 5) of a list with one dict per entry of "states", mapping use
 keys to values (value state: the value; list state: a list; map state: a dict).
 Pickle holds only user keys and values; restore unpickles only the sections of
 key groups in the restoring backend's range. The heap backend writes no side files:
-a checkpoint's `write(folder)` is the same envelope as a savepoint's `write(None)`.
+a checkpoint's `write(folder)` is the same envelope as a savepoint's `write(None)`,
+unless changelog checkpoints are on (`changelog=True`, `heap_changelog.py`): then each
+key group of each state stays behind a `_TrackedGroup` recording the keys that change,
+and a checkpoint's `write(folder, shared)` uploads only a delta into `shared`.
 
 >>> from barrierflow.state import ValueStateDescriptor
 >>> from barrierflow.state.backend import canonical_bytes
