@@ -385,3 +385,22 @@ def test_without_incremental_checkpointing_every_file_is_private(make_rocks, tmp
         assert checkpointed.shared == [] and "shared" not in checkpointed.header
         assert [n for n, _, _ in checkpointed.header["files"] if n.endswith(".sst")]
     assert not (tmp_path / "job" / "shared").exists()
+
+
+def test_a_failed_upload_leaves_no_shared_file_and_lends_nothing(
+    make_rocks, tmp_path, storage_faults
+):
+    rocks = make_rocks()
+    fill(rocks, range(5_000))
+    rocks._db.flush(True)
+    fill(rocks, range(5_000, 10_000))
+    rocks._db.flush(True)
+    job = tmp_path / "job"
+    assert len(_sst_names(rocks)) == 2
+    storage_faults("write:*/shared/*:2")
+    with pytest.raises(OSError, match="injected storage fault"):
+        Checkpointed(rocks, job, 1)
+    assert list((job / "shared").iterdir()) == []  # the first upload was deleted again
+    rocks.notify_checkpoint_complete(1)  # (it cannot have completed; nothing to confirm)
+    second = Checkpointed(rocks, job, 2)
+    assert second.reused() == set() and len(second.new()) == len(_sst_names(rocks))
