@@ -2,6 +2,7 @@
 
 from barrierflow.api.all_windowed_stream import AllWindowFunction, ProcessAllWindowFunction
 from barrierflow.core.async_function import AsyncFunction
+from barrierflow.core.batch_functions import KeyedBatchFunction
 from barrierflow.core.co_functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -52,6 +53,7 @@ __all__ = [
     "FunctionSnapshotContext",
     "JoinFunction",
     "KeySelector",
+    "KeyedBatchFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStateStore",
