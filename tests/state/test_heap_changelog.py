@@ -436,3 +436,30 @@ def test_the_environments_setting_reaches_the_keyed_operators_backend(tmp_path: 
                 backends.append(operator.backend)
     assert len(backends) == 2
     assert all(b._changelog is not None for b in backends)  # type: ignore[attr-defined]
+
+
+def test_a_delta_holds_the_barriers_values_while_records_keep_changing_them(
+    tmp_path: Path,
+) -> None:
+    job, b = Job(tmp_path), backend()
+    for i in range(200):  # a base larger than the deltas
+        put(b, i, i)
+    values = b.get_value_state(VALUE)
+    b.set_current_key("x")
+    values.update({"n": 1})
+    job.checkpoint(b, 1)
+    values.value()["n"] = 2
+    snapshot = b.snapshot(2)  # in flight while the value changes in place, and a key goes
+    values.value()["n"] = 3
+    put(b, "y", 9)
+    b.set_current_key("x")
+    values.clear()
+    chk = job.chk(2)
+    _fs.make_dirs(chk)
+    snapshot.write(chk.child("side"), job.shared)
+    files = snapshot.shared_files()
+    snapshot.release()
+    b.notify_checkpoint_complete(2)
+    assert changed_keys(job.delta(files)) == ({"x": {"n": 2}}, set())
+    _, files = job.checkpoint(b, 3)
+    assert changed_keys(job.delta(files)) == ({"y": 9}, {"x"})
