@@ -721,8 +721,11 @@ class _TrackedGroup(_SharedGroup):
         return True
 
     def writable(self) -> dict[Any, Any]:
-        if self._dict_shared:
-            self._live = _SharedGroup.writable(self)
+        """The live dict, copied first if a snapshot holds it; unlike `_SharedGroup`'s,
+        this stays in `writes` (later writes must still be recorded)."""
+        if self._dict_shared and not self._unshare_if_released():
+            self._live = self._table.live[self._index] = dict(self._live)
+            self._dict_shared = False
         return self._live
 
     def get(self, key: Any) -> Any:

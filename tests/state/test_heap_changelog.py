@@ -463,3 +463,28 @@ def test_a_delta_holds_the_barriers_values_while_records_keep_changing_them(
     assert changed_keys(job.delta(files)) == ({"x": {"n": 2}}, set())
     _, files = job.checkpoint(b, 3)
     assert changed_keys(job.delta(files)) == ({"y": 9}, {"x"})
+
+
+def test_every_write_after_a_copy_on_write_copy_is_recorded(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    for i in range(3000):
+        put(b, i, i)
+    job.checkpoint(b, 1)
+    held = b.snapshot(2)  # in flight: the first write to each key group copies its dict
+    for i in range(0, 3000, 10):  # many writes per key group after that copy
+        put(b, i, -i)
+    chk = job.chk(2)
+    _fs.make_dirs(chk)
+    section = held.write(chk.child("side"), job.shared)
+    held.release()
+    b.notify_checkpoint_complete(2)
+    _fs.write_bytes(chk.child("keyed"), section)
+    for i in range(1, 3000, 10):
+        put(b, i, -i)
+    section, files = job.checkpoint(b, 3)
+    assert changed_keys(job.delta(files))[0] == {i: -i for i in range(0, 3000, 10)} | {
+        i: -i for i in range(1, 3000, 10)
+    }
+    restored = backend()
+    restored.restore([section], job.chk(3))
+    assert state_of(restored) == state_of(b)
