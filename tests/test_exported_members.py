@@ -83,6 +83,7 @@ PUBLIC = {
         "JoinFunction",
         "KeySelector",
         "KeyedCoProcessFunction",
+        "KeyedBatchFunction",
         "KeyedProcessFunction",
         "KeyedStateStore",
         "MapFunction",
