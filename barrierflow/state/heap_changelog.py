@@ -357,7 +357,10 @@ def changelog_to_canonical(
         if wanted is not None and key_group not in wanted:
             continue
         per_state = decode_key_group(body, key_group, offset, length, names)
-        groups[key_group] = dict(zip(names, per_state, strict=True))
+        # copies: a pickle may give two states one dict (a snapshot's shared empty dict)
+        groups[key_group] = {
+            name: dict(entries) for name, entries in zip(names, per_state, strict=True)
+        }
     for delta in chain.deltas:
         file_header, body, names = load(*delta)
         for key_group, (offset, length) in sorted(_key_groups(file_header).items()):
