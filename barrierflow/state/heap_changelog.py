@@ -67,6 +67,8 @@ CHANGELOG_VERSION = 1
 MAX_DELTAS = 32
 """A chain with this many deltas is materialized (a new base) at the next checkpoint."""
 
+_NONE: frozenset[Any] = frozenset()
+
 DirtyKeys = dict[str, dict[int, set[Any]]]
 """Per state name, per key-group index (key group minus the range's start), keys changed."""
 
@@ -143,6 +145,9 @@ class DirtyLog:
 
 def union_dirty(records: Iterable[Pending]) -> DirtyKeys:
     """Every key in any of `records`, per state and key-group index."""
+    records = list(records)
+    if len(records) == 1:  # the common case: swapped-out sets are never changed, no copy
+        return records[0].dirty
     merged: DirtyKeys = {}
     for record in records:
         for name, groups in record.dirty.items():
@@ -175,18 +180,19 @@ def encode_delta(
     for index in indices:
         per_state: list[list[Any]] = []
         for name, groups, transform in zip(names, held, filters, strict=True):
-            keys = dirty.get(name, {}).get(index, ())
-            changed: dict[Any, Any] = {}
-            removed: list[Any] = []
+            keys = dirty.get(name, {}).get(index, _NONE)
             entries = groups[index]
-            for key in keys:
-                value = entries.get(key)
-                if value is not None and transform is not None:
-                    value = transform(value)
-                if value is None:
-                    removed.append(key)
-                else:
-                    changed[key] = value
+            present = keys & entries.keys()  # set operations in C: the hot part of a write
+            changed = {key: entries[key] for key in present}
+            removed = list(keys - present)
+            if transform is not None:
+                for key, value in list(changed.items()):
+                    written = transform(value)
+                    if written is None:
+                        del changed[key]
+                        removed.append(key)
+                    else:
+                        changed[key] = written
             per_state.append([changed, removed])
         try:
             section = pickle.dumps(per_state, protocol=5)

@@ -540,3 +540,15 @@ def test_random_operations_with_snapshots_in_flight_restore_every_completed_chec
             restored = backend()
             restored.restore([section], chk)
             assert state_of(restored) == expected, f"checkpoint {done_id}"
+
+
+def test_a_snapshot_filter_applies_to_deltas(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    for i in range(100):
+        put(b, i, i)
+    job.checkpoint(b, 1)
+    b.set_snapshot_filter("v", lambda value: None if value % 2 else value * 10)
+    for i in range(4):
+        put(b, i, i + 100)
+    _, files = job.checkpoint(b, 2)
+    assert changed_keys(job.delta(files)) == ({0: 1000, 2: 1020}, {1, 3})
