@@ -87,6 +87,16 @@ def _routing_error(key: Any, key_group: int, kg_range: KeyGroupRange, max_p: int
     )
 
 
+def _groups_of_batch_keys(keys: Sequence[Any], batch_keys: list[Any], groups: Any) -> Any:
+    """The key groups of `keys` looked up among the batch's (None if one is not there or
+    a key is unhashable: then they are hashed)."""
+    try:
+        group_of = dict(zip(batch_keys, groups.tolist(), strict=True))
+        return [group_of[key] for key in keys]
+    except (KeyError, TypeError):
+        return None
+
+
 class BatchValueState:
     """A value state read and written for many keys at once (`KeyedBatchFunction`).
 
@@ -110,6 +120,8 @@ class BatchValueState:
             batch_keys, groups = self._batch_keys()
             if keys is batch_keys:
                 return keys, groups
+            if groups is not None:  # some of the batch's keys (its distinct keys, say)
+                return keys, _groups_of_batch_keys(keys, batch_keys, groups)
         return keys, None
 
     def get_many(self, keys: Any) -> list[Any]:
