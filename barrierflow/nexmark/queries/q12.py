@@ -2,32 +2,29 @@
 
 Rows carry the window's start and end (epoch ms of the wall clock).
 
-Built on the batch path: `bidders_of` (`map_batches`) counts a batch's bids per bidder in
-Arrow, the counts are keyed by their `bidder` column, and `CountPerWindow`
-(`process_batches`) adds a whole batch into each bidder's open windows with one batched
-state read and one batched write (the window's count is keyed state, one processing-time
-timer per (bidder, window) at the window's last millisecond emits its row, as a
-tumbling processing-time window would). Which window a bid falls in depends on when it
-is processed, so only the totals per bidder and the windows' alignment (whole multiples
-of 10 s of the wall clock, epoch ms) are reproducible. `CountBids` and `BidderWindowRow`
-are the per-record window functions the query was built with before (kept for q11's
-rows and the tests of the window path).
+Built on the batch path: the bids are keyed by bidder and `CountPerWindow`
+(`process_batches`) counts a whole batch's bids per bidder and adds them into each
+bidder's open window with one batched state read and one batched write (the window's
+count is keyed state; one processing-time timer per (bidder, window) at the window's
+last millisecond emits its row, as a tumbling processing-time window would). Which
+window a bid falls in depends on when it is processed, so only the totals per bidder and
+the windows' alignment (whole multiples of 10 s of the wall clock, epoch ms) are
+reproducible. `CountBids` and `BidderWindowRow` are the per-record window functions the
+query was built with before (kept for q11's rows and the tests of the window path).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
-
-import pyarrow as pa
 
 from barrierflow import DataStream, Duration
 from barrierflow.functions import AggregateFunction, KeyedBatchFunction
-from barrierflow.nexmark.model import Bid
-from barrierflow.nexmark.queries._columns import bids_of, column
+from barrierflow.nexmark.model import Bid, is_bid
 from barrierflow.nexmark.queries._window_rows import BidderWindowRow
 from barrierflow.state import ValueStateDescriptor
 
-__all__ = ["COLUMNS", "UPDATING", "BidderWindowRow", "CountPerWindow", "bidders_of", "build"]
+__all__ = ["COLUMNS", "UPDATING", "BidderWindowRow", "CountPerWindow", "build"]
 
 COLUMNS = ("bidder", "bid_count", "starttime", "endtime")
 UPDATING = False
@@ -56,19 +53,6 @@ def bidder_of(bid: Bid) -> int:
     return bid.bidder
 
 
-def bidders_of(events: pa.RecordBatch) -> pa.RecordBatch:
-    """The `map_batches` step: one row per bidder of the batch's bids, with their count."""
-    counts = (
-        pa.table({"bidder": column(bids_of(events), "bidder")})
-        .group_by("bidder", use_threads=False)
-        .aggregate([([], "count_all")])
-    )
-    return pa.RecordBatch.from_arrays(
-        [counts.column("bidder").combine_chunks(), counts.column("count_all").combine_chunks()],
-        names=["bidder", "bids"],
-    )
-
-
 class CountPerWindow(KeyedBatchFunction):
     """Each bidder's bids per tumbling 10 s window of processing time (module docstring).
 
@@ -81,15 +65,8 @@ class CountPerWindow(KeyedBatchFunction):
         self.windows = runtime_context.get_batch_state(ValueStateDescriptor("q12-windows"))
 
     def process_batch(self, batch: Any, keys: list[Any], ctx: Any) -> None:
-        if isinstance(batch, pa.RecordBatch):
-            counts = batch.column("bids").to_pylist()
-        else:
-            counts = [row["bids"] for row in batch]
-        if len(set(keys)) != len(keys):  # a bidder twice in one batch: add its counts
-            merged: dict[Any, int] = {}
-            for key, count in zip(keys, counts, strict=True):
-                merged[key] = merged.get(key, 0) + count
-            keys, counts = list(merged), list(merged.values())
+        bids = Counter(keys)  # each key is one bid's bidder
+        keys, counts = list(bids), list(bids.values())
         now = ctx.current_processing_time()
         start = now - now % _SIZE
         new_windows = []
@@ -133,9 +110,4 @@ def _add(held: tuple[int, ...] | None, start: int, count: int) -> tuple[int, ...
 
 
 def build(events: DataStream) -> DataStream:
-    return (
-        events.map_batches(bidders_of, keep_event_time=False)
-        .key_by("bidder")
-        .process_batches(CountPerWindow())
-        .uid("q12-count")
-    )
+    return events.filter(is_bid).key_by("bidder").process_batches(CountPerWindow()).uid("q12-count")

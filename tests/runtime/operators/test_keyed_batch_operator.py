@@ -139,9 +139,8 @@ def test_q18_batches_emit_exactly_the_rows_of_the_per_record_function(
 # ---- q12: batch vs the window it replaced ------------------------------------------------------
 
 
-def bidder_batch(bidders: list[int]) -> ColumnarBatch:
-    events = record_batch_of([a_bid(1, b, 1, 0) for b in bidders])
-    return ColumnarBatch(q12.bidders_of(events))
+def bidder_batch(bidders: list[int]) -> RecordBatch:
+    return RecordBatch([a_bid(1, b, 1, 0) for b in bidders])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
