@@ -148,6 +148,17 @@ class PendingStateFile:
                 found += [(str(name), int(size), bool(new)) for name, size, new in listed()]
         return found
 
+    def side_file_bytes(self) -> int:
+        """After `build`: the bytes the keyed sections wrote beside the file (their
+        checkpoint's own files); 0 for a savepoint."""
+        if self.savepoint:
+            return 0
+        return sum(
+            int(held.keyed.side_file_bytes())
+            for held in self.operators.values()
+            if hasattr(held.keyed, "side_file_bytes")  # bytes and None have none
+        )
+
     def release(self) -> None:
         release_keyed(held.keyed for held in self.operators.values())
 

@@ -127,7 +127,7 @@ class SnapshotUploader:
                 target = state_file.location
                 _fs.make_dirs(target.parent)
                 _fs.write_parts(target, parts)  # never joined: a copy would hold the GIL
-                size = sum(len(part) for part in parts)
+                size = sum(len(part) for part in parts) + state_file.side_file_bytes()
                 _fs.sync_file(target)  # durable before the ack lets `_metadata` name it
                 shared = state_file.shared_files()
                 ack = replace(

@@ -60,6 +60,11 @@ class KeyedStateSnapshot(Protocol):
         the job folder, size, uploaded by this write). [] for backends without any."""
         return []
 
+    def side_file_bytes(self) -> int:
+        """After `write`: the bytes it wrote into `side_files` (0 for backends without
+        any), counted in the checkpoint's state size and uploaded size."""
+        return 0
+
     def release(self) -> None:
         """Free what the snapshot holds (a copy-on-write version, a native checkpoint's
         hard links); called after `write`, or instead of it when the checkpoint is dropped."""

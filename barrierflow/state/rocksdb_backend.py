@@ -914,6 +914,7 @@ class RocksDBSnapshot:
         self._uploads = uploads
         self._checkpoint_id = checkpoint_id
         self._shared: list[tuple[str, int, bool]] = []
+        self._side_file_bytes = 0
 
     def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
         """Upload the checkpoint's files into `side_files` and return the native envelope
@@ -936,12 +937,18 @@ class RocksDBSnapshot:
         for name in names:
             size, checksum = _fs.upload_file(os.path.join(self._path, name), side_files.child(name))
             files.append([f"{side_files.name}/{name}", size, checksum])
+        self._side_file_bytes = sum(size for _, size, _ in files)
         return _envelope.encode(NATIVE_KIND, {**header, "files": files})
 
     def shared_files(self) -> list[tuple[str, int, bool]]:
         """After `write`: the files it referenced in the job's shared folder, as (name
         relative to the job folder, size, uploaded by this write); a full upload: none."""
         return list(self._shared)
+
+    def side_file_bytes(self) -> int:
+        """After `write`: the bytes of the checkpoint's own files (MANIFEST, OPTIONS and,
+        without incremental checkpoints, every SST file) uploaded into `side_files`."""
+        return self._side_file_bytes
 
     def release(self) -> None:
         """Delete the local checkpoint (its hard links)."""

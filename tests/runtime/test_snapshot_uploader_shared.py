@@ -75,3 +75,27 @@ def test_a_savepoint_gets_no_shared_folder_and_references_no_shared_file(tmp_pat
     assert keyed.shared == [None]
     assert ack.shared_files == ()
     assert ack.state_bytes == ack.checkpointed_bytes == len(_fs.read_bytes(location))
+
+
+def test_a_full_rocksdb_checkpoint_counts_the_files_it_uploads_beside_the_state_file(tmp_path):
+    from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend
+    from barrierflow.state import ValueStateDescriptor
+    from barrierflow.state.backends import create_keyed_backend
+
+    backend = create_keyed_backend(
+        EmbeddedRocksDBStateBackend(), KeyGroupRange(0, 127), 128, tmp_path / "local"
+    )
+    count = backend.get_value_state(ValueStateDescriptor("count"))
+    for key in range(2_000):
+        backend.set_current_key(key)
+        count.update(key)
+    location = _fs.location(str(tmp_path / "job")).child("chk-1", "2-0-d.state")
+    try:
+        ack = uploaded(location, {"count": backend.snapshot(1)})
+    finally:
+        backend.dispose()
+
+    beside = sum(p.stat().st_size for p in (tmp_path / "job" / "chk-1").rglob("*") if p.is_file())
+    assert beside > len(_fs.read_bytes(location))  # the SST files are the bulk of the state
+    assert ack.state_bytes == ack.checkpointed_bytes == beside
+    assert ack.shared_files == ()
