@@ -59,7 +59,7 @@ import datetime
 import decimal
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from barrierflow import _envelope as state_format
 from barrierflow.core.state_descriptors import (
@@ -69,9 +69,14 @@ from barrierflow.core.state_descriptors import (
     StateKind,
     ValueStateDescriptor,
 )
-from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
+from barrierflow.errors import ConfigurationError, StateRestoreError
 from barrierflow.state.batched import key_group_indices
-from barrierflow.state.key_groups import KeyGroupRange, stable_hash
+from barrierflow.state.key_groups import KeyGroupRange
+from barrierflow.state.key_scope import (
+    KEYED_STATE_VERSION,
+    NO_KEY,
+    KeyScope,
+)
 from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
 from barrierflow.state.values import ListState, MapState, ValueState
 
@@ -82,10 +87,7 @@ if TYPE_CHECKING:
 KEYED_STATE = "keyed-state"
 """Envelope kind of a keyed-state snapshot."""
 
-KEYED_STATE_VERSION = 1
-"""Schema of the keyed-state header and sections. Readers take 1 up to this."""
-
-_NO_KEY = object()
+_NO_KEY = NO_KEY
 
 _EMPTY: dict[Any, Any] = {}
 """What a snapshot holds for a key group that was empty when it was taken (never changed)."""
@@ -109,7 +111,7 @@ _IMMUTABLE = frozenset(
 """Types of values that cannot change in place: handed out as they are, never copied."""
 
 
-class HeapKeyedStateBackend:
+class HeapKeyedStateBackend(KeyScope):
     """Keyed state of one subtask's key-group range, held in memory.
 
     Guarantees: a snapshot holds the state as it was when `snapshot()` returned
@@ -135,18 +137,9 @@ class HeapKeyedStateBackend:
             raise ConfigurationError(
                 f"key-group range {key_group_range} does not fit max parallelism {max_parallelism}"
             )
-        self.key_group_range = key_group_range
-        self.max_parallelism = max_parallelism
-        self._start = key_group_range.start
-        self._count = len(key_group_range)
-        self._current_key: Any = _NO_KEY
-        self._current_index: Any = None
-        """Current key group minus the range's start: the index into every state's groups."""
-        self._kinds: dict[str, StateKind] = {}
+        super().__init__(key_group_range, max_parallelism)
         self._tables: dict[str, _Table] = {}
         self._states: dict[str, _HeapState] = {}
-        self._restored: set[str] = set()
-        """Names of states whose kind came from a restored snapshot."""
         self._filters: dict[str, Callable[[Any], Any]] = {}
         """Per state, what snapshots write instead of each value (`set_snapshot_filter`)."""
         self._changelog: DirtyLog | None = None
@@ -155,33 +148,6 @@ class HeapKeyedStateBackend:
             from barrierflow.state.heap_changelog import DirtyLog
 
             self._changelog = DirtyLog()
-
-    # ---- the current key (hot path) --------------------------------------------------------
-
-    def set_current_key(self, key: Any) -> None:
-        """Scope every state to `key` until the next call."""
-        index = stable_hash(key) % self.max_parallelism - self._start
-        if index < 0 or index >= self._count:
-            self._routing_error(key, index + self._start)
-        self._current_key = key
-        self._current_index = index
-
-    @property
-    def current_key(self) -> Any:
-        """The key set last, or None before the first `set_current_key`."""
-        return None if self._current_key is _NO_KEY else self._current_key
-
-    @property
-    def current_key_group(self) -> int | None:
-        """The key group of the current key, or None before the first `set_current_key`."""
-        return None if self._current_index is None else self._current_index + self._start
-
-    def _routing_error(self, key: Any, key_group: int) -> NoReturn:
-        raise StreamCorruptionError(
-            f"key {key!r:.200} is in key group {key_group}, outside this subtask's key groups "
-            f"[{self.key_group_range.start}, {self.key_group_range.end}] (max parallelism "
-            f"{self.max_parallelism}): the record was routed to the wrong subtask"
-        )
 
     def _explain_key_error(self, error: TypeError) -> None:
         """A dict operation failed: raise a clear error if the key is missing or unhashable."""
@@ -216,20 +182,7 @@ class HeapKeyedStateBackend:
         expected: type[StateDescriptor],
         implementation: type[_HeapState],
     ) -> _HeapState:
-        if not isinstance(descriptor, expected):
-            raise ConfigurationError(f"expected a {expected.__name__}, got {descriptor!r:.200}")
-        name = descriptor.name
-        kind = self._kinds.setdefault(name, descriptor.kind)
-        if kind is not descriptor.kind and name in self._restored:
-            raise StateRestoreError(
-                f"the checkpoint holds state {name!r} as {kind.value} state, this job declares "
-                f"it as {descriptor.kind.value} state"
-            )
-        if kind is not descriptor.kind:
-            raise ConfigurationError(
-                f"state {name!r} is {kind.value} state; it cannot also be {descriptor.kind.value} "
-                "state. Give each state its own name"
-            )
+        name = self._declared(descriptor, expected)
         state = self._states.get(name)
         if state is not None:
             return state
@@ -347,27 +300,12 @@ class HeapKeyedStateBackend:
 
     def _read_header(self, header: Any) -> tuple[list[tuple[str, StateKind]], dict[int, Any]]:
         """Check a keyed-state header and register its states; returns (states, key groups)."""
-        check_keyed_header_version(header)
-        if header.get("max_parallelism") != self.max_parallelism:
-            raise StateRestoreError(
-                f"keyed state was taken with max parallelism {header.get('max_parallelism')}, "
-                f"this operator has {self.max_parallelism}; key groups cannot be redistributed"
-            )
-        states: list[tuple[str, StateKind]] = []
+        states = self._restored_states(header)
         try:
-            for name, kind_name in header["states"]:
-                states.append((name, StateKind(kind_name)))
             key_groups = {int(g): (int(o), int(n)) for g, (o, n) in header["key_groups"].items()}
-        except (KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise StateRestoreError(f"malformed keyed-state header: {error!r}") from error
-        for name, kind in states:
-            known = self._kinds.setdefault(name, kind)
-            self._restored.add(name)
-            if known is not kind:
-                raise StateRestoreError(
-                    f"the checkpoint holds state {name!r} as {kind.value} state, this job "
-                    f"declares it as {known.value} state"
-                )
+        for name, _ in states:
             if name not in self._tables:
                 self._tables[name] = _Table(self._count, self._changelog is not None)
         return states, key_groups
@@ -441,7 +379,7 @@ class HeapKeyedStateSnapshot:
         start = self._range.start
         for i in range(len(self._range)):
             per_state = [
-                _filtered(groups[i], transform)
+                filtered(groups[i], transform)
                 for groups, transform in zip(held, self._filters, strict=True)
             ]
             if not any(per_state):
@@ -470,7 +408,7 @@ class HeapKeyedStateSnapshot:
         self.released = True
 
 
-def _filtered(entries: dict[Any, Any], transform: Callable[[Any], Any] | None) -> dict[Any, Any]:
+def filtered(entries: dict[Any, Any], transform: Callable[[Any], Any] | None) -> dict[Any, Any]:
     """`entries` as a snapshot filter writes them (a new dict; `entries` is not changed)."""
     if transform is None or not entries:
         return entries
@@ -554,18 +492,6 @@ def _changelog_as_canonical(
     canonical = changelog_to_canonical(data, base, key_group_range)
     same_range = list(header["key_group_range"]) == [key_group_range.start, key_group_range.end]
     return canonical, manifest_chain(header, base) if same_range and base is not None else None
-
-
-def check_keyed_header_version(header: Any) -> None:
-    """Refuse a keyed-state header that is no map, or of a version this release cannot read."""
-    if not isinstance(header, dict):
-        raise StateRestoreError(f"a keyed-state header must be a dict, found {header!r:.200}")
-    version = header.get("version")
-    if not isinstance(version, int) or not 1 <= version <= KEYED_STATE_VERSION:
-        raise StateRestoreError(
-            f"keyed state has version {version!r}; this barrierflow reads versions 1 to "
-            f"{KEYED_STATE_VERSION}"
-        )
 
 
 def decode_key_group(

@@ -44,14 +44,9 @@ from typing import TYPE_CHECKING, Any
 from barrierflow import _envelope, _fs
 from barrierflow.core.state_descriptors import StateKind
 from barrierflow.errors import StateRestoreError
-from barrierflow.state.heap_backend import (
-    KEYED_STATE,
-    KEYED_STATE_VERSION,
-    _pickle_error,
-    check_keyed_header_version,
-    decode_key_group,
-)
+from barrierflow.state.heap_backend import KEYED_STATE, _pickle_error, decode_key_group
 from barrierflow.state.key_groups import KeyGroupRange
+from barrierflow.state.key_scope import KEYED_STATE_VERSION, check_keyed_header_version
 
 if TYPE_CHECKING:
     from barrierflow.state.heap_backend import HeapKeyedStateSnapshot

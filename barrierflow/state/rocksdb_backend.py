@@ -54,7 +54,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NoReturn
+from typing import Any
 
 from rocksdict import (
     AccessType,
@@ -79,15 +79,16 @@ from barrierflow.core.state_descriptors import (
     StateKind,
     ValueStateDescriptor,
 )
-from barrierflow.errors import ConfigurationError, StateRestoreError, StreamCorruptionError
+from barrierflow.errors import ConfigurationError, StateRestoreError
 from barrierflow.state.batched import key_group_indices
-from barrierflow.state.heap_backend import (
-    KEYED_STATE,
-    KEYED_STATE_VERSION,
-    check_keyed_header_version,
-    decode_key_group,
-)
+from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group, filtered
 from barrierflow.state.key_groups import KeyGroupRange, stable_hash
+from barrierflow.state.key_scope import (
+    KEYED_STATE_VERSION,
+    NO_KEY,
+    KeyScope,
+    check_keyed_header_version,
+)
 from barrierflow.state.rocksdb_encoding import (
     MAX_KEY_GROUPS,
     NATIVE_KIND,
@@ -121,7 +122,7 @@ _MB = 1 << 20
 _BATCH_ENTRIES = 20_000
 """Entries per WriteBatch when a restore copies state."""
 
-_NO_KEY = object()
+_NO_KEY = NO_KEY
 
 
 # ---- memory: one block cache and one write buffer manager per task process ----------------
@@ -199,7 +200,7 @@ def _open_read_only(path: str, settings: EmbeddedRocksDBStateBackend) -> Rdict:
 # ---- the backend ----------------------------------------------------------------------------
 
 
-class RocksDBKeyedStateBackend:
+class RocksDBKeyedStateBackend(KeyScope):
     """Keyed state of one subtask's key-group range in its own RocksDB (module docstring).
 
     `local_dir` is a folder on the task host's local disk; the backend makes its own
@@ -219,11 +220,8 @@ class RocksDBKeyedStateBackend:
                 f"key-group range {key_group_range} does not fit max parallelism "
                 f"{max_parallelism} (the RocksDB backend takes at most {MAX_KEY_GROUPS})"
             )
-        self.key_group_range = key_group_range
-        self.max_parallelism = max_parallelism
+        super().__init__(key_group_range, max_parallelism)
         self._settings = settings
-        self._start = key_group_range.start
-        self._count = len(key_group_range)
         os.makedirs(local_dir, exist_ok=True)
         self._dir = tempfile.mkdtemp(
             prefix=f"rocksdb-kg{key_group_range.start}-{key_group_range.end}-", dir=local_dir
@@ -233,15 +231,11 @@ class RocksDBKeyedStateBackend:
         self._db.set_write_options(_write_options())
         self._written = False
         """Whether anything was written (a restore may then no longer adopt native files)."""
-        self._current_key: Any = _NO_KEY
-        self._current_index: Any = None
         self._key_part: bytes | None = None
         """The current key's encoding in a RocksDB key, made at its first use."""
         self._names: list[str] = []
         """State names; a state's id in its RocksDB keys is its position here."""
-        self._kinds: dict[str, StateKind] = {}
         self._states: dict[str, _RocksState] = {}
-        self._restored: set[str] = set()
         self._filters: dict[str, Callable[[Any], Any]] = {}
         """Per state, what savepoints write instead of each value (`set_snapshot_filter`)."""
         self._checkpoints = itertools.count(1)
@@ -259,23 +253,6 @@ class RocksDBKeyedStateBackend:
         self._current_key = key
         self._current_index = index
         self._key_part = None
-
-    @property
-    def current_key(self) -> Any:
-        """The key set last, or None before the first `set_current_key`."""
-        return None if self._current_key is _NO_KEY else self._current_key
-
-    @property
-    def current_key_group(self) -> int | None:
-        """The key group of the current key, or None before the first `set_current_key`."""
-        return None if self._current_index is None else self._current_index + self._start
-
-    def _routing_error(self, key: Any, key_group: int) -> NoReturn:
-        raise StreamCorruptionError(
-            f"key {key!r:.200} is in key group {key_group}, outside this subtask's key groups "
-            f"[{self.key_group_range.start}, {self.key_group_range.end}] (max parallelism "
-            f"{self.max_parallelism}): the record was routed to the wrong subtask"
-        )
 
     def _encode_current_key(self) -> bytes:
         """The current key's part of a RocksDB key, with the heap backend's errors."""
@@ -317,26 +294,13 @@ class RocksDBKeyedStateBackend:
         expected: type[StateDescriptor],
         implementation: type[_RocksState],
     ) -> _RocksState:
-        if not isinstance(descriptor, expected):
-            raise ConfigurationError(f"expected a {expected.__name__}, got {descriptor!r:.200}")
-        name = descriptor.name
-        kind = self._register(name, descriptor.kind)
-        if kind is not descriptor.kind and name in self._restored:
-            raise StateRestoreError(
-                f"the checkpoint holds state {name!r} as {kind.value} state, this job declares "
-                f"it as {descriptor.kind.value} state"
-            )
-        if kind is not descriptor.kind:
-            raise ConfigurationError(
-                f"state {name!r} is {kind.value} state; it cannot also be {descriptor.kind.value} "
-                "state. Give each state its own name"
-            )
+        name = self._declared(descriptor, expected)
         state = self._states.get(name)
         if state is None:
             state = self._states[name] = implementation(self, name, self._names.index(name))
         return state
 
-    def _register(self, name: str, kind: StateKind) -> StateKind:
+    def _kind_of(self, name: str, kind: StateKind) -> StateKind:
         """The kind `name` has (registering it with `kind` if it is new)."""
         known = self._kinds.get(name)
         if known is None:
@@ -423,41 +387,18 @@ class RocksDBKeyedStateBackend:
             header = useful[0][1]
             old = _range_of(header)
             if old.start <= self._start and self.key_group_range.end <= old.end:
-                states = self._check_header(header)  # first: its state ids become ours
+                states = self._restored_states(header)  # first: its state ids become ours
                 for section in parsed:
-                    self._check_header(section[1])
+                    self._restored_states(section[1])
                 self._adopt(header, states, base)
                 return
-        checked = [self._check_header(section[1]) for section in parsed]
+        checked = [self._restored_states(section[1]) for section in parsed]
         restored: set[int] = set()
         for (kind, header, body), states in zip(parsed, checked, strict=True):
             if kind == KEYED_STATE:
                 self._restore_canonical(header, body, states, restored)
             else:  # downloads nothing for a section of other key groups only
                 self._restore_native(header, states, base, restored)
-
-    def _check_header(self, header: Any) -> list[tuple[str, StateKind]]:
-        """Check a keyed or native header's version, max parallelism and states' kinds, and
-        register its states."""
-        check_keyed_header_version(header)
-        if header.get("max_parallelism") != self.max_parallelism:
-            raise StateRestoreError(
-                f"keyed state was taken with max parallelism {header.get('max_parallelism')}, "
-                f"this operator has {self.max_parallelism}; key groups cannot be redistributed"
-            )
-        try:
-            states = [(str(name), StateKind(kind)) for name, kind in header["states"]]
-        except (KeyError, TypeError, ValueError) as error:
-            raise StateRestoreError(f"malformed keyed-state header: {error!r}") from error
-        for name, kind in states:
-            known = self._register(name, kind)
-            self._restored.add(name)
-            if known is not kind:
-                raise StateRestoreError(
-                    f"the checkpoint holds state {name!r} as {kind.value} state, this job "
-                    f"declares it as {known.value} state"
-                )
-        return states
 
     def _claim(self, key_group: int, restored: set[int]) -> None:
         if key_group in restored:
@@ -1029,7 +970,7 @@ def _canonical(
             return
         if filters:
             per_state = [
-                _filtered(entries, transform)
+                filtered(entries, transform)
                 for entries, transform in zip(per_state, filters, strict=True)
             ]
         if not any(per_state):
@@ -1073,18 +1014,6 @@ def _canonical(
         "key_groups": index,
     }
     return _envelope.encode(KEYED_STATE, canonical, b"".join(sections))
-
-
-def _filtered(entries: dict[Any, Any], transform: Callable[[Any], Any] | None) -> dict[Any, Any]:
-    """`entries` as a snapshot filter writes them."""
-    if transform is None or not entries:
-        return entries
-    kept = {}
-    for key, value in entries.items():
-        written = transform(value)
-        if written is not None:
-            kept[key] = written
-    return kept
 
 
 def native_to_canonical(

@@ -21,11 +21,8 @@ from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers import SNAPSHOT_KIND as TIMERS_KIND
-from barrierflow.state.heap_backend import (
-    KEYED_STATE,
-    check_keyed_header_version,
-    decode_key_group,
-)
+from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group
+from barrierflow.state.key_scope import check_keyed_header_version
 from barrierflow.state.operator_list_state import decode_lists, is_list_state
 from barrierflow.state.operator_state import decode_operator_state
 from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
