@@ -490,6 +490,9 @@ reverse proxy forwards), beside its bind address, loopback, this machine's names
 address."""
 MAX_CONNECTIONS = 32
 """HTTP connections served at once (a thread each); one more is closed at once."""
+CLOSE_GRACE_S = 5.0
+"""How long closing the endpoint waits for the answers being written."""
+
 REQUEST_TIMEOUT_S = 10.0
 """How long a connection may take to send its request: a client that trickles holds its
 thread no longer."""
@@ -544,6 +547,9 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
         super().__init__(*args, **kwargs)
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._turned_away = 0
+        self._answering = 0
+        """Connections taken and not yet answered (guarded by `_answered`)."""
+        self._answered = threading.Condition()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -554,17 +560,32 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
                             self._turned_away)  # fmt: skip
             self.shutdown_request(request)
             return
+        with self._answered:
+            self._answering += 1
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            self._done()
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self._done()
+
+    def _done(self) -> None:
+        self._slots.release()
+        with self._answered:
+            self._answering -= 1
+            self._answered.notify_all()
+
+    def wait_until_answered(self, timeout_s: float) -> bool:
+        """Wait (at most `timeout_s`) until every connection taken so far was answered: the
+        threads are daemons, so a process that ends right after `close` would otherwise cut
+        an answer off (a stop's result, read as the job ends)."""
+        with self._answered:
+            return self._answered.wait_for(lambda: self._answering == 0, timeout_s)
 
 
 class RestServer:
@@ -615,8 +636,10 @@ class RestServer:
         return f"http://{host}:{port}"
 
     def close(self) -> None:
-        """Stop serving and release the port; waits for the serving thread."""
+        """Stop serving and release the port; waits for the serving thread, and for the
+        answers being written (at most CLOSE_GRACE_S)."""
         self._server.shutdown()
+        self._server.wait_until_answered(CLOSE_GRACE_S)
         self._server.server_close()
         self._thread.join(5)
 

@@ -102,3 +102,44 @@ def test_a_silent_connection_holds_its_thread_no_longer_than_the_request_timeout
             assert silent.recv(1024) == b""  # the server gave up on it
     finally:
         server.close()
+
+
+_ANSWER_AS_THE_PROCESS_ENDS = """
+import sys, threading, time
+from barrierflow.cluster.rest import RestServer
+
+entered, release = threading.Event(), threading.Event()
+
+def view():
+    entered.set()
+    release.wait()
+    time.sleep(0.5)  # a slow answer, still being written when close() is called
+    return None
+
+server = RestServer("127.0.0.1", 0, view)
+print(server.address[1], flush=True)
+entered.wait()
+release.set()
+server.close()
+sys.exit(0)  # the handler threads are daemons: an unfinished answer dies here
+"""
+
+
+def test_an_answer_being_written_when_the_endpoint_closes_reaches_its_client():
+    # issue 22's clean run: a stop's result was read just as the job ended, and the driver
+    # process exited before the answer was written ("Remote end closed connection").
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _ANSWER_AS_THE_PROCESS_ENDS], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        port = int(child.stdout.readline())
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/jobs", timeout=30)
+        assert answer.value.code == 503  # no job view yet: a whole answer, not a cut connection
+    finally:
+        child.wait(timeout=30)
