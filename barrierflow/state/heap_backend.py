@@ -78,7 +78,7 @@ from barrierflow.state.key_scope import (
     KeyScope,
 )
 from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
-from barrierflow.state.values import ListState, MapState, ValueState
+from barrierflow.state.values import ListState, MapState, ValueState, list_values
 
 if TYPE_CHECKING:
     from barrierflow import _fs
@@ -733,13 +733,7 @@ class _HeapState:
 class _HeapValueState(_HeapState, ValueState):
     __slots__ = ()
 
-    def value(self) -> Any:
-        backend = self._backend
-        try:
-            return self._reads[backend._current_index].get(backend._current_key)
-        except TypeError as error:
-            backend._explain_key_error(error)
-            raise
+    value = _HeapState._current  # the hot path: no call in between
 
     def update(self, value: Any) -> None:
         backend = self._backend
@@ -823,7 +817,7 @@ class _HeapListState(_HeapState, ListState):
             values.append(value)
 
     def add_all(self, values: Iterable[Any] | None) -> None:
-        new = _without_none(values)
+        new = list_values(values)
         if not new:
             return
         current = self._current()
@@ -833,19 +827,12 @@ class _HeapListState(_HeapState, ListState):
             current.extend(new)
 
     def update(self, values: Iterable[Any] | None) -> None:
-        new = _without_none(values)
+        new = list_values(values)
         if new:
             self._current()  # checks the key
             self._put(new)
         else:
             self.clear()
-
-
-def _without_none(values: Iterable[Any] | None) -> list[Any]:
-    new = [] if values is None else list(values)
-    if any(value is None for value in new):
-        raise ValueError("cannot add None to a ListState")
-    return new
 
 
 class _HeapMapState(_HeapState, MapState):

@@ -113,7 +113,7 @@ from barrierflow.state.rocksdb_uploads import (
     shared_sources,
     upload_incremental,
 )
-from barrierflow.state.values import ListState, MapState, ValueState
+from barrierflow.state.values import ListState, MapState, ValueState, list_values
 
 NATIVE_VERSION = 1
 """Schema of the native header. Readers take 1 up to this."""
@@ -719,7 +719,7 @@ class _RocksListState(_RocksState, ListState):
         self._append(self._encode(value, encode_element))
 
     def add_all(self, values: Iterable[Any] | None) -> None:
-        new = _without_none(values)
+        new = list_values(values)
         if new:
             self._append(self._encode(new, encode_list))
 
@@ -731,19 +731,12 @@ class _RocksListState(_RocksState, ListState):
         backend._written = True
 
     def update(self, values: Iterable[Any] | None) -> None:
-        new = _without_none(values)
+        new = list_values(values)
         if new:
             self._backend._db.put(self._db_key(), self._encode(new, encode_list))
             self._backend._written = True
         else:
             self.clear()
-
-
-def _without_none(values: Iterable[Any] | None) -> list[Any]:
-    new = [] if values is None else list(values)
-    if any(value is None for value in new):
-        raise ValueError("cannot add None to a ListState")
-    return new
 
 
 class _RocksMapState(_RocksState, MapState):

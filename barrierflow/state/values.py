@@ -32,6 +32,15 @@ class ValueState(State):
         """Set the current key's value; `update(None)` is `clear()` (as in Flink)."""
 
 
+def list_values(values: Iterable[Any] | None) -> list[Any]:
+    """`values` as a new list for a `ListState`'s `add_all`/`update` (None: []); None in it
+    is refused, as in Flink."""
+    new = [] if values is None else list(values)
+    if any(value is None for value in new):
+        raise ValueError("cannot add None to a ListState")
+    return new
+
+
 class ListState(State):
     """A list of values per key."""
 

@@ -41,6 +41,7 @@ from barrierflow.state.values import (
     ReducingState,
     State,
     ValueState,
+    list_values,
 )
 
 __all__ = [
@@ -169,23 +170,16 @@ class _PartitionedListState(_Scoped, ListState):
         self._put(values)
 
     def add_all(self, values: Iterable[Any] | None) -> None:
-        new = _without_none(values)
+        new = list_values(values)
         if new:
             self._put((self._get() or []) + new)
 
     def update(self, values: Iterable[Any] | None) -> None:
-        new = _without_none(values)
+        new = list_values(values)
         if new:
             self._put(new)
         else:
             self.clear()
-
-
-def _without_none(values: Iterable[Any] | None) -> list[Any]:
-    new = [] if values is None else list(values)
-    if any(value is None for value in new):
-        raise ValueError("cannot add None to a ListState")
-    return new
 
 
 class _PartitionedMapState(_Scoped, MapState):
