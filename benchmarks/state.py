@@ -38,7 +38,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -59,23 +58,13 @@ BACKENDS = ("hashmap", "rocksdb")
 
 
 def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "load_average_1m_at_start": os.getloadavg()[0],
-    }
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            models = [line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line]
-        info["cpu"] = models[0] if models else None
-        with open("/proc/meminfo") as meminfo:
-            info["memory_gib"] = round(int(meminfo.readline().split()[1]) / 2**20, 1)
-    except OSError:
-        pass
+    """What the figures were measured on: nexmark.py's description of the machine (this
+    folder is the script's, so it imports), with the versions of the state's libraries."""
     from importlib import metadata
 
+    from nexmark import machine as described
+
+    info = described()
     for module in ("pyspark", "rocksdict"):
         try:
             info[module] = metadata.version(module)
