@@ -1,0 +1,254 @@
+"""The state handles of the RocksDB backend: value, list and map state read and written
+through the backend's database at the current key (`rocksdb_backend.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from rocksdict import (
+    WriteBatch,
+)
+
+from barrierflow.errors import ConfigurationError
+from barrierflow.state.batched import key_group_indices
+from barrierflow.state.rocksdb_db import items_with_prefix, keys_with_prefix
+from barrierflow.state.rocksdb_encoding import (
+    decode_key,
+    decode_list,
+    decode_value,
+    encode_element,
+    encode_key,
+    encode_list,
+    encode_value,
+    key_part,
+    state_prefix,
+)
+from barrierflow.state.values import ListState, MapState, ValueState, list_values
+
+if TYPE_CHECKING:
+    from barrierflow.state.rocksdb_backend import RocksDBKeyedStateBackend
+
+
+class RocksState:
+    """Base of the handles: the backend, the state's name, and its prefix per key group."""
+
+    __slots__ = ("_backend", "_name", "_prefixes")
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, name: str, state_id: int) -> None:
+        self._backend = backend
+        self._name = name
+        self._prefixes = [state_prefix(g, state_id) for g in backend.key_group_range]
+
+    def _db_key(self) -> bytes:
+        backend = self._backend
+        part = backend._key_part
+        if part is None:
+            part = backend._encode_current_key()
+        return self._prefixes[backend._current_index] + part
+
+    def _encode(self, value: Any, encode: Any = encode_value) -> bytes:
+        try:
+            return encode(value)
+        except Exception as error:
+            raise ConfigurationError(
+                f"the value of state {self._name!r} for key {self._backend.current_key!r:.200} "
+                f"cannot be pickled, so it cannot be stored in RocksDB: {error}"
+            ) from error
+
+    def clear(self) -> None:
+        backend = self._backend
+        backend._db.delete(self._db_key())
+        backend._written = True
+
+
+class RocksValueState(RocksState, ValueState):
+    __slots__ = ()
+
+    def value(self) -> Any:
+        raw = self._backend._db.get(self._db_key())
+        return None if raw is None else decode_value(raw)
+
+    def update(self, value: Any) -> None:
+        backend = self._backend
+        if value is None:
+            backend._db.delete(self._db_key())
+        else:
+            backend._db.put(self._db_key(), self._encode(value))
+        backend._written = True
+
+    # batched access (`state/batched.py`): one multi-get, one WriteBatch
+    def _db_keys(self, keys: Any, key_groups: Any) -> list[bytes]:
+        backend = self._backend
+        indices = key_group_indices(
+            keys, key_groups, backend.key_group_range, backend.max_parallelism
+        )
+        prefixes = self._prefixes
+        pairs = zip(indices, keys, strict=True)
+        try:
+            return [prefixes[index] + key_part(key) for index, key in pairs]
+        except Exception as error:
+            raise _bad_key(keys, error) from error
+
+    def get_many(self, keys: Any, key_groups: Any = None) -> list[Any]:
+        if not len(keys):
+            return []
+        raws = self._backend._db.get(self._db_keys(keys, key_groups))
+        return [None if raw is None else decode_value(raw) for raw in raws]
+
+    def put_many(self, keys: Any, values: Any, key_groups: Any = None) -> None:
+        if not len(keys):
+            return
+        batch = WriteBatch(raw_mode=True)
+        for db_key, key, value in zip(self._db_keys(keys, key_groups), keys, values, strict=True):
+            if value is None:
+                batch.delete(db_key)
+                continue
+            try:
+                batch.put(db_key, encode_value(value))
+            except Exception as error:
+                raise ConfigurationError(
+                    f"the value of state {self._name!r} for key {key!r:.200} cannot be "
+                    f"pickled, so it cannot be stored in RocksDB: {error}"
+                ) from error
+        backend = self._backend
+        backend._db.write(batch)
+        backend._written = True
+
+    def remove_many(self, keys: Any, key_groups: Any = None) -> None:
+        if not len(keys):
+            return
+        batch = WriteBatch(raw_mode=True)
+        for db_key in self._db_keys(keys, key_groups):
+            batch.delete(db_key)
+        backend = self._backend
+        backend._db.write(batch)
+        backend._written = True
+
+
+def _bad_key(keys: Any, error: Exception) -> ConfigurationError:
+    """A batched access could not encode a key: name it (as `_encode_current_key`)."""
+    for key in keys:
+        try:
+            key_part(key)
+        except TypeError:
+            return ConfigurationError(
+                f"keyed state needs a hashable key; key {key!r:.200} is a "
+                f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
+            )
+        except Exception as failure:
+            return ConfigurationError(
+                f"key {key!r:.200} of type {type(key).__qualname__} cannot be pickled, so the "
+                f"RocksDB state backend cannot store state for it: {failure}"
+            )
+    return ConfigurationError(f"batched keyed state access failed: {error}")
+
+
+class RocksListState(RocksState, ListState):
+    __slots__ = ()
+
+    def get(self) -> list[Any]:
+        raw = self._backend._db.get(self._db_key())
+        return [] if raw is None else decode_list(raw)
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            raise ValueError("cannot add None to a ListState")
+        self._append(self._encode(value, encode_element))
+
+    def add_all(self, values: Iterable[Any] | None) -> None:
+        new = list_values(values)
+        if new:
+            self._append(self._encode(new, encode_list))
+
+    def _append(self, data: bytes) -> None:
+        backend = self._backend
+        db_key = self._db_key()
+        old = backend._db.get(db_key)
+        backend._db.put(db_key, data if old is None else old + data)
+        backend._written = True
+
+    def update(self, values: Iterable[Any] | None) -> None:
+        new = list_values(values)
+        if new:
+            self._backend._db.put(self._db_key(), self._encode(new, encode_list))
+            self._backend._written = True
+        else:
+            self.clear()
+
+
+class RocksMapState(RocksState, MapState):
+    """One RocksDB entry per map key: key group | state | user key | map key."""
+
+    __slots__ = ()
+
+    def _entry_key(self, key: Any) -> bytes:
+        try:
+            encoded = encode_key(key)
+        except TypeError:
+            raise
+        except Exception as error:
+            raise ConfigurationError(
+                f"map key {key!r:.200} of state {self._name!r} cannot be pickled, so it cannot "
+                f"be stored in RocksDB: {error}"
+            ) from error
+        return self._db_key() + encoded
+
+    def _entries(self) -> list[tuple[bytes, bytes]]:
+        return items_with_prefix(self._backend._db, self._db_key())
+
+    def get(self, key: Any) -> Any:
+        raw = self._backend._db.get(self._entry_key(key))
+        return None if raw is None else decode_value(raw)
+
+    def put(self, key: Any, value: Any) -> None:
+        backend = self._backend
+        backend._db.put(self._entry_key(key), self._encode(value))
+        backend._written = True
+
+    def put_all(self, mapping: dict[Any, Any]) -> None:
+        if not mapping:
+            return
+        backend = self._backend
+        batch = WriteBatch(raw_mode=True)
+        for key, value in mapping.items():
+            batch.put(self._entry_key(key), self._encode(value))
+        backend._db.write(batch)
+        backend._written = True
+
+    def remove(self, key: Any) -> None:
+        backend = self._backend
+        backend._db.delete(self._entry_key(key))
+        backend._written = True
+
+    def contains(self, key: Any) -> bool:
+        return self._backend._db.get(self._entry_key(key)) is not None
+
+    def keys(self) -> list[Any]:
+        start = len(self._db_key())
+        return [decode_key(db_key[start:]) for db_key, _ in self._entries()]
+
+    def values(self) -> list[Any]:
+        return [decode_value(value) for _, value in self._entries()]
+
+    def items(self) -> list[tuple[Any, Any]]:
+        start = len(self._db_key())
+        return [(decode_key(k[start:]), decode_value(v)) for k, v in self._entries()]
+
+    def is_empty(self) -> bool:
+        prefix = self._db_key()
+        for db_key in self._backend._db.keys(from_key=prefix):
+            return not db_key.startswith(prefix)
+        return True
+
+    def clear(self) -> None:
+        backend = self._backend
+        prefix = self._db_key()
+        keys = keys_with_prefix(backend._db, prefix)
+        if keys:
+            batch = WriteBatch(raw_mode=True)
+            for db_key in keys:
+                batch.delete(db_key)
+            backend._db.write(batch)
+        backend._written = True
