@@ -19,8 +19,8 @@ contract (below); `BatchValueState` is what user code holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NoReturn, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,16 @@ from barrierflow.errors import ConfigurationError, StreamCorruptionError
 from barrierflow.state.key_group_arrays import key_groups_of_array
 from barrierflow.state.key_groups import KeyGroupRange, stable_hash
 
-__all__ = ["BatchValueState", "MultiKeyValueState", "key_group_indices"]
+if TYPE_CHECKING:
+    from barrierflow.state.backend import KeyedStateBackend
+
+__all__ = [
+    "BatchListState",
+    "BatchMapState",
+    "BatchValueState",
+    "MultiKeyValueState",
+    "key_group_indices",
+]
 
 
 class MultiKeyValueState(Protocol):
@@ -97,46 +106,173 @@ def _groups_of_batch_keys(keys: Sequence[Any], batch_keys: list[Any], groups: An
         return None
 
 
+def _resolved(keys: Any, batch_keys: Any, max_parallelism: int) -> tuple[Sequence[Any], Any]:
+    """(keys as a Python sequence, their key groups or None): an Arrow array hashed
+    vectorized; the batch's own key list (or some of its keys) with the operator's groups."""
+    if isinstance(keys, pa.Array | pa.ChunkedArray):
+        return keys.to_pylist(), key_groups_of_array(keys, max_parallelism)
+    if batch_keys is not None:
+        current_keys, groups = batch_keys()
+        if keys is current_keys:
+            return keys, groups
+        if groups is not None:  # some of the batch's keys (its distinct keys, say)
+            return keys, _groups_of_batch_keys(keys, current_keys, groups)
+    return keys, None
+
+
+def _checked_length(what: str, items: Any, keys: Sequence[Any]) -> list[Any]:
+    """`items` as a list with one item per key (ValueError otherwise)."""
+    if isinstance(items, pa.Array | pa.ChunkedArray):
+        items = items.to_pylist()
+    if isinstance(items, str | bytes):
+        raise TypeError(f"{what} must be a sequence with one item per key, got {items!r:.100}")
+    if len(items) != len(keys):
+        raise ValueError(f"got {len(items)} {what} for {len(keys)} keys")
+    return list(items)
+
+
 class BatchValueState:
     """A value state read and written for many keys at once (`KeyedBatchFunction`).
 
     `keys` may be a list of Python keys or a pyarrow Array (hashed vectorized, then
     converted once). Passing the batch's own key list (`ctx.keys`) reuses the key groups
-    the operator computed for the batch.
+    the operator computed for the batch. `inner` is a backend's value-state handle or a
+    TTL handle over one (`state/ttl.py`); both have the `MultiKeyValueState` methods.
     """
 
     __slots__ = ("_batch_keys", "_inner", "_max_parallelism")
 
-    def __init__(self, inner: Any, batch_keys: Any = None) -> None:
+    def __init__(self, inner: Any, batch_keys: Any = None, max_parallelism: int | None = None):
         self._inner = inner
         self._batch_keys = batch_keys
         """Callable -> (keys list, key groups) of the batch being processed, or None."""
-        self._max_parallelism = inner._backend.max_parallelism
-
-    def _resolve(self, keys: Any) -> tuple[Sequence[Any], Any]:
-        if isinstance(keys, pa.Array | pa.ChunkedArray):
-            return keys.to_pylist(), key_groups_of_array(keys, self._max_parallelism)
-        if self._batch_keys is not None:
-            batch_keys, groups = self._batch_keys()
-            if keys is batch_keys:
-                return keys, groups
-            if groups is not None:  # some of the batch's keys (its distinct keys, say)
-                return keys, _groups_of_batch_keys(keys, batch_keys, groups)
-        return keys, None
+        if max_parallelism is None:
+            max_parallelism = inner._backend.max_parallelism
+        self._max_parallelism = max_parallelism
 
     def get_many(self, keys: Any) -> list[Any]:
         """Each key's value (None where it has none), in the order of `keys`."""
-        keys, groups = self._resolve(keys)
+        keys, groups = _resolved(keys, self._batch_keys, self._max_parallelism)
         return self._inner.get_many(keys, groups)
 
     def put_many(self, keys: Any, values: Sequence[Any]) -> None:
         """Set each key's value, in order (None removes it)."""
-        keys, groups = self._resolve(keys)
+        keys, groups = _resolved(keys, self._batch_keys, self._max_parallelism)
         if len(values) != len(keys):
             raise ValueError(f"put_many got {len(values)} values for {len(keys)} keys")
         self._inner.put_many(keys, values, groups)
 
     def remove_many(self, keys: Any) -> None:
         """Remove each key's value."""
-        keys, groups = self._resolve(keys)
+        keys, groups = _resolved(keys, self._batch_keys, self._max_parallelism)
         self._inner.remove_many(keys, groups)
+
+
+class _PerKeyBatchState:
+    """Base of batched list and map state: neither backend has multi-key access for these
+    kinds, so each key goes through the per-key handle (`inner`, with TTL if the state has
+    one) under `set_current_key`, in order, with the current key set back afterwards.
+    Every key is checked against the backend's key groups before anything is read or
+    written."""
+
+    __slots__ = ("_backend", "_batch_keys", "_inner")
+
+    def __init__(self, inner: Any, backend: KeyedStateBackend, batch_keys: Any = None) -> None:
+        self._inner = inner
+        self._backend = backend
+        self._batch_keys = batch_keys
+
+    def _each(self, keys: Any, action: Callable[[int], Any]) -> list[Any]:
+        """`action(i)` with the i-th key current, for each key in order."""
+        backend = self._backend
+        keys, groups = _resolved(keys, self._batch_keys, backend.max_parallelism)
+        key_group_indices(keys, groups, backend.key_group_range, backend.max_parallelism)
+        had_key = backend.current_key_group is not None
+        current = backend.current_key
+        select = type(backend).set_current_key  # no per-record TTL sweeps: no records
+        results = []
+        try:
+            for index, key in enumerate(keys):
+                select(backend, key)
+                results.append(action(index))
+        finally:
+            if had_key:
+                select(backend, current)
+        return results
+
+    def _keys(self, keys: Any) -> Sequence[Any]:
+        return keys.to_pylist() if isinstance(keys, pa.Array | pa.ChunkedArray) else keys
+
+
+class BatchListState(_PerKeyBatchState):
+    """A list state read and written for many keys at once (`get_batch_state` with a
+    `ListStateDescriptor`); the same results as the per-key `ListState` calls key by key."""
+
+    __slots__ = ()
+
+    def get_many(self, keys: Any) -> list[list[Any]]:
+        """Each key's elements (an empty list where it has none), in the order of `keys`."""
+        get = self._inner.get
+        return self._each(keys, lambda _: get())
+
+    def add_many(self, keys: Any, values: Sequence[Any]) -> None:
+        """Append `values[i]` to the list of `keys[i]`, in order."""
+        values = _checked_length("values", values, self._keys(keys))
+        add = self._inner.add
+        self._each(keys, lambda i: add(values[i]))
+
+    def update_many(self, keys: Any, lists: Sequence[Any]) -> None:
+        """Replace each key's list by `lists[i]` (an empty list or None removes it)."""
+        lists = _checked_length("lists", lists, self._keys(keys))
+        update = self._inner.update
+        self._each(keys, lambda i: update(lists[i]))
+
+    def remove_many(self, keys: Any) -> None:
+        """Remove each key's list."""
+        clear = self._inner.clear
+        self._each(keys, lambda _: clear())
+
+
+class BatchMapState(_PerKeyBatchState):
+    """A map state read and written for many keys at once (`get_batch_state` with a
+    `MapStateDescriptor`): `map_keys` gives one map key per key (a list or an Arrow
+    array; `[map_key] * len(keys)` for the same one); the same results as the per-key
+    `MapState` calls key by key."""
+
+    __slots__ = ()
+
+    def get_many(self, keys: Any, map_keys: Sequence[Any]) -> list[Any]:
+        """The value of `map_keys[i]` in the map of `keys[i]` (None where there is none)."""
+        map_keys = _checked_length("map keys", map_keys, self._keys(keys))
+        get = self._inner.get
+        return self._each(keys, lambda i: get(map_keys[i]))
+
+    def contains_many(self, keys: Any, map_keys: Sequence[Any]) -> list[bool]:
+        """Whether the map of `keys[i]` has `map_keys[i]`."""
+        map_keys = _checked_length("map keys", map_keys, self._keys(keys))
+        contains = self._inner.contains
+        return self._each(keys, lambda i: contains(map_keys[i]))
+
+    def put_many(self, keys: Any, map_keys: Sequence[Any], values: Sequence[Any]) -> None:
+        """Set `map_keys[i]` to `values[i]` in the map of `keys[i]`, in order."""
+        count = self._keys(keys)
+        map_keys = _checked_length("map keys", map_keys, count)
+        values = _checked_length("values", values, count)
+        put = self._inner.put
+        self._each(keys, lambda i: put(map_keys[i], values[i]))
+
+    def remove_many(self, keys: Any, map_keys: Sequence[Any]) -> None:
+        """Remove `map_keys[i]` from the map of `keys[i]`."""
+        map_keys = _checked_length("map keys", map_keys, self._keys(keys))
+        remove = self._inner.remove
+        self._each(keys, lambda i: remove(map_keys[i]))
+
+    def items_many(self, keys: Any) -> list[dict[Any, Any]]:
+        """Each key's whole map as a dict (empty where it has none)."""
+        items = self._inner.items
+        return self._each(keys, lambda _: dict(items()))
+
+    def clear_many(self, keys: Any) -> None:
+        """Remove each key's whole map."""
+        clear = self._inner.clear
+        self._each(keys, lambda _: clear())

@@ -3,7 +3,9 @@
 Value, list and map state are the backend's own handles; reducing and aggregating state
 are handles over a backend value state of the same name (`state/folding.py`); a
 descriptor with `enable_time_to_live(...)` gets a TTL handle around the backend's
-(`state/ttl.py`), with the cleanups its `StateTtlConfig` asks for registered here.
+(`state/ttl.py`), with the cleanups its `StateTtlConfig` asks for registered here: the
+full-snapshot filter on the backend, the incremental sweep on the handle (and, with
+`run_cleanup_for_every_record`, on every record the backend is scoped to).
 
 >>> from barrierflow.core.state_descriptors import ReducingStateDescriptor
 >>> from barrierflow.state.heap_backend import HeapKeyedStateBackend
@@ -41,6 +43,7 @@ from barrierflow.state.ttl import (
     live_list,
     live_map,
     live_value,
+    sweep_on_every_record,
 )
 from barrierflow.state.values import State
 
@@ -114,11 +117,19 @@ def _with_cleanups(
         )
     size = sweep_size(ttl)
     if size:
-        handle.sweep_with(
-            IncrementalSweep(
-                backend, name, size, ttl.get_ttl().to_milliseconds(), handle.purge_current
-            )
+        batched = isinstance(handle, TtlValueState) and hasattr(handle._inner, "get_many")
+        sweep = IncrementalSweep(
+            backend,
+            name,
+            size,
+            ttl.get_ttl().to_milliseconds(),
+            handle.purge_current,
+            handle.purge_many if batched else None,  # type: ignore[union-attr]
         )
+        handle.sweep_with(sweep)
+        incremental = strategies.get_incremental_cleanup_strategy()
+        if incremental is not None and incremental.run_cleanup_for_every_record():
+            sweep_on_every_record(backend, sweep, handle._clock)
     return handle
 
 

@@ -50,7 +50,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from barrierflow.core.state_ttl import StateTtlConfig
@@ -153,10 +154,13 @@ class SnapshotFilter:
 
 
 class IncrementalSweep:
-    """Checks up to `size` keys of one state per call, from a cursor over
-    `backend.keys(state_name)` kept across calls; `purge(now)` removes the expired records
-    of the backend's current key and returns the earliest expiry among those left (None:
-    none left). The caller's current key is set back afterwards.
+    """Checks up to `size` keys of one state per access, from a cursor over
+    `backend.keys(state_name)` kept across calls, and removes their expired records.
+
+    `purge(now)` cleans the backend's current key (the sweep moves it, then sets the
+    caller's key back); `purge_many(keys, now)`, where the state has batched access
+    (value state), cleans a chunk of keys in one multi-get without moving it. Both return
+    the earliest expiry among the records left (None: none left).
 
     After a complete pass the sweep knows that nothing can expire before the earliest
     expiry it saw or the pass's start plus the TTL (what was written since expires after
@@ -171,6 +175,7 @@ class IncrementalSweep:
         "_pass_earliest",
         "_pass_start",
         "_purge",
+        "_purge_many",
         "_size",
         "_ttl",
     )
@@ -182,58 +187,133 @@ class IncrementalSweep:
         size: int,
         ttl_ms: int,
         purge: Callable[[int], int | None],
+        purge_many: Callable[[list[Any], int], int | None] | None = None,
     ) -> None:
         self._backend = backend
         self._name = state_name
         self._size = size
         self._ttl = ttl_ms
         self._purge = purge
+        self._purge_many = purge_many
         self._cursor: Iterator[Any] | None = None
         self._pass_start = 0
         self._pass_earliest: int | None = None
         self._idle_until: int | None = None
 
-    def run(self, now: int) -> None:
+    def run(self, now: int, accesses: int = 1) -> None:
+        """Check up to `size` keys per access (`accesses` of them at once: a batched call
+        for n keys is n accesses)."""
         if self._idle_until is not None and now < self._idle_until:
             return
-        backend = self._backend
-        if backend.current_key_group is None:
-            return
-        current = backend.current_key
-        checked = 0
+        left = self._size * accesses
         restarted = False
-        moved = False
-        try:
-            while checked < self._size:
-                if self._cursor is None:
-                    self._cursor = backend.keys(self._name)
-                    self._pass_start = now
-                    self._pass_earliest = None
-                    self._idle_until = None
-                key = next(self._cursor, _END)
-                if key is _END:
-                    self._end_pass()
-                    if restarted or (self._idle_until is not None and now < self._idle_until):
-                        return
-                    restarted = True
-                    continue
-                moved = True
-                backend.set_current_key(key)
-                earliest = self._purge(now)
-                if earliest is not None and (
-                    self._pass_earliest is None or earliest < self._pass_earliest
-                ):
-                    self._pass_earliest = earliest
-                checked += 1
-        finally:
-            if moved:
-                backend.set_current_key(current)
+        while left > 0:
+            if self._cursor is None:
+                self._cursor = self._backend.keys(self._name)
+                self._pass_start = now
+                self._pass_earliest = None
+                self._idle_until = None
+            chunk = list(itertools.islice(self._cursor, left))
+            if chunk:
+                self._check(chunk, now)
+                left -= len(chunk)
+            if left > 0:  # the cursor is at its end: the pass is complete
+                self._end_pass()
+                if restarted or (self._idle_until is not None and now < self._idle_until):
+                    return
+                restarted = True
+
+    def _check(self, keys: list[Any], now: int) -> None:
+        if self._purge_many is not None:
+            earliest = self._purge_many(keys, now)
+        else:
+            earliest = None
+            backend = self._backend
+            had_key = backend.current_key_group is not None
+            current = backend.current_key
+            try:
+                for key in keys:
+                    select_key(backend, key)
+                    found = self._purge(now)
+                    if found is not None and (earliest is None or found < earliest):
+                        earliest = found
+            finally:
+                if had_key:
+                    select_key(backend, current)
+        if earliest is not None and (self._pass_earliest is None or earliest < self._pass_earliest):
+            self._pass_earliest = earliest
 
     def _end_pass(self) -> None:
         self._cursor = None
         bound = self._pass_start + self._ttl
         earliest = self._pass_earliest
         self._idle_until = bound if earliest is None or earliest > bound else earliest
+
+
+def select_key(backend: KeyedStateBackend, key: Any) -> None:
+    """`backend.set_current_key(key)` without the per-record sweeps (`RecordSweeps`): for
+    the sweeps' and batched handles' own key moves, which are no records."""
+    type(backend).set_current_key(backend, key)
+
+
+# ---- run_cleanup_for_every_record --------------------------------------------------------------
+
+
+_RECORD_SWEEPS = "_ttl_record_sweeps"
+"""The attribute of a backend that holds its `RecordSweeps`."""
+
+
+class RecordSweeps:
+    """Flink's key-selection listener for TTL (`cleanup_incrementally(size, True)`): the
+    sweeps of such states also run on every record processed, i.e. every time an
+    operator selects a record's key, whether or not the record touches the state.
+
+    Installed over the backend's `set_current_key` (an attribute of the instance, so
+    backends without such states pay nothing); keyed batch operators, which select no
+    key per record, report their records with `records_processed`.
+    """
+
+    __slots__ = ("_running", "_select", "_sweeps")
+
+    def __init__(self, select: Callable[[Any], None]) -> None:
+        self._select = select
+        self._sweeps: list[tuple[IncrementalSweep, Clock]] = []
+        self._running = False
+
+    def __call__(self, key: Any) -> None:
+        self._select(key)
+        self.records_processed(1)
+
+    def records_processed(self, count: int) -> None:
+        """Run every registered sweep for `count` records."""
+        if self._running or count <= 0:
+            return
+        self._running = True
+        try:
+            for sweep, clock in self._sweeps:
+                sweep.run(clock(), count)
+        finally:
+            self._running = False
+
+
+def sweep_on_every_record(
+    backend: KeyedStateBackend, sweep: IncrementalSweep, clock: Clock
+) -> None:
+    """Run `sweep` also for every record `backend` is scoped to (`RecordSweeps`)."""
+    sweeps = vars(backend).get(_RECORD_SWEEPS)
+    if sweeps is None:
+        sweeps = RecordSweeps(backend.set_current_key)
+        setattr(backend, _RECORD_SWEEPS, sweeps)
+        backend.set_current_key = sweeps  # type: ignore[method-assign]
+    sweeps._sweeps.append((sweep, clock))
+
+
+def records_processed(backend: KeyedStateBackend, count: int) -> None:
+    """Tell the per-record sweeps of `backend`'s states (if any) that `count` records were
+    processed without a `set_current_key` each (a batch of a keyed batch operator)."""
+    sweeps = getattr(backend, "__dict__", {}).get(_RECORD_SWEEPS)
+    if sweeps is not None:
+        sweeps.records_processed(count)
 
 
 # ---- the handles -----------------------------------------------------------------------------
@@ -260,9 +340,9 @@ class _TtlState(State):
         """Run `sweep` after every access (incremental cleanup)."""
         self._sweep = sweep
 
-    def _after_access(self, now: int) -> None:
+    def _after_access(self, now: int, accesses: int = 1) -> None:
         if self._sweep is not None:
-            self._sweep.run(now)
+            self._sweep.run(now, accesses)
 
     def purge_current(self, now: int) -> int | None:
         """Remove the current key's expired records (the sweep's step); returns the
@@ -312,6 +392,72 @@ class TtlValueState(_TtlState, ValueState):
             self._inner.clear()
             return None
         return stored[2] + self._ttl
+
+    # batched access (`state/batched.py`), over the backend handle's multi-key methods: the
+    # same results as value() / update() / clear() per key in order, one sweep access per key
+
+    def get_many(self, keys: Sequence[Any], key_groups: Any = None) -> list[Any]:
+        """Each key's live value (None where it has none or it expired), in order."""
+        now = self._clock()
+        stored = self._inner.get_many(keys, key_groups)
+        result: list[Any] = []
+        gone: list[int] = []
+        read: list[int] = []
+        removed: set[Any] = set()
+        for index, (key, found) in enumerate(zip(keys, stored, strict=True)):
+            if found is None or (removed and key in removed):
+                result.append(None)  # a key met expired earlier in this call is removed
+                continue
+            record = _record(found, self._name)
+            if expired(record, self._ttl, now):
+                removed.add(key)
+                gone.append(index)
+                result.append(record[1] if self._return_expired else None)
+            else:
+                read.append(index)
+                result.append(record[1])
+        if gone:
+            self._inner.remove_many(*_picked(gone, keys, key_groups))
+        if read and self._on_read:
+            picked_keys, picked_groups = _picked(read, keys, key_groups)
+            records = [ttl_record(result[i], now) for i in read]
+            self._inner.put_many(picked_keys, records, picked_groups)
+        self._after_access(now, len(keys))
+        return result
+
+    def put_many(self, keys: Sequence[Any], values: Sequence[Any], key_groups: Any = None) -> None:
+        """Set each key's value as written now, in order (None removes it)."""
+        now = self._clock()
+        records = [None if value is None else ttl_record(value, now) for value in values]
+        self._inner.put_many(keys, records, key_groups)
+        self._after_access(now, len(keys))
+
+    def remove_many(self, keys: Sequence[Any], key_groups: Any = None) -> None:
+        """Remove each key's value."""
+        now = self._clock()
+        self._inner.remove_many(keys, key_groups)
+        self._after_access(now, len(keys))
+
+    def purge_many(self, keys: list[Any], now: int) -> int | None:
+        """The sweep's step for many keys at once: one multi-get, one multi-remove."""
+        earliest: int | None = None
+        gone = []
+        for key, stored in zip(keys, self._inner.get_many(keys), strict=True):
+            if not is_record(stored):
+                continue
+            if expired(stored, self._ttl, now):
+                gone.append(key)
+            elif earliest is None or stored[2] + self._ttl < earliest:
+                earliest = stored[2] + self._ttl
+        if gone:
+            self._inner.remove_many(gone)
+        return earliest
+
+
+def _picked(indices: list[int], keys: Sequence[Any], key_groups: Any) -> tuple[list[Any], Any]:
+    """The keys (and key groups, if given) at `indices`."""
+    groups = None if key_groups is None else [key_groups[i] for i in indices]
+    return [keys[i] for i in indices], groups
 
 
 class TtlListState(_TtlState, ListState):

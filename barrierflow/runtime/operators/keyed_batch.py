@@ -20,7 +20,12 @@ import pyarrow as pa
 from barrierflow.core.batch_functions import KeyedBatchFunction
 from barrierflow.core.column_key import ColumnKey
 from barrierflow.core.functions import TimeDomain
-from barrierflow.core.state_descriptors import ValueStateDescriptor
+from barrierflow.core.state_descriptors import (
+    ListStateDescriptor,
+    MapStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.columnar import AnyBatch, ColumnarBatch
@@ -29,39 +34,93 @@ from barrierflow.runtime.operators.keyed import KeyedOperator
 from barrierflow.runtime.operators.map_batches import TIMESTAMP_COLUMN
 from barrierflow.runtime.operators.runtime_context import TaskRuntimeContext
 from barrierflow.runtime.timers import Timer
-from barrierflow.state.batched import BatchValueState, key_group_indices
+from barrierflow.state.batched import (
+    BatchListState,
+    BatchMapState,
+    BatchValueState,
+    key_group_indices,
+)
 from barrierflow.state.key_group_arrays import key_groups_of_array
+from barrierflow.state.ttl import records_processed
 
 __all__ = ["KeyedBatchOperator"]
 
 
 class BatchRuntimeContext(TaskRuntimeContext):
-    """The runtime context of a `KeyedBatchFunction`: also batched state handles."""
+    """The runtime context of a `KeyedBatchFunction`: also batched state handles.
+
+    `get_batch_state` offers value, list and map state, with or without TTL (reducing and
+    aggregating state are refused with a ConfigurationError). The per-key handles of
+    `get_state` & co. are the same states scoped to the current key: usable in `on_timer`
+    (the timer's key is current); in `process_batch`, where no key is current, any use of
+    them is a ConfigurationError rather than a read of whichever key was current last.
+    """
 
     def __init__(self, operator: KeyedBatchOperator) -> None:
         super().__init__(operator.context, operator.backend, operator.metric_group)
         self._operator = operator
-        self._batch_handles: dict[str, BatchValueState] = {}
+        self._batch_handles: dict[str, Any] = {}
+        self._guards: dict[str, _OneKeyHandle] = {}
 
-    def get_batch_state(self, descriptor: ValueStateDescriptor) -> BatchValueState:
-        """The value state named by `descriptor`, read and written many keys at a time
-        (the same state `get_state` scopes to one key)."""
-        if not isinstance(descriptor, ValueStateDescriptor):
-            raise ConfigurationError(
-                f"get_batch_state takes a ValueStateDescriptor, got {descriptor!r:.200}"
+    def get_batch_state(self, descriptor: StateDescriptor) -> Any:
+        """The state named by `descriptor` read and written many keys at a time (the same
+        state `get_state` / `get_list_state` / `get_map_state` scope to one key):
+        `BatchValueState`, `BatchListState` or `BatchMapState` (`state/batched.py`)."""
+        kinds = (ValueStateDescriptor, ListStateDescriptor, MapStateDescriptor)
+        if not isinstance(descriptor, kinds):
+            what = (
+                f"{type(descriptor).__name__} {descriptor.name!r}"
+                if isinstance(descriptor, StateDescriptor)
+                else repr(descriptor)[:200]
             )
-        if descriptor.time_to_live() is not None:
             raise ConfigurationError(
-                f"state {descriptor.name!r} has a TTL; batched state access has none yet: "
-                "use get_state in a KeyedProcessFunction for state with a TTL"
+                f"get_batch_state offers value, list and map state, not {what}: keep a "
+                "running reduction in a batched value state (get_many, then put_many)"
             )
+        expected = type(descriptor)
+        inner = super()._handle(descriptor, expected)  # checks a name reused as another kind
         handle = self._batch_handles.get(descriptor.name)
         if handle is None:
             backend = self._keyed_backend()
-            inner = backend.get_value_state(descriptor)
-            handle = BatchValueState(inner, self._operator.batch_keys)
+            keys = self._operator.batch_keys
+            if isinstance(descriptor, ValueStateDescriptor):
+                handle = BatchValueState(inner, keys, backend.max_parallelism)
+            elif isinstance(descriptor, ListStateDescriptor):
+                handle = BatchListState(inner, backend, keys)
+            else:
+                handle = BatchMapState(inner, backend, keys)
             self._batch_handles[descriptor.name] = handle
         return handle
+
+    def _handle(self, descriptor: Any, expected: type[StateDescriptor]) -> Any:
+        inner = super()._handle(descriptor, expected)
+        guard = self._guards.get(descriptor.name)
+        if guard is None:
+            guard = self._guards[descriptor.name] = _OneKeyHandle(
+                inner, self._operator, descriptor.name
+            )
+        return guard
+
+
+class _OneKeyHandle:
+    """A per-key state handle given to a `KeyedBatchFunction` (BatchRuntimeContext)."""
+
+    __slots__ = ("_inner", "_name", "_operator")
+
+    def __init__(self, inner: Any, operator: KeyedBatchOperator, name: str) -> None:
+        self._inner = inner
+        self._operator = operator
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._operator.in_batch:
+            raise ConfigurationError(
+                f"state {self._name!r} was taken with get_state/get_list_state/get_map_state, "
+                "which scope it to one key, but process_batch has no current key: use "
+                "runtime_context.get_batch_state(descriptor) there (the per-key handle works "
+                "in on_timer)"
+            )
+        return getattr(self._inner, attribute)
 
 
 class _BatchContext(KeyedBatchFunction.Context, KeyedBatchFunction.OnTimerContext):
@@ -120,6 +179,8 @@ class KeyedBatchOperator(KeyedOperator):
         self.function = function
         self._keys: list[Any] | None = None
         self._key_groups: Any = None
+        self.in_batch = False
+        """Whether `process_batch` of the function runs (no key is current then)."""
 
     def user_function(self) -> Any:
         return self.function
@@ -145,10 +206,14 @@ class KeyedBatchOperator(KeyedOperator):
         ctx = self._ctx
         ctx.stamps = batch.timestamps
         ctx.domain = TimeDomain.EVENT_TIME
+        self.in_batch = True
         try:
             produced = self.function.process_batch(data, keys, ctx)
         finally:
+            self.in_batch = False
             self._keys = self._key_groups = None
+        assert self.backend is not None
+        records_processed(self.backend, len(keys))  # TTL sweeps run for every record
         self._emit(produced)
 
     def _keyed(self, batch: AnyBatch) -> tuple[Any, list[Any], Any]:

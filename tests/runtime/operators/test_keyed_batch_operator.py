@@ -4,7 +4,9 @@ Batch and per-record paths give the same output (q18's `LatestBids` against `Lat
 for any bids cut into any batches; q12's `CountPerWindow` against the tumbling
 processing-time window it replaced, on a manual clock); state and timers go through a
 checkpoint at 2 subtasks and restore at 3 and then 1, ending with exactly the counts of a
-run that never stopped; misrouted keys and TTL state are refused with clear errors.
+run that never stopped; value, list and map state with TTL on the batch path, the TTL
+sweep run for every record of a batch; misrouted keys, reducing state and per-key handles
+used in `process_batch` are refused with clear errors.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from barrierflow.core.state_backends import (
     StateBackend,
 )
 from barrierflow.core.state_ttl import StateTtlConfig
-from barrierflow.core.time import Duration
 from barrierflow.errors import ConfigurationError, StreamCorruptionError
 from barrierflow.functions import KeyedBatchFunction
 from barrierflow.nexmark.events_file import record_batch_of
@@ -40,7 +41,12 @@ from barrierflow.runtime.operators.base import RestoredState, StreamOperator
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 from barrierflow.runtime.operators.keyed_batch import KeyedBatchOperator
 from barrierflow.runtime.operators.window import WindowOperator
-from barrierflow.state import ValueStateDescriptor
+from barrierflow.state import (
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+)
 from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import (
     assign_to_key_group,
@@ -290,16 +296,135 @@ def test_a_misrouted_key_fails_the_batch_before_any_state_changes(tmp_path: Path
     assert list(operator.backend.keys("n")) == []
 
 
-def test_ttl_state_and_non_batch_functions_are_refused(tmp_path: Path) -> None:
-    class WithTtl(Count):
+def test_reducing_state_and_non_batch_functions_are_refused(tmp_path: Path) -> None:
+    class WithReducing(Count):
         def open(self, runtime_context: Any) -> None:
-            descriptor = ValueStateDescriptor("n")
-            descriptor.enable_time_to_live(
-                StateTtlConfig.new_builder(Duration.of_seconds(1)).build()
-            )
-            runtime_context.get_batch_state(descriptor)
+            runtime_context.get_batch_state(ReducingStateDescriptor("r", lambda a, b: a + b))
 
-    with pytest.raises(ConfigurationError, match="has a TTL"):
-        started(KeyedBatchOperator("c", "c", "key", WithTtl()), HashMapStateBackend(), tmp_path)
+    with pytest.raises(
+        ConfigurationError,
+        match="get_batch_state offers value, list and map state, not ReducingStateDescriptor 'r'",
+    ):
+        started(
+            KeyedBatchOperator("c", "c", "key", WithReducing()), HashMapStateBackend(), tmp_path
+        )
     with pytest.raises(TypeError, match="needs a KeyedBatchFunction"):
         KeyedBatchOperator("c", "c", "key", q18.LatestBid())
+
+
+# ---- TTL, list and map state on the batch path -------------------------------------------------
+
+
+def ttl_of(descriptor: Any, builder: Any = None) -> Any:
+    descriptor.enable_time_to_live((builder or StateTtlConfig.new_builder(100)).build())
+    return descriptor
+
+
+class Remember(KeyedBatchFunction):
+    """Per row: (key, the key's last value before the batch, the values it was seen with,
+    its map of values), all kept 100 ms after their write."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.last = runtime_context.get_batch_state(ttl_of(ValueStateDescriptor("last")))
+        self.seen = runtime_context.get_batch_state(ttl_of(ListStateDescriptor("seen")))
+        self.per = runtime_context.get_batch_state(ttl_of(MapStateDescriptor("per")))
+
+    def process_batch(self, batch: Any, keys: list[Any], ctx: Any) -> list[tuple]:
+        values = [row["v"] for row in batch]
+        before = self.last.get_many(keys)
+        self.last.put_many(keys, values)
+        self.seen.add_many(keys, values)
+        self.per.put_many(keys, values, [True] * len(keys))
+        seen, per = self.seen.get_many(keys), self.per.items_many(keys)
+        return list(zip(keys, before, seen, per, strict=True))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ttl_value_list_and_map_state_on_the_batch_path(
+    tmp_path: Path, backend: StateBackend
+) -> None:
+    clock = ManualClock(0)
+    operator = started(KeyedBatchOperator("r", "r", "k", Remember()), backend, tmp_path, clock)
+
+    def run(rows: list[tuple[str, int]]) -> list[tuple]:
+        operator.process_batch(RecordBatch([{"k": k, "v": v} for k, v in rows]))
+        return records(operator)
+
+    assert run([("a", 1), ("b", 2)]) == [
+        ("a", None, [1], {1: True}),
+        ("b", None, [2], {2: True}),
+    ]
+    clock.now = 60
+    assert run([("a", 3)]) == [("a", 1, [1, 3], {1: True, 3: True})]
+    clock.now = 100  # what was written at 0 expired, what was written at 60 not
+    assert run([("a", 4), ("b", 5)]) == [
+        ("a", 3, [3, 4], {3: True, 4: True}),
+        ("b", None, [5], {5: True}),
+    ]
+    operator.close()
+
+
+class PerKeyUse(Count):
+    """Counts with batched state; reads the same state per key in on_timer, and (if
+    `misuse`) in process_batch."""
+
+    def __init__(self, misuse: bool) -> None:
+        self.misuse = misuse
+
+    def open(self, runtime_context: Any) -> None:
+        super().open(runtime_context)
+        self.single = runtime_context.get_state(ValueStateDescriptor("n"))
+
+    def process_batch(self, batch: Any, keys: list[Any], ctx: Any) -> list[tuple]:
+        if self.misuse:
+            self.single.value()
+        return super().process_batch(batch, keys, ctx)
+
+    def on_timer(self, timestamp: int, ctx: Any) -> list[tuple]:
+        return [("timer", ctx.get_current_key(), self.single.value())]
+
+
+def test_per_key_handles_work_in_on_timer_and_are_refused_in_process_batch(
+    tmp_path: Path,
+) -> None:
+    operator = started(
+        KeyedBatchOperator("c", "c", "key", PerKeyUse(False)), HashMapStateBackend(), tmp_path
+    )
+    operator.process_batch(RecordBatch([{"key": "a"}, {"key": "a"}]))
+    operator.process_watermark(Watermark(200))
+    assert records(operator) == [("a", 2), ("timer", "a", 2)]
+    misused = started(
+        KeyedBatchOperator("c", "c", "key", PerKeyUse(True)),
+        HashMapStateBackend(),
+        tmp_path / "m",
+    )
+    with pytest.raises(ConfigurationError, match="process_batch has no current key"):
+        misused.process_batch(RecordBatch([{"key": "a"}]))
+
+
+class TouchSome(KeyedBatchFunction):
+    """Writes state 'n' (TTL 100, one key checked per record) for the rows with w=True."""
+
+    def open(self, runtime_context: Any) -> None:
+        builder = StateTtlConfig.new_builder(100).cleanup_incrementally(1, True)
+        self.n = runtime_context.get_batch_state(ttl_of(ValueStateDescriptor("n"), builder))
+
+    def process_batch(self, batch: Any, keys: list[Any], ctx: Any) -> None:
+        written = [k for k, row in zip(keys, batch, strict=True) if row["w"]]
+        self.n.put_many(written, [1] * len(written))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cleanup_for_every_record_runs_per_record_of_a_batch(
+    tmp_path: Path, backend: StateBackend
+) -> None:
+    clock = ManualClock(0)
+    operator = started(KeyedBatchOperator("t", "t", "k", TouchSome()), backend, tmp_path, clock)
+    operator.process_batch(RecordBatch([{"k": i, "w": True} for i in range(10)]))
+    assert len(list(operator.backend.keys("n"))) == 10
+    clock.now = 100
+    operator.process_batch(RecordBatch([{"k": "x", "w": False}] * 3))  # no state access
+    assert len(list(operator.backend.keys("n"))) == 7
+    operator.process_batch(RecordBatch([{"k": "x", "w": False}] * 7))
+    assert list(operator.backend.keys("n")) == []
+    operator.close()
