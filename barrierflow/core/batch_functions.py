@@ -7,10 +7,11 @@ are columnar (a source that reads Arrow, `map_batches`), else the list of the re
 `keys` the list of their keys, in row order. The function reads and writes the state of
 all the keys in a few calls through batched handles from `open`'s runtime context
 (`runtime_context.get_batch_state(ValueStateDescriptor(...))`: `get_many(keys)`,
-`put_many(keys, values)`, `remove_many(keys)`) and registers timers for many keys in one
-call, so no Python call per record goes through the state backend (on RocksDB: one
-multi-get and one write batch per call). State, timers, checkpoints and rescaling are those
-of every keyed operator.
+`put_many(keys, values)`, `remove_many(keys)`; also list and map state, and a TTL on any
+of them; `state/batched.py`) and registers timers for many keys in one call, so no Python
+call per record goes through the state backend for value state (on RocksDB: one multi-get
+and one write batch per call). State, timers, checkpoints and rescaling are those of every
+keyed operator. The per-key handles (`get_state` & co.) work in `on_timer` only.
 """
 
 from __future__ import annotations

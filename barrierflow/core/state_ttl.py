@@ -72,7 +72,8 @@ class _EmptyCleanupStrategy:
 
 @dataclass(frozen=True)
 class _IncrementalCleanupStrategy:
-    """Each access to the state also checks `cleanup_size` further entries of it."""
+    """Each access to the state (and, with `run_cleanup_for_every_record`, each record
+    processed) also checks `cleanup_size` further keys of it."""
 
     cleanup_size: int
     run_cleanup_for_every_record_: bool = False
@@ -236,9 +237,10 @@ class _Builder:
     def cleanup_incrementally(
         self, cleanup_size: int, run_cleanup_for_every_record: bool = False
     ) -> _Builder:
-        """Each access to the state also checks up to `cleanup_size` further entries of it
-        and removes the expired ones. `run_cleanup_for_every_record` is accepted; the
-        sweep runs on state accesses (see docs/state-backends.md)."""
+        """Each access to the state also checks up to `cleanup_size` further keys of it and
+        removes their expired entries; with `run_cleanup_for_every_record`, so does every
+        record the operator processes, touching the state or not (Flink's semantics; see
+        docs/state-backends.md)."""
         if isinstance(cleanup_size, bool) or not isinstance(cleanup_size, int) or cleanup_size < 0:
             raise ConfigurationError(f"cleanup_size must be an int >= 0, got {cleanup_size!r}")
         self._strategies[_Strategies.INCREMENTAL_CLEANUP] = _IncrementalCleanupStrategy(

@@ -1,11 +1,14 @@
-"""Batched value-state access: the key-group indices of many keys at once, and the handle
-a `KeyedBatchFunction` gets (`get_many`, `put_many`, `remove_many`).
+"""Batched state access: the key-group indices of many keys at once, and the handles a
+`KeyedBatchFunction` gets (`BatchValueState`, `BatchListState`, `BatchMapState`).
 
 A keyed step that takes a batch reads and writes the state of all its keys in a few calls
-instead of one Python call per record through `set_current_key` and `value()`: the heap
-backend does a dict operation per key in one pass, RocksDB one multi-get and one
-WriteBatch. Both backends' value-state handles have the three methods with the same
-contract (below); `BatchValueState` is what user code holds.
+instead of one Python call per record through `set_current_key` and `value()`: for value
+state the heap backend does a dict operation per key in one pass, RocksDB one multi-get
+and one WriteBatch. Both backends' value-state handles, and the TTL value handle over
+them (`state/ttl.py`), have the three methods with the same contract (below);
+`BatchValueState` is what user code holds. List and map state have no multi-key access
+in the backends: their batched handles go key by key through the per-key handles (with
+TTL if the state has one), so they give exactly the per-key results.
 
 >>> from barrierflow.state import ValueStateDescriptor
 >>> from barrierflow.state.heap_backend import HeapKeyedStateBackend

@@ -24,7 +24,11 @@ a read returns):
 - incremental: each access to the state also checks up to `cleanup_size` further keys of
   it, from a cursor over `backend.keys(name)` that persists across accesses and starts
   over at the end, and removes their expired records; after a complete pass it rests
-  until the earliest moment something can have expired;
+  until the earliest moment something can have expired. A batched call for n keys
+  (`TtlValueState.get_many` & co., `state/batched.py`) is n accesses. With
+  `run_cleanup_for_every_record` the sweep also runs for every record: on every
+  `set_current_key` of the backend (`RecordSweeps`), and per record of a keyed batch
+  (`records_processed`);
 - RocksDB compaction filter: rocksdict exposes no compaction-filter callback, so the
   incremental sweep stands in for it (Flink's default size, 5 keys per access).
 
