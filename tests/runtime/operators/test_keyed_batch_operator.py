@@ -29,7 +29,7 @@ from barrierflow.core.state_backends import (
 )
 from barrierflow.core.state_ttl import StateTtlConfig
 from barrierflow.errors import ConfigurationError, StreamCorruptionError
-from barrierflow.functions import KeyedBatchFunction
+from barrierflow.functions import KeyedBatchFunction, KeyedProcessFunction
 from barrierflow.nexmark.events_file import record_batch_of
 from barrierflow.nexmark.model import Bid
 from barrierflow.nexmark.queries import q12, q18
@@ -414,12 +414,33 @@ class TouchSome(KeyedBatchFunction):
         self.n.put_many(written, [1] * len(written))
 
 
+def by_k(row: dict) -> Any:
+    return row["k"]
+
+
+class TouchSomePerRecord(KeyedProcessFunction):
+    """TouchSome, one record at a time."""
+
+    def open(self, runtime_context: Any) -> None:
+        builder = StateTtlConfig.new_builder(100).cleanup_incrementally(1, True)
+        self.n = runtime_context.get_state(ttl_of(ValueStateDescriptor("n"), builder))
+
+    def process_element(self, value: Any, ctx: Any) -> None:
+        if value["w"]:
+            self.n.update(1)
+
+
+@pytest.mark.parametrize("per_record", [False, True], ids=["batches", "per-record"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_cleanup_for_every_record_runs_per_record_of_a_batch(
-    tmp_path: Path, backend: StateBackend
+def test_cleanup_for_every_record_runs_for_every_record(
+    tmp_path: Path, backend: StateBackend, per_record: bool
 ) -> None:
     clock = ManualClock(0)
-    operator = started(KeyedBatchOperator("t", "t", "k", TouchSome()), backend, tmp_path, clock)
+    if per_record:  # every set_current_key is a record
+        function: Any = KeyedProcessOperator("t", "t", by_k, TouchSomePerRecord())
+    else:  # a batch of n records counts n
+        function = KeyedBatchOperator("t", "t", "k", TouchSome())
+    operator = started(function, backend, tmp_path, clock)
     operator.process_batch(RecordBatch([{"k": i, "w": True} for i in range(10)]))
     assert len(list(operator.backend.keys("n"))) == 10
     clock.now = 100
