@@ -404,35 +404,41 @@ class TtlValueState(_TtlState, ValueState):
         """Each key's live value (None where it has none or it expired), in order."""
         now = self._clock()
         stored = self._inner.get_many(keys, key_groups)
+        oldest_live = now - self._ttl  # a record expired iff its time <= this
         result: list[Any] = []
+        append = result.append
         gone: list[int] = []
-        read: list[int] = []
         removed: set[Any] = set()
-        for index, (key, found) in enumerate(zip(keys, stored, strict=True)):
-            if found is None or (removed and key in removed):
-                result.append(None)  # a key met expired earlier in this call is removed
-                continue
-            record = _record(found, self._name)
-            if expired(record, self._ttl, now):
-                removed.add(key)
-                gone.append(index)
-                result.append(record[1] if self._return_expired else None)
+        for index, found in enumerate(stored):
+            if found is None:
+                append(None)
+            elif type(found) is not tuple or len(found) != 3 or found[0] != TTL_RECORD:
+                _record(found, self._name)  # raises: a value stored without TTL
+            elif found[2] > oldest_live:
+                append(found[1])
+            elif removed and keys[index] in removed:
+                append(None)  # a key met expired earlier in this call is removed
             else:
-                read.append(index)
-                result.append(record[1])
+                removed.add(keys[index])
+                gone.append(index)
+                append(found[1] if self._return_expired else None)
         if gone:
             self._inner.remove_many(*_picked(gone, keys, key_groups))
-        if read and self._on_read:
-            picked_keys, picked_groups = _picked(read, keys, key_groups)
-            records = [ttl_record(result[i], now) for i in read]
-            self._inner.put_many(picked_keys, records, picked_groups)
+        if self._on_read:
+            read = [
+                i for i, found in enumerate(stored) if found is not None and found[2] > oldest_live
+            ]
+            if read:
+                picked_keys, picked_groups = _picked(read, keys, key_groups)
+                records = [ttl_record(result[i], now) for i in read]
+                self._inner.put_many(picked_keys, records, picked_groups)
         self._after_access(now, len(keys))
         return result
 
     def put_many(self, keys: Sequence[Any], values: Sequence[Any], key_groups: Any = None) -> None:
         """Set each key's value as written now, in order (None removes it)."""
         now = self._clock()
-        records = [None if value is None else ttl_record(value, now) for value in values]
+        records = [None if value is None else (TTL_RECORD, value, now) for value in values]
         self._inner.put_many(keys, records, key_groups)
         self._after_access(now, len(keys))
 
