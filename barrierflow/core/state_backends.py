@@ -59,6 +59,12 @@ class EmbeddedRocksDBStateBackend(StateBackend):
     name = "rocksdb"
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise ConfigurationError naming the first bad setting. Run on construction and
+        again where the database options are built (`state/rocksdb_options.py`): settings
+        unpickled from elsewhere skip `__post_init__`."""
         if not isinstance(self.enable_incremental_checkpointing, bool):
             raise ConfigurationError(
                 "enable_incremental_checkpointing must be True or False, got "
