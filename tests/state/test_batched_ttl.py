@@ -188,7 +188,7 @@ ops = st.lists(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     ops, st.sampled_from([ON_WRITE, ON_READ]), st.sampled_from([NEVER, RETURN_EXPIRED]), st.data()
@@ -199,33 +199,37 @@ def test_batched_ttl_calls_read_and_store_what_per_key_calls_do(
     """Any sequence of batched calls gives the results, and leaves the stored records, of
     the per-key TTL handle doing the same calls key by key in order."""
     batched_backend, single_backend, clock = backends(), backends(), Clock()
-    batched = batch_value(batched_backend, clock, config(update, visibility))
-    single = keyed_state_handle(
-        single_backend, with_ttl(ValueStateDescriptor("v"), config(update, visibility)), clock
-    )
-    for step, (kind, keys) in enumerate(steps):
-        if kind == "tick":
-            clock.now += data.draw(st.integers(0, TTL), label="tick")
-            continue
-        if kind == "get":
-            expected = []
-            for key in keys:
-                single_backend.set_current_key(key)
-                expected.append(single.value())
-            assert batched.get_many(keys) == expected
-        elif kind == "put":
-            values = [None if i == 2 else (step, i) for i in range(len(keys))]
-            batched.put_many(keys, values)
-            for key, value in zip(keys, values, strict=True):
-                single_backend.set_current_key(key)
-                single.update(value)
-        else:
-            batched.remove_many(keys)
-            for key in keys:
-                single_backend.set_current_key(key)
-                single.clear()
-        for key in ["a", "b", "c", 1, 2]:
-            assert raw_value(batched_backend, key) == raw_value(single_backend, key)
+    try:
+        batched = batch_value(batched_backend, clock, config(update, visibility))
+        single = keyed_state_handle(
+            single_backend, with_ttl(ValueStateDescriptor("v"), config(update, visibility)), clock
+        )
+        for step, (kind, keys) in enumerate(steps):
+            if kind == "tick":
+                clock.now += data.draw(st.integers(0, TTL), label="tick")
+                continue
+            if kind == "get":
+                expected = []
+                for key in keys:
+                    single_backend.set_current_key(key)
+                    expected.append(single.value())
+                assert batched.get_many(keys) == expected
+            elif kind == "put":
+                values = [None if i == 2 else (step, i) for i in range(len(keys))]
+                batched.put_many(keys, values)
+                for key, value in zip(keys, values, strict=True):
+                    single_backend.set_current_key(key)
+                    single.update(value)
+            else:
+                batched.remove_many(keys)
+                for key in keys:
+                    single_backend.set_current_key(key)
+                    single.clear()
+            for key in ["a", "b", "c", 1, 2]:
+                assert raw_value(batched_backend, key) == raw_value(single_backend, key)
+    finally:  # each example's databases closed now, not at the end of the test
+        batched_backend.dispose()
+        single_backend.dispose()
 
 
 def test_batched_calls_run_the_sweep_once_per_key(backends: Any) -> None:
