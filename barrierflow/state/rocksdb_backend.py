@@ -159,6 +159,12 @@ class RocksDBKeyedStateBackend(KeyScope):
         """Whether anything was written (a restore may then no longer adopt native files)."""
         self._key_part: bytes | None = None
         """The current key's encoding in a RocksDB key, made at its first use."""
+        self._cache_key: Any = None
+        """The current key's key in the value states' caches (`rocksdb_cache.cache_key`),
+        set with the key when it is a str or int, else made at its first use."""
+        self._write_cache_entries: int = settings.write_cache_entries
+        self._value_states: list[RocksValueState] = []
+        """The states with a write-back cache; they share `write_cache_entries`."""
         self._names: list[str] = []
         """State names; a state's id in its RocksDB keys is its position here."""
         self._states: dict[str, RocksState] = {}
@@ -179,6 +185,8 @@ class RocksDBKeyedStateBackend(KeyScope):
         self._current_key = key
         self._current_index = index
         self._key_part = None
+        cls = type(key)
+        self._cache_key = key if cls is str or cls is int else None
 
     def _encode_current_key(self) -> bytes:
         """The current key's part of a RocksDB key, with the heap backend's errors."""
@@ -199,6 +207,33 @@ class RocksDBKeyedStateBackend(KeyScope):
             ) from error
         self._key_part = part
         return part
+
+    def _current_cache_key(self) -> Any:
+        """The current key's cache key (`rocksdb_cache.cache_key`), with the errors of
+        `_encode_current_key`."""
+        key = self._current_key
+        cls = type(key)
+        if cls is bool or (cls is float and key.is_integer()):
+            cached: Any = int(key)
+        else:
+            cached = self._key_part or self._encode_current_key()
+        self._cache_key = cached
+        return cached
+
+    # ---- the write-back caches ---------------------------------------------------------------
+
+    def flush_writes(self) -> None:
+        """Write every value state's cached writes to RocksDB (before the database is read
+        directly: a snapshot, a restore)."""
+        for state in self._value_states:
+            state.flush()
+
+    def _forget_cached(self) -> None:
+        """Flush and forget every cached value (the database is about to change under the
+        caches: a restore)."""
+        for state in self._value_states:
+            state.flush()
+            state._cache.drop()
 
     # ---- registering states ----------------------------------------------------------------
 
@@ -224,6 +259,11 @@ class RocksDBKeyedStateBackend(KeyScope):
         state = self._states.get(name)
         if state is None:
             state = self._states[name] = implementation(self, name, self._names.index(name))
+            if isinstance(state, RocksValueState):
+                self._value_states.append(state)
+                limit = self._write_cache_entries // len(self._value_states)
+                for each in self._value_states:
+                    each._cache.limit = limit
         return state
 
     def _kind_of(self, name: str, kind: StateKind) -> StateKind:
@@ -246,7 +286,11 @@ class RocksDBKeyedStateBackend(KeyScope):
         state_id = self._state_id(state_name)
         if state_id is None:
             return
+        state = self._states.get(state_name)
+        cached = state if isinstance(state, RocksValueState) else None
         for key_group in self.key_group_range:
+            if cached is not None:
+                cached.flush()  # writes made while iterating included
             prefix = state_prefix(key_group, state_id)
             found: list[bytes] = []
             for db_key in keys_with_prefix(self._db, prefix):
@@ -274,6 +318,7 @@ class RocksDBKeyedStateBackend(KeyScope):
         once it completes. Raises OSError if the local disk fails."""
         path = os.path.join(self._dir, f"chk-{next(self._checkpoints)}")
         try:
+            self.flush_writes()
             self._db.flush(True)
             Checkpoint(self._db).create_checkpoint(path)
         except Exception as error:
@@ -300,6 +345,7 @@ class RocksDBKeyedStateBackend(KeyScope):
         nothing was written to becomes the database itself (its files downloaded, the key
         groups outside the range deleted); otherwise entries are copied in batches."""
         parsed = [parse_section(changelog_as_canonical(data, base)) for data in snapshots]
+        self._forget_cached()
         # A native section of other key groups only is not downloaded; its header is still
         # checked and its states registered, as the heap backend does.
         useful = [

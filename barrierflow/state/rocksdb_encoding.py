@@ -27,6 +27,8 @@ decoding the list.
 (('alice', 7), 1)
 >>> encode_key(1) == encode_key(1.0) == encode_key(True)
 True
+>>> all(key_part(k) == _length(len(encode_key(k))) + encode_key(k) for k in ("a" * 126, "é", 7))
+True
 >>> decode_value(encode_value(2.5)), decode_list(encode_list(["a", 1]) + encode_element(None))
 (2.5, ['a', 1, None])
 """
@@ -148,8 +150,20 @@ def _read_length(data: bytes | memoryview, at: int) -> tuple[int, int]:
     return _I.unpack_from(data, at)[0] & 0x7FFFFFFF, at + 4
 
 
+_STR_HEADS = [bytes((n, _STR)) for n in range(0x80)]
+"""`_length(n)` and the str tag, for str keys of up to 126 encoded bytes (the hot path)."""
+_INT_HEAD = bytes((9, _INT))
+
+
 def key_part(key: Any) -> bytes:
     """The user key as it sits in a RocksDB key: its encoding behind its length."""
+    cls = type(key)
+    if cls is str:
+        data = key.encode("utf-8", "surrogatepass")
+        if len(data) < 0x7F:
+            return _STR_HEADS[len(data) + 1] + data
+    elif cls is int and _INT64_MIN <= key <= _INT64_MAX:
+        return _INT_HEAD + _Q.pack(key)
     encoded = encode_key(key)
     return _length(len(encoded)) + encoded
 

@@ -13,6 +13,16 @@ from rocksdict import (
 
 from barrierflow.errors import ConfigurationError
 from barrierflow.state.batched import key_group_indices
+from barrierflow.state.rocksdb_cache import (
+    IMMUTABLE,
+    LARGE_VALUE,
+    MISSING,
+    SIZED,
+    Encoded,
+    WriteBackCache,
+    cached_form,
+    from_raw,
+)
 from barrierflow.state.rocksdb_db import items_with_prefix, keys_with_prefix
 from barrierflow.state.rocksdb_encoding import (
     decode_key,
@@ -64,19 +74,82 @@ class RocksState:
 
 
 class RocksValueState(RocksState, ValueState):
-    __slots__ = ()
+    """Value state through a write-back cache (`rocksdb_cache.py`)."""
+
+    __slots__ = ("_cache", "_dirty", "_values")
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, name: str, state_id: int) -> None:
+        super().__init__(backend, name, state_id)
+        self._cache = WriteBackCache(self._prefixes, 0)
+        self._values = self._cache.values
+        self._dirty = self._cache.dirty
 
     def value(self) -> Any:
-        raw = self._backend._db.get(self._db_key())
-        return None if raw is None else decode_value(raw)
+        backend = self._backend
+        cached = backend._cache_key
+        if cached is None:
+            cached = backend._current_cache_key()
+        value = self._values.get(cached, MISSING)
+        if value is MISSING:
+            value = self._load(cached)
+        if type(value) is Encoded:
+            return decode_value(value)
+        return value
+
+    def _load(self, cached: Any) -> Any:
+        """Read the current key's value from RocksDB into the cache (clean); a large one
+        is returned without being cached."""
+        backend = self._backend
+        raw = backend._db.get(self._db_key())
+        if raw is not None and len(raw) > LARGE_VALUE:
+            return decode_value(raw)
+        value = from_raw(raw)
+        values = self._values
+        values[cached] = value
+        if len(values) > self._cache.limit:
+            self._cache.make_room(backend._db)
+        return value
 
     def update(self, value: Any) -> None:
         backend = self._backend
-        if value is None:
-            backend._db.delete(self._db_key())
-        else:
-            backend._db.put(self._db_key(), self._encode(value))
+        cached = backend._cache_key
+        if cached is None:
+            cached = backend._current_cache_key()
+        cls = type(value)
+        if cls not in IMMUTABLE:
+            value = self._encode(value, cached_form)
+            cls = type(value)
+        if (cls in SIZED or cls is Encoded) and len(value) > LARGE_VALUE:
+            self._write_through(cached, value)
+            return
+        values = self._values
+        values[cached] = value
+        index = backend._current_index
+        part = backend._key_part  # made when value() missed: the flush needs no new one
+        self._dirty[cached] = index if part is None else self._prefixes[index] + part
+        if len(values) > self._cache.limit:
+            self._cache.make_room(backend._db)
+
+    def clear(self) -> None:
+        self.update(None)
+
+    def _write_through(self, cached: Any, value: Any) -> None:
+        """Put a large value straight into RocksDB, forgetting what the cache held for it."""
+        self._values.pop(cached, None)
+        self._dirty.pop(cached, None)
+        backend = self._backend
+        backend._db.put(
+            self._db_key(), bytes(value) if type(value) is Encoded else encode_value(value)
+        )
         backend._written = True
+
+    def flush(self) -> bool:
+        """Write the dirty cached values to RocksDB; whether there were any."""
+        backend = self._backend
+        if self._cache.flush(backend._db):
+            backend._written = True
+            return True
+        return False
 
     # batched access (`state/batched.py`): one multi-get, one WriteBatch
     def _db_keys(self, keys: Any, key_groups: Any) -> list[bytes]:
@@ -94,6 +167,7 @@ class RocksValueState(RocksState, ValueState):
     def get_many(self, keys: Any, key_groups: Any = None) -> list[Any]:
         if not len(keys):
             return []
+        self.flush()  # the database holds every write
         raws = self._backend._db.get(self._db_keys(keys, key_groups))
         return [None if raw is None else decode_value(raw) for raw in raws]
 
@@ -112,9 +186,7 @@ class RocksValueState(RocksState, ValueState):
                     f"the value of state {self._name!r} for key {key!r:.200} cannot be "
                     f"pickled, so it cannot be stored in RocksDB: {error}"
                 ) from error
-        backend = self._backend
-        backend._db.write(batch)
-        backend._written = True
+        self._write_around_cache(batch)
 
     def remove_many(self, keys: Any, key_groups: Any = None) -> None:
         if not len(keys):
@@ -122,6 +194,13 @@ class RocksValueState(RocksState, ValueState):
         batch = WriteBatch(raw_mode=True)
         for db_key in self._db_keys(keys, key_groups):
             batch.delete(db_key)
+        self._write_around_cache(batch)
+
+    def _write_around_cache(self, batch: WriteBatch) -> None:
+        """Write a batched access's WriteBatch after the cached writes it may overwrite;
+        the cache then forgets every entry (some are stale now)."""
+        self.flush()
+        self._cache.drop()
         backend = self._backend
         backend._db.write(batch)
         backend._written = True

@@ -227,6 +227,7 @@ class Checkpointed:
 def test_the_first_incremental_checkpoint_uploads_every_sst_file_into_shared(make_rocks, tmp_path):
     rocks = make_rocks()
     fill(rocks, range(20_000))
+    rocks.flush_writes()  # the write-back cache's writes into RocksDB
     rocks._db.compact_range(None, None)
     live = set(_sst_names(rocks))
     first = Checkpointed(rocks, tmp_path / "job", 1)
@@ -250,6 +251,7 @@ def _sst_names(backend: RocksDBKeyedStateBackend) -> list[str]:
 def test_after_one_percent_changed_only_the_new_file_is_uploaded(make_rocks, tmp_path):
     rocks = make_rocks()
     fill(rocks, range(200_000))
+    rocks.flush_writes()  # the write-back cache's writes into RocksDB
     rocks._db.compact_range(None, None)  # one sorted run: the next flush triggers no compaction
     job = tmp_path / "job"
     first = Checkpointed(rocks, job, 1)
@@ -286,6 +288,7 @@ def test_a_chain_of_incremental_checkpoints_restores_the_state(make_rocks, tmp_p
     rocks = make_rocks()
     job = tmp_path / "job"
     fill(rocks, range(30_000))
+    rocks.flush_writes()  # the write-back cache's writes into RocksDB
     rocks._db.compact_range(None, None)  # then 3 L0 files at most: no compaction below
     Checkpointed(rocks, job, 1)
     rocks.notify_checkpoint_complete(1)
@@ -392,8 +395,10 @@ def test_a_failed_upload_leaves_no_shared_file_and_lends_nothing(
 ):
     rocks = make_rocks()
     fill(rocks, range(5_000))
+    rocks.flush_writes()
     rocks._db.flush(True)
     fill(rocks, range(5_000, 10_000))
+    rocks.flush_writes()
     rocks._db.flush(True)
     job = tmp_path / "job"
     assert len(_sst_names(rocks)) == 2
