@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import marshal
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -71,6 +72,7 @@ from barrierflow.core.state_descriptors import (
 )
 from barrierflow.errors import ConfigurationError, StateRestoreError
 from barrierflow.state.batched import key_group_indices
+from barrierflow.state.heap_sections import MARSHAL_TAG, decode_section, encode_section
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import (
     KEYED_STATE_VERSION,
@@ -365,10 +367,16 @@ class HeapKeyedStateSnapshot:
 
             section, self._shared = write_changelog(self, held, shared, *self._changelog)
             return section
-        return state_format.encode_parts(KEYED_STATE, *self._canonical_header_and_sections())
+        header, sections = self._canonical_header_and_sections(fast=side_files is not None)
+        return state_format.encode_parts(KEYED_STATE, header, sections)
 
-    def _canonical_header_and_sections(self) -> tuple[dict[str, Any], list[bytes]]:
-        """The canonical envelope's header and key-group sections of this snapshot."""
+    def _canonical_header_and_sections(
+        self, fast: bool = False
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """The "keyed-state" envelope's header and key-group sections of this snapshot:
+        pickled (canonical), or with `fast` (checkpoints) marshalled where every object
+        allows it (`heap_sections.py`); once a key group falls back to the pickle, the
+        rest are pickled straight away."""
         held = self._held
         if held is None or self.released:
             raise RuntimeError("a released keyed-state snapshot cannot be written")
@@ -384,7 +392,8 @@ class HeapKeyedStateSnapshot:
             ]
             if not any(per_state):
                 continue
-            section = _pickle_key_group(names, per_state)
+            section = encode_section(names, per_state, fast)
+            fast = fast and section[0] == MARSHAL_TAG
             index[start + i] = [offset, len(section)]
             sections.append(section)
             offset += len(section)
@@ -418,51 +427,6 @@ def filtered(entries: dict[Any, Any], transform: Callable[[Any], Any] | None) ->
         if written is not None:
             kept[key] = written
     return kept
-
-
-class _Frames:
-    """A pickle's output gathered frame by frame through a Python-level `write`.
-
-    `pickle.dumps` runs in C and keeps the GIL until it is done: pickling a large key
-    group would stall the mailbox thread that long. A Pickler writing to this calls
-    `write` once per 64 KiB frame, and each Python call lets a waiting thread have the
-    GIL (after `sys.getswitchinterval()`).
-    """
-
-    __slots__ = ("parts",)
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def write(self, data: Any) -> None:
-        self.parts.append(bytes(data))
-
-
-def _pickle_key_group(names: list[str], per_state: list[dict[Any, Any]]) -> bytes:
-    """One key group's section: a pickle of one dict per state (ConfigurationError naming
-    the state and key of a value that cannot be pickled)."""
-    frames = _Frames()
-    try:
-        pickle.Pickler(frames, protocol=5).dump(per_state)
-    except Exception as error:
-        raise _pickle_error(names, per_state, error) from error
-    return b"".join(frames.parts)
-
-
-def _pickle_error(
-    names: list[str], per_state: list[dict[Any, Any]], error: Exception
-) -> ConfigurationError:
-    for name, entries in zip(names, per_state, strict=True):
-        for key, value in entries.items():
-            for what, thing in (("key", key), ("value", value)):
-                try:
-                    pickle.dumps(thing, protocol=5)
-                except Exception:
-                    return ConfigurationError(
-                        f"the {what} of state {name!r} for key {key!r:.200} cannot be "
-                        f"pickled, so it cannot be checkpointed: {error}"
-                    )
-    return ConfigurationError(f"keyed state cannot be pickled: {error}")
 
 
 def _native_as_canonical(data: bytes, base: _fs.Location | None) -> bytes:
@@ -505,7 +469,7 @@ def decode_key_group(
             f"the {len(body)}-byte keyed-state body"
         )
     try:
-        per_state = pickle.loads(body[offset : offset + length])
+        per_state = decode_section(body[offset : offset + length], len(state_names))
     except Exception as error:
         raise StateRestoreError(
             f"key group {key_group} of keyed state ({', '.join(state_names)}) cannot be "
@@ -553,16 +517,19 @@ class _SharedGroup:
     yet set only costs a copy that was not needed.
     """
 
-    __slots__ = ("_dict_shared", "_holders", "_index", "_owned", "_table")
+    __slots__ = ("_dict_shared", "_holders", "_index", "_live", "_owned", "_table")
 
     def __init__(self, table: _Table, index: int, holder: HeapKeyedStateSnapshot) -> None:
         self._table = table
         self._index = index
+        self._live = table.live[index]
+        """`table.live[index]` (kept equal by `writable`): one lookup less per access."""
         self._holders = [holder]
         self._dict_shared = True
         """The live dict is one a snapshot holds: copy it before a write."""
         self._owned: set[Any] = set()
-        """Keys whose value was copied or written since the snapshot: no snapshot holds it."""
+        """Keys whose value no snapshot holds (copied or written since the snapshot) or
+        cannot change in place (read since): read again without a check."""
         table.reads[index] = table.writes[index] = self
 
     def share(self, holder: HeapKeyedStateSnapshot) -> None:
@@ -580,21 +547,30 @@ class _SharedGroup:
             if not holder.released:
                 return False
         table, index = self._table, self._index
-        table.reads[index] = table.writes[index] = table.live[index]
+        table.reads[index] = table.writes[index] = self._live
         return True
 
     def writable(self) -> dict[Any, Any]:
         """The live dict, made a copy of its own first if a snapshot holds it."""
-        table, index = self._table, self._index
         if self._dict_shared and not self._unshare_if_released():
-            table.live[index] = table.writes[index] = dict(table.live[index])
+            table, index = self._table, self._index
+            self._live = table.live[index] = table.writes[index] = dict(self._live)
             self._dict_shared = False
-        return table.live[index]
+        return self._live
 
     # the read path: ValueState.value, the reads (and in-place writes) of list and map state
     def get(self, key: Any) -> Any:
-        value = self._table.live[self._index].get(key)
-        if value is None or key in self._owned or _immutable(value):
+        value = self._live.get(key)
+        if value is None or type(value) in _IMMUTABLE or key in self._owned:
+            return value
+        return self._held(key, value)
+
+    def _held(self, key: Any, value: Any) -> Any:
+        """`value` of `key`, which a snapshot may hold: as it is if it cannot change in
+        place (a tuple of such values) or no snapshot holds it any more, else a copy of
+        its own that replaces it in the live dict."""
+        if _immutable(value):
+            self._owned.add(key)
             return value
         if self._unshare_if_released():
             return value
@@ -622,13 +598,12 @@ class _TrackedGroup(_SharedGroup):
     `writes[index][key] = value` / `.pop(key)`, so each marks its keys dirty here.
     Copy-on-write as `_SharedGroup` while snapshots hold the dict."""
 
-    __slots__ = ("_live", "dirty")
+    __slots__ = ("dirty",)
 
     def __init__(self, table: _Table, index: int) -> None:
         self._table = table
         self._index = index
         self._live = table.live[index]
-        """`table.live[index]` (kept equal by `writable`): one lookup less per access."""
         self._holders = []
         self._dict_shared = False
         self._owned = set()
@@ -656,12 +631,15 @@ class _TrackedGroup(_SharedGroup):
 
     def get(self, key: Any) -> Any:
         value = self._live.get(key)
-        if value is None or type(value) in _IMMUTABLE:
+        if value is None or type(value) in _IMMUTABLE or key in self._owned:
+            return value  # (an owned key's mutable value is dirty already)
+        if not self._holders:
+            if not _immutable(value):
+                self.dirty.add(key)
             return value
-        self.dirty.add(key)
-        if not self._holders or key in self._owned:
-            return value
-        return _SharedGroup.get(self, key)
+        if not _immutable(value):
+            self.dirty.add(key)
+        return self._held(key, value)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.dirty.add(key)
@@ -677,17 +655,37 @@ class _TrackedGroup(_SharedGroup):
         return self.writable().pop(key, default)
 
 
+_TUPLE_KINDS: dict[type, bool] = {tuple: True}
+"""Per tuple type seen, whether its instances are plain tuples (no instance dict, as a
+named tuple's): immutable when their items are."""
+
+
 def _immutable(value: Any) -> bool:
+    """Whether `value` cannot change in place: an `_IMMUTABLE` type, or a tuple (or named
+    tuple) of such values, at any depth."""
     kind = type(value)
     if kind in _IMMUTABLE:
         return True
-    return kind is tuple and all(type(item) in _IMMUTABLE for item in value)
+    plain = _TUPLE_KINDS.get(kind)
+    if plain is None:
+        plain = _TUPLE_KINDS[kind] = issubclass(kind, tuple) and kind.__dictoffset__ == 0
+    if not plain:
+        return False
+    for item in value:  # noqa: SIM110 (a loop: no generator per read, the hot path)
+        if type(item) not in _IMMUTABLE and not _immutable(item):
+            return False
+    return True
 
 
 def _copy(value: Any) -> Any:
-    """A copy of `value` sharing nothing mutable with it: what a restore would give.
-    A value that cannot be pickled is handed out as it is (its snapshot's write fails
-    on it, naming state and key)."""
+    """A copy of `value` sharing nothing mutable with it: what a restore would give
+    (marshal's round trip for builtin types, else pickle's). A value that cannot be
+    pickled is handed out as it is (its snapshot's write fails on it, naming state and
+    key)."""
+    try:
+        return marshal.loads(marshal.dumps(value, 4))
+    except (ValueError, TypeError):
+        pass
     try:
         return pickle.loads(pickle.dumps(value, protocol=5))
     except Exception:

@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 from barrierflow import _envelope, _fs
 from barrierflow.core.state_descriptors import StateKind
 from barrierflow.errors import StateRestoreError
-from barrierflow.state.heap_backend import KEYED_STATE, _pickle_error, decode_key_group
+from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group
+from barrierflow.state.heap_sections import MARSHAL_WHOLE_TAG, encode_whole
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import KEYED_STATE_VERSION, check_keyed_header_version
 
@@ -163,10 +164,12 @@ def encode_delta(
     held: list[list[dict[Any, Any]]],
     filters: list[Callable[[Any], Any] | None],
     dirty: DirtyKeys,
+    fast: bool = True,
 ) -> list[bytes]:
     """A delta file's envelope parts: per key group with a dirty key, per state, the dirty
     keys' values in the snapshot's version `held` (filtered as `set_snapshot_filter`
-    says) and the dirty keys it lacks (tombstones)."""
+    says) and the dirty keys it lacks (tombstones). Marshalled where every object allows
+    it (`heap_sections.encode_whole`), else pickled; `fast` False: always pickled."""
     names = [name for name, _ in states]
     indices = sorted({index for groups in dirty.values() for index in groups})
     sections: list[bytes] = []
@@ -189,10 +192,8 @@ def encode_delta(
                     else:
                         changed[key] = written
             per_state.append([changed, removed])
-        try:
-            section = pickle.dumps(per_state, protocol=5)
-        except Exception as error:
-            raise _pickle_error(names, [c for c, _ in per_state], error) from error
+        section = encode_whole(names, per_state, fast)
+        fast = fast and section[0] == MARSHAL_WHOLE_TAG
         key_groups[key_group_range.start + index] = [offset, len(section)]
         sections.append(section)
         offset += len(section)
@@ -255,8 +256,9 @@ def write_changelog(
 
 
 def _canonical_header_and_sections(snapshot: HeapKeyedStateSnapshot) -> tuple[Any, list[bytes]]:
-    """The canonical envelope's header and sections of `snapshot` (a base file)."""
-    return snapshot._canonical_header_and_sections()
+    """The "keyed-state" envelope's header and sections of `snapshot` (a base file; a
+    checkpoint's, so marshalled where every object allows it)."""
+    return snapshot._canonical_header_and_sections(fast=True)
 
 
 # ---- reading -------------------------------------------------------------------------------

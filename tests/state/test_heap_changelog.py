@@ -4,7 +4,6 @@ with real files in a job folder: what each delta holds, the chain's reuse rule, 
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from barrierflow.state.heap_changelog import (
     changelog_to_canonical,
     read_manifest,
 )
+from barrierflow.state.heap_sections import decode_section
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.rocksdb_encoding import section_kind
 
@@ -74,7 +74,11 @@ class Job:
         header, body = _envelope.decode(
             _fs.read_bytes(self.folder.child(*name.split("/"))), DELTA_KIND
         )
-        return {int(g): pickle.loads(body[o : o + n]) for g, (o, n) in header["key_groups"].items()}
+        states = len(header["states"])
+        return {
+            int(g): decode_section(body[o : o + n], states)
+            for g, (o, n) in header["key_groups"].items()
+        }
 
 
 def changed_keys(delta: dict[int, list[Any]]) -> tuple[dict[Any, Any], set[Any]]:
