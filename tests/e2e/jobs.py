@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.environment import ENDED_STATES, JobClient
+from barrierflow.connectors.base import SourceReader, SplitBatch
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 
@@ -18,6 +20,47 @@ WORDS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu"]
 
 def word_of(index: int) -> str:
     return WORDS[(index * 31 + index // 5) % len(WORDS)]
+
+
+class GatedGeneratorSource(DataGeneratorSource):
+    """A `DataGeneratorSource` whose readers stop at record `gate_index` (they poll nothing,
+    as a throttled reader does, so checkpoints go on) for as long as the file `gate` does not
+    exist. A test that injects a failure once checkpoints have completed creates `gate` after
+    the job failed over: the input cannot run out before the failure however slow the
+    machine, and the records are the same."""
+
+    def __init__(self, generator, count: int, rate: float | None, gate: Path, gate_index: int):
+        super().__init__(generator, count, records_per_second=rate)
+        self.gate, self.gate_index = str(gate), gate_index
+
+    def create_reader(self, splits) -> SourceReader:
+        return _GatedReader(super().create_reader(splits), self.gate, self.gate_index)
+
+
+class _GatedReader(SourceReader):
+    """A generator reader that polls nothing past `gate_index` while `gate` is missing."""
+
+    def __init__(self, reader: SourceReader, gate: str, gate_index: int) -> None:
+        self.reader, self.gate, self.gate_index = reader, gate, gate_index
+
+    def poll_split_batch(self, max_records: int) -> SplitBatch | None:
+        positions = self.reader.snapshot().values()
+        if positions and min(positions) >= self.gate_index and not os.path.exists(self.gate):
+            return SplitBatch(self.reader.split_ids()[0], [])
+        return self.reader.poll_split_batch(max_records)
+
+    def poll_batch(self, max_records: int) -> list | None:
+        batch = self.poll_split_batch(max_records)
+        return None if batch is None else batch.records
+
+    def restore(self, positions: dict) -> None:
+        self.reader.restore(positions)
+
+    def snapshot(self) -> dict:
+        return self.reader.snapshot()
+
+    def split_ids(self) -> list[str]:
+        return self.reader.split_ids()
 
 
 def running_count_rows(words) -> Counter:
@@ -38,11 +81,20 @@ def recovering_environment(checkpoints: str, restarts: int = 3) -> StreamExecuti
 
 
 def generated_words(
-    env: StreamExecutionEnvironment, records: int | None, rate: float | None
+    env: StreamExecutionEnvironment,
+    records: int | None,
+    rate: float | None,
+    gate: Path | None = None,
 ) -> DataStream:
-    """`records` words of `word_of` (None: endless) at `rate` per second (None: at once)."""
+    """`records` words of `word_of` (None: endless) at `rate` per second (None: at once);
+    with `gate`, the second half waits for that file (`GatedGeneratorSource`)."""
+    source = (
+        DataGeneratorSource(word_of, records, records_per_second=rate)
+        if gate is None
+        else GatedGeneratorSource(word_of, records, rate, gate, records // 2)
+    )
     return env.from_source(
-        DataGeneratorSource(word_of, records, records_per_second=rate),
+        source,
         WatermarkStrategy.no_watermarks(),
         "words",
     ).uid("words")

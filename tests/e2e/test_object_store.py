@@ -5,6 +5,7 @@ the bucket equals a failure-free run's, exactly once."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from .jobs import (
     recovering_environment,
     running_count_rows,
     running_counts,
+    wait_for_attempt,
     word_of,
 )
 
@@ -25,20 +27,24 @@ pytestmark = pytest.mark.spark
 RECORDS = 12_000
 
 
-def word_count_on(folder: str) -> tuple[StreamExecutionEnvironment, FileSink]:
+def word_count_on(folder: str, failed: Path) -> tuple[StreamExecutionEnvironment, FileSink]:
+    """The running count on the bucket; its second half of input waits for `failed`."""
     env = recovering_environment(_fs.location(folder).child("chk").uri)
     sink = FileSink.for_rows(_fs.location(folder).child("out").uri)
-    running_counts(generated_words(env, RECORDS, 4000)).sink_to(sink).uid("sink")
+    words = generated_words(env, RECORDS, 4000, gate=failed)
+    running_counts(words).sink_to(sink).uid("sink")
     return env, sink
 
 
-def test_a_job_on_an_object_store_recovers_exactly_once(spark, s3_server):
+def test_a_job_on_an_object_store_recovers_exactly_once(spark, s3_server, tmp_path):
     folder = s3_server.fresh_uri("job")
-    env, sink = word_count_on(folder)
+    env, sink = word_count_on(folder, tmp_path / "failed")
     job = env.execute_async("on-s3")
-    assert job.wait_for_completed_checkpoints(2, timeout=60)
+    assert job.wait_for_completed_checkpoints(2, timeout=120)  # deploying on a busy machine
     counting = next(v.vertex_id for v in job.job_graph.vertices if "Reduce" in v.name)
     job.inject_failure("executor", counting, 1)
+    wait_for_attempt(job, 1, timeout=60)
+    (tmp_path / "failed").touch()  # the rest of the input runs at full pace
     result = job.wait(timeout=120)
 
     assert result.restarts >= 1

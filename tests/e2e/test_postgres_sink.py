@@ -16,6 +16,7 @@ from .jobs import (
     recovering_environment,
     running_count_rows,
     running_counts,
+    wait_for_attempt,
     word_of,
 )
 
@@ -35,7 +36,7 @@ def test_a_running_count_upserted_into_postgres_survives_a_killed_task_exactly(
 
     env = recovering_environment(tmp_path / "checkpoints")
     rows = (
-        running_counts(generated_words(env, RECORDS, 4000))
+        running_counts(generated_words(env, RECORDS, 4000, gate=tmp_path / "failed"))
         .map(lambda pair: {"word": pair[0], "n": pair[1]})
         .uid("row")
     )
@@ -52,9 +53,11 @@ def test_a_running_count_upserted_into_postgres_survives_a_killed_task_exactly(
     )
     job_name = f"pg-{counts}"
     job = env.execute_async(job_name)
-    assert job.wait_for_completed_checkpoints(2, timeout=60)
+    assert job.wait_for_completed_checkpoints(2, timeout=120)  # deploying on a busy machine
     counting = next(v.vertex_id for v in job.job_graph.vertices if "Reduce" in v.name)
     job.inject_failure("executor", counting, 1)
+    wait_for_attempt(job, 1, timeout=60)
+    (tmp_path / "failed").touch()  # the rest of the input runs at full pace
     result = job.wait(timeout=120)
 
     assert result.restarts >= 1
