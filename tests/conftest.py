@@ -14,25 +14,33 @@ from hypothesis import settings
 settings.register_profile("barrierflow", deadline=None)
 settings.load_profile("barrierflow")
 
-# Jobs started by tests register in a folder of their own, never in the user's registry of
-# running jobs (tests that look at a registry point BARRIERFLOW_REGISTRY_DIR elsewhere).
-_session_folders = [tempfile.mkdtemp(prefix="barrierflow-test-registry-")]
-os.environ["BARRIERFLOW_REGISTRY_DIR"] = _session_folders[0]
-# Likewise every job's log folder (spark.log, jobmaster.log, task logs) goes to a temporary
-# folder, not ./.barrierflow/logs of the checkout.
+# Every folder a test session makes outside pytest's tmp_path lives under one root, shared
+# by the pytest-xdist workers (they inherit the environment of the process that starts them)
+# and removed after a passing run.
+_ROOT_VARIABLE = "BARRIERFLOW_TEST_SESSION_ROOT"
+if _ROOT_VARIABLE not in os.environ:
+    os.environ[_ROOT_VARIABLE] = tempfile.mkdtemp(prefix="barrierflow-test-")
+_session_root = os.environ[_ROOT_VARIABLE]
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1... under pytest-xdist
+# Jobs started by tests register in a folder of their own, one per worker (two workers may
+# run jobs of the same name at once), never in the user's registry of running jobs (tests
+# that look at a registry point BARRIERFLOW_REGISTRY_DIR elsewhere).
+os.environ["BARRIERFLOW_REGISTRY_DIR"] = os.path.join(_session_root, f"registry-{_worker}")
+os.makedirs(os.environ["BARRIERFLOW_REGISTRY_DIR"], exist_ok=True)
+# Likewise every job's log folder (spark.log, jobmaster.log, task logs) goes to the session's
+# root, not ./.barrierflow/logs of the checkout.
 if "BARRIERFLOW_LOG_DIR" not in os.environ:
-    _session_folders.append(tempfile.mkdtemp(prefix="barrierflow-test-logs-"))
-    os.environ["BARRIERFLOW_LOG_DIR"] = _session_folders[-1]
+    os.environ["BARRIERFLOW_LOG_DIR"] = os.path.join(_session_root, "logs")
+    os.makedirs(os.environ["BARRIERFLOW_LOG_DIR"], exist_ok=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
-    """Remove the session's registry and log folders after a passing run; keep them (and say
-    where) after a failing one, for its job logs."""
+    """Remove the session's folders after a passing run; keep them (and say where) after a
+    failing one, for its job logs. (Only the process that reports runs this hook.)"""
     if exitstatus == 0:
-        for folder in _session_folders:
-            shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(_session_root, ignore_errors=True)
     else:
-        terminalreporter.write_line(f"job logs of this run: {', '.join(_session_folders)}")
+        terminalreporter.write_line(f"job logs of this run: {_session_root}")
 
 
 # Session fixtures of the real servers, started only when a test asks for them.

@@ -23,6 +23,7 @@ from .jobs import (
     recovering_environment,
     running_count_rows,
     running_counts,
+    wait_for_attempt,
     word_of,
 )
 
@@ -37,7 +38,7 @@ def counting_job(tmp_path: Path) -> tuple[StreamExecutionEnvironment, Path]:
     """A keyed running count of generated words, each update a row {"word", "count"}."""
     table = tmp_path / "counts"
     env = recovering_environment(tmp_path / "checkpoints")
-    running_counts(generated_words(env, RECORDS, 2000)).map(
+    running_counts(generated_words(env, RECORDS, 2000, gate=tmp_path / "failed")).map(
         lambda pair: {"word": pair[0], "count": pair[1]}
     ).uid("to-row").sink_to(DeltaSink.for_path(str(table))).uid("delta")
     return env, table
@@ -46,9 +47,11 @@ def counting_job(tmp_path: Path) -> tuple[StreamExecutionEnvironment, Path]:
 def test_a_killed_task_leaves_every_row_in_the_delta_table_exactly_once(spark, tmp_path):
     env, table = counting_job(tmp_path)
     job = env.execute_async("delta-counts")
-    assert job.wait_for_completed_checkpoints(2, timeout=60)
+    assert job.wait_for_completed_checkpoints(2, timeout=120)
     sink_vertex = next(v.vertex_id for v in job.job_graph.vertices if "Sink" in v.name)
     job.inject_failure("kill", sink_vertex, 1)
+    wait_for_attempt(job, 1, timeout=60)
+    (tmp_path / "failed").touch()  # the rest of the input runs at full pace
     result = job.wait(timeout=120)
 
     assert result.restarts >= 1

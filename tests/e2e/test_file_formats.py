@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink, RollingPolicy
+
+from .jobs import GatedGeneratorSource, wait_for_attempt
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +35,7 @@ def test_killed_task_partitioned_parquet_reads_back_in_spark_exactly_once(spark,
     )
     (
         env.from_source(
-            DataGeneratorSource(event_of, RECORDS, records_per_second=4000),
+            GatedGeneratorSource(event_of, RECORDS, 4000, tmp_path / "failed", RECORDS // 2),
             WatermarkStrategy.no_watermarks(),
             "events",
         )
@@ -43,8 +44,10 @@ def test_killed_task_partitioned_parquet_reads_back_in_spark_exactly_once(spark,
         .uid("sink")
     )
     job = env.execute_async("parquet-by-date")
-    assert job.wait_for_completed_checkpoints(2, timeout=60)
+    assert job.wait_for_completed_checkpoints(2, timeout=120)
     job.inject_failure("kill", 0, 1)
+    wait_for_attempt(job, 1, timeout=60)
+    (tmp_path / "failed").touch()  # the rest of the input runs at full pace
     result = job.wait(timeout=120)
 
     assert result.restarts >= 1
