@@ -1,0 +1,1 @@
+"""What runs on Spark's executors: the task entry point, its supervised child, its logs."""
