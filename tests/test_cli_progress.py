@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from barrierflow import StreamExecutionEnvironment
 from barrierflow._clock import ManualClock
-from barrierflow.cli_progress import (
+from barrierflow.cli.progress import (
     JobShape,
     JobSummary,
     ProgressFigures,

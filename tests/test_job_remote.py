@@ -8,7 +8,7 @@ import pytest
 from barrierflow.checkpoint.stats import CheckpointStatsTracker
 from barrierflow.cluster.job_actions import SavepointOperation
 from barrierflow.cluster.rest import JobControl, JobView, RestServer
-from barrierflow.job_remote import RemoteJob, RemoteJobError
+from barrierflow.cli.remote import RemoteJob, RemoteJobError
 
 JOB_ID = "4f1c0ffee"
 

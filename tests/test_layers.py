@@ -4,8 +4,8 @@ Read statically (the AST of every module, imports inside functions and under
 `TYPE_CHECKING` included), so a lazy import cannot hide an upward dependency.
 The order, top to bottom (issue 9):
 
-    facade      barrierflow/__init__.py, functions.py, window.py, metrics.py, cli.py,
-                cli_state.py, chaos.py, job_file.py, state_processor/, nexmark/, cli_nexmark.py
+    facade      barrierflow/__init__.py, functions.py, window.py, metrics.py, cli/ (the
+                command line), chaos.py, state_processor/, nexmark/
     api         user-facing builders (DataStream, environment, async I/O, joins)
     cluster     JobMaster, Spark runner
     graph       transformations -> job graph
@@ -37,17 +37,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "functions",
         "window",
         "cli",
-        "cli_state",
         "chaos",
         "chaos_child",
-        "job_file",
         "state_processor",
-        "cli_jobs",
-        "cli_progress",
-        "job_remote",
         "metrics",
         "nexmark",
-        "cli_nexmark",
     ),
     ("api",),
     ("cluster",),

@@ -25,13 +25,13 @@ from barrierflow.checkpoint.stats import (
     SubtaskCheckpointStats,
     SubtaskDecline,
 )
-from barrierflow.cli_jobs import add_job_commands
-from barrierflow.cli_nexmark import nexmark
-from barrierflow.cli_progress import ProgressWatcher
-from barrierflow.cli_state import state
+from barrierflow.cli.jobs import add_job_commands
+from barrierflow.cli.nexmark import nexmark
+from barrierflow.cli.progress import ProgressWatcher
+from barrierflow.cli.state import state
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.errors import BarrierflowError, ConfigurationError
-from barrierflow.job_file import command_line_settings, run_job_file, spark_options
+from barrierflow.api.job_file import command_line_settings, run_job_file, spark_options
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -645,6 +645,3 @@ def _ms(value: float) -> str:
 
 
 add_job_commands(main)
-
-if __name__ == "__main__":
-    main()

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from barrierflow.cluster.registry import JobRegistry
 from barrierflow.errors import BarrierflowError
-from barrierflow.job_remote import (
+from barrierflow.cli.remote import (
     RemoteJob,
     RemoteJobError,
     TokenRefusedError,
@@ -67,7 +67,7 @@ def resolve(query: str, jobs: list[FoundJob], where: str) -> FoundJob:
     >>> resolve("4f", jobs, "here")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    barrierflow.cli_jobs.JobLookupError: '4f' matches 2 running jobs here: 4f1c (count), ...
+    barrierflow.cli.jobs.JobLookupError: '4f' matches 2 running jobs here: 4f1c (count), ...
     """
     exact = [j for j in jobs if j.job_id == query]
     if exact:

@@ -24,7 +24,7 @@ import pytest
 
 from barrierflow.chaos import kill_process_tree
 from barrierflow.connectors.postgres import gid_prefix, parse_gid
-from barrierflow.job_file import command_line_settings, run_job_file
+from barrierflow.api.job_file import command_line_settings, run_job_file
 
 from .conftest import read_rows
 
