@@ -349,6 +349,8 @@ class HeapKeyedStateSnapshot:
         self._changelog: tuple[Chain | None, list[Pending]] | None = None
         """Changelog checkpoints: the chain to build on and the pending dirty keys."""
         self._shared: list[tuple[str, int, bool]] = []
+        self._garbage: list[Any] = []
+        """What the barrier set aside instead of freeing (large sets): freed by `release`."""
 
     def write(
         self, side_files: _fs.Location | None = None, shared: _fs.Location | None = None
@@ -414,6 +416,7 @@ class HeapKeyedStateSnapshot:
     def release(self) -> None:
         """Drop the held dicts (idempotent, any thread)."""
         self._held = None
+        self._garbage = []
         self.released = True
 
 
@@ -528,8 +531,7 @@ class _SharedGroup:
         self._dict_shared = True
         """The live dict is one a snapshot holds: copy it before a write."""
         self._owned: set[Any] = set()
-        """Keys whose value no snapshot holds (copied or written since the snapshot) or
-        cannot change in place (read since): read again without a check."""
+        """Keys whose value no snapshot holds (copied or written since the snapshot)."""
         table.reads[index] = table.writes[index] = self
 
     def share(self, holder: HeapKeyedStateSnapshot) -> None:
@@ -537,7 +539,9 @@ class _SharedGroup:
         self._holders = [h for h in self._holders if not h.released]
         self._holders.append(holder)
         self._dict_shared = True
-        self._owned.clear()
+        if self._owned:  # freed with the snapshot (uploader thread), not in the barrier's pause
+            holder._garbage.append(self._owned)
+            self._owned = set()
         table = self._table
         table.reads[self._index] = table.writes[self._index] = self
 
@@ -569,8 +573,7 @@ class _SharedGroup:
         """`value` of `key`, which a snapshot may hold: as it is if it cannot change in
         place (a tuple of such values) or no snapshot holds it any more, else a copy of
         its own that replaces it in the live dict."""
-        if _immutable(value):
-            self._owned.add(key)
+        if _immutable(value):  # not remembered: `share` would clear that set at the barrier
             return value
         if self._unshare_if_released():
             return value

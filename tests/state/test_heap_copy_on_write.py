@@ -174,6 +174,33 @@ def test_named_tuples_of_immutable_values_are_handed_out_uncopied_others_copied(
     assert count.value() == Pair(1, [2, 3])
 
 
+def test_the_barrier_frees_no_per_key_bookkeeping_the_released_snapshot_does():
+    """At the barrier, nothing grows with the keys read or written since the last one:
+    reads of immutable values are not remembered, and the keys written under the last
+    snapshot are set aside for the new snapshot to free when it is released."""
+    backend = new_backend()
+    count = backend.get_value_state(COUNT)
+    for key in range(200):
+        backend.set_current_key(key)
+        count.update((key, "x"))
+    first = backend.snapshot()
+    group = assign_to_key_group(0, MAX_P)
+    shared = backend._tables["count"].reads[group]
+    for key in range(200):
+        backend.set_current_key(key)
+        count.value()
+    assert shared._owned == set()  # immutable reads: nothing remembered
+    backend.set_current_key(0)
+    count.update((0, "y"))
+    written = shared._owned
+    assert 0 in written
+    second = backend.snapshot()
+    assert shared._owned == set() and any(kept is written for kept in second._garbage)
+    first.release()
+    second.release()
+    assert second._garbage == []
+
+
 def test_a_dict_value_is_copied_by_marshal_and_an_object_by_pickle_both_equal():
     backend = new_backend()
     count = backend.get_value_state(COUNT)
