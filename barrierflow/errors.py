@@ -1,25 +1,39 @@
-"""Errors barrierflow raises, as one tree so callers can catch at the right level.
+"""Every error barrierflow raises on purpose, in one module and one tree, so callers can
+catch at the right level. The tree below is the class hierarchy (a test keeps it so);
+a class with two bases is listed under its first.
 
 BarrierflowError
-  ConfigurationError          a setting or job definition is invalid
-  JobDefinitionError          the pipeline cannot be turned into a job graph
-  SourceError                 a source cannot read its input
-  SinkError                   a sink cannot write or commit its output
-  CheckpointStorageError      checkpoint storage cannot be read or written
-  StateRestoreError           a checkpoint or savepoint cannot be restored into this job
-  SavepointError              a savepoint (or a stop with savepoint) asked for failed
-  StreamCorruptionError       a channel delivered events in an impossible order
-  ChannelLostError            a task lost a channel to a peer (the peer failed or was cancelled)
-  ConnectionSetupError        a connection to a peer could not be set up in time or authenticated
-  RemoteTaskError             a task failed with an exception the driver cannot rebuild
-  JobExecutionError           the job failed and the restart strategy gave up
-  JobAlreadyRunningError      another run of the job holds its checkpoint folder's lease
-  LeaseLostError              another run took over the lease of this run's checkpoint folder
-  InsufficientResourcesError  the cluster has fewer task slots than the job needs
-  ChaosFailure                a failure `barrierflow chaos` injected into a task on purpose
-  JobMasterUnreachableError   a task cannot connect to the JobMaster (names the settings to fix)
-  ExternalSystemUnavailableError  a source's, sink's or checkpoint storage's system is
-                              unreachable for now (transient: the restart strategy decides)
+  ConfigurationError                a setting or job definition is invalid (also a ValueError)
+    JobDefinitionError              the pipeline cannot be turned into a job graph
+    ExecutorImportError             a Spark executor cannot import a module the job needs
+  SourceError                       a source cannot read its input
+    SourceUnavailableError          ... because its broker is unreachable (transient)
+  SinkError                         a sink cannot write or commit its output
+    SinkUnavailableError            ... because its database or store is unreachable (transient)
+    TransactionBusyError            a prepared transaction is being finished by another session
+  CheckpointStorageError            checkpoint storage cannot be read or written
+    CheckpointStorageUnavailableError  ... because the storage does not answer (transient)
+  StateRestoreError                 a checkpoint or savepoint cannot be restored into this job
+  SavepointError                    a savepoint (or a stop with savepoint) asked for failed
+  StreamCorruptionError             a channel delivered events in an impossible order
+  ChannelLostError                  a task lost a channel to a peer (it failed or was cancelled)
+  ConnectionSetupError              a connection to a peer was not set up in time or authenticated
+    JobMasterUnreachableError       a task cannot connect to the JobMaster (names settings to fix)
+  RemoteTaskError                   a task failed with an exception the driver cannot rebuild
+  JobExecutionError                 the job failed and the restart strategy gave up
+  JobAlreadyRunningError            another run of the job holds its checkpoint folder's lease
+  LeaseLostError                    another run took over the lease of this run's checkpoint folder
+  InsufficientResourcesError        the cluster has fewer task slots than the job needs
+  ChaosFailure                      a failure `barrierflow chaos` injected into a task on purpose
+  ExternalSystemUnavailableError    a source's, sink's or checkpoint storage's system is
+                                    unreachable for now (transient: the restart strategy decides)
+  AsyncOperationFailedError         an async call of a record failed or timed out: the task fails
+  IllegalCheckpointTransitionError  a pending checkpoint was asked for a status it cannot reach
+  IllegalCheckpointStatsTransitionError  a checkpoint's statistics were asked for such a status
+  CheckpointCoordinatorStateError   the checkpoint coordinator got an event its status forbids
+
+Internal signals that never leave their module (a task's cancellation, a refused handshake,
+a line a format cannot parse) are plain exceptions defined where they are raised and caught.
 """
 
 from __future__ import annotations
@@ -43,6 +57,13 @@ class SourceError(BarrierflowError):
 
 class SinkError(BarrierflowError):
     """A sink cannot write or commit its output."""
+
+
+class TransactionBusyError(SinkError):
+    """Another session is finishing a prepared transaction this sink commits or rolls back
+    (a zombie of an earlier attempt, say): not an answer yet. A `TwoPhaseCommitSink` raises it
+    from `commit` so the writer keeps the transaction pending (in the next checkpoint too) and
+    tries again on a later call, instead of waiting on the task's mailbox thread."""
 
 
 class CheckpointStorageError(BarrierflowError):
@@ -130,3 +151,19 @@ class CheckpointStorageUnavailableError(CheckpointStorageError, ExternalSystemUn
     an NFS I/O error) even after retries: a fault of the storage, not damage. The attempt
     fails and the restart strategy alone decides; the next attempt reads the same
     checkpoint again (it is never skipped as damaged). Names the file or folder."""
+
+
+class AsyncOperationFailedError(BarrierflowError):
+    """An async call of a record failed or timed out; the cause is chained. Fails the task."""
+
+
+class IllegalCheckpointTransitionError(BarrierflowError):
+    """A pending checkpoint was asked to move to a status it cannot reach from its own."""
+
+
+class IllegalCheckpointStatsTransitionError(BarrierflowError):
+    """A checkpoint's statistics were asked to move to a status they cannot reach."""
+
+
+class CheckpointCoordinatorStateError(BarrierflowError):
+    """The coordinator got an event its status does not allow (e.g. a savepoint after failover)."""

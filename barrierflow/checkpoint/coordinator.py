@@ -17,12 +17,15 @@ from typing import Any
 from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.pending_checkpoint import (
     AcknowledgeResult,
-    IllegalCheckpointTransitionError,
     PendingCheckpoint,
     PendingCheckpointStatus,
 )
 from barrierflow.checkpoint.request_decider import CheckpointRequestDecider, TriggerRequest
-from barrierflow.errors import BarrierflowError, ConfigurationError
+from barrierflow.errors import (
+    CheckpointCoordinatorStateError,
+    ConfigurationError,
+    IllegalCheckpointTransitionError,
+)
 
 __all__ = [
     "AcknowledgeResult",
@@ -40,10 +43,6 @@ __all__ = [
     "NotifyCheckpointComplete",
     "TriggerCheckpoint",
 ]
-
-
-class CheckpointCoordinatorStateError(BarrierflowError):
-    """The coordinator got an event its status does not allow (e.g. a savepoint after failover)."""
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,7 @@ import enum
 from typing import Any
 
 from barrierflow.checkpoint.failure import CheckpointFailureReason
-from barrierflow.errors import BarrierflowError
-
-
-class IllegalCheckpointTransitionError(BarrierflowError):
-    """A pending checkpoint was asked to move to a status it cannot reach from its own."""
+from barrierflow.errors import IllegalCheckpointTransitionError
 
 
 class AcknowledgeResult(enum.Enum):
@@ -50,7 +46,7 @@ class PendingCheckpoint:
     >>> checkpoint.abort_expired()
     Traceback (most recent call last):
       ...
-    barrierflow.checkpoint.pending_checkpoint.IllegalCheckpointTransitionError: checkpoint 7 \
+    barrierflow.errors.IllegalCheckpointTransitionError: checkpoint 7 \
 cannot be aborted as expired while FINALIZING
     """
 

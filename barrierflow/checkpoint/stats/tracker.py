@@ -30,7 +30,7 @@ from barrierflow.checkpoint.stats.values import (
     TaskVertexInfo,
 )
 from barrierflow.checkpoint.stats.wording import failure_message
-from barrierflow.errors import BarrierflowError
+from barrierflow.errors import IllegalCheckpointStatsTransitionError
 
 __all__ = [
     "DEFAULT_HISTORY_SIZE",
@@ -44,10 +44,6 @@ DEFAULT_HISTORY_SIZE = 100
 """How many checkpoints the tracker keeps in its history (Flink's `web.checkpoints.history`)."""
 DEFAULT_SUMMARY_WINDOW = 1000
 """Percentiles are taken over the last this many completed checkpoints (min/avg/max over all)."""
-
-
-class IllegalCheckpointStatsTransitionError(BarrierflowError):
-    """A checkpoint's statistics were asked to move to a status they cannot reach."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@
   in `barrierflow.core.async_function`; the `AsyncDataStream` builder in `barrierflow.api`).
 """
 
-from barrierflow.runtime.async_io.errors import AsyncOperationFailedError
+from barrierflow.errors import AsyncOperationFailedError
 from barrierflow.runtime.async_io.queue import (
     CompletedRecord,
     OrderedStreamElementQueue,

@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from barrierflow.runtime.async_io.errors import AsyncOperationFailedError
+from barrierflow.errors import AsyncOperationFailedError
 from barrierflow.runtime.elements import Watermark
 
 __all__ = [

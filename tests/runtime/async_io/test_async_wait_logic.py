@@ -16,8 +16,7 @@ import pytest
 from async_harness import Mailbox, RecordingOutput
 
 from barrierflow.core.async_function import AsyncFunction
-from barrierflow.errors import StateRestoreError
-from barrierflow.runtime.async_io.errors import AsyncOperationFailedError
+from barrierflow.errors import AsyncOperationFailedError, StateRestoreError
 from barrierflow.runtime.async_io.queue import Record
 from barrierflow.runtime.async_io.runner import AsyncFunctionRunner
 from barrierflow.runtime.async_io.wait_logic import (

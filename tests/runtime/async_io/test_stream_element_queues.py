@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barrierflow.runtime.async_io.errors import AsyncOperationFailedError
+from barrierflow.errors import AsyncOperationFailedError
 from barrierflow.runtime.async_io.queue import (
     CompletedRecord,
     OrderedStreamElementQueue,
