@@ -36,7 +36,7 @@ from collections import Counter
 from typing import Any
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.cluster.spark_session import obtain_spark
+from barrierflow.cluster.spark.session import obtain_spark
 from barrierflow.connectors.files import FileSink, FileSource
 from barrierflow.functions import KeyedBatchFunction
 from barrierflow.state import ValueStateDescriptor

@@ -54,7 +54,7 @@ def barrierflow_run(backend: str, records: int, keys: int, interval: int) -> dic
     workdir = tempfile.mkdtemp(prefix="barrierflow-state-vs-flink-")
     try:
         return state_bench.job_run(backend, records, keys, interval or None, workdir)
-    except Exception as error:  # one line per failed run; the others still run
+    except (Exception, SystemExit) as error:  # one line per failed run; the others still run
         return {"error": f"{type(error).__name__}: {error}"[:300]}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"PyFlink: not run: {problem}")
         return 1
 
-    from barrierflow.cluster.spark_session import SparkOptions, obtain_spark
+    from barrierflow.cluster.spark.session import SparkOptions, obtain_spark
 
     obtain_spark(None, 4, SparkOptions(conf={"spark.python.worker.reuse": "false"}))
     info = state_bench.machine()
