@@ -55,10 +55,10 @@ from barrierflow.api.environment import (
     JobClient,
     StreamExecutionEnvironment,
 )
+from barrierflow.api.job_file import command_line_settings, run_job_file
 from barrierflow.cluster.spark_session import SparkOptions
 from barrierflow.core.restart_strategies import RestartStrategies
 from barrierflow.errors import BarrierflowError, ConfigurationError
-from barrierflow.api.job_file import command_line_settings, run_job_file
 
 RECOVERY_TIMEOUT_S = 180.0
 """How long a failure may take to recover before chaos stops injecting."""

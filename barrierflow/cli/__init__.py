@@ -3,7 +3,7 @@
 One module per group of commands: `commands` (the group `main`: run, chaos, checkpoints,
 cleanup), `jobs` (list, savepoint, stop, cancel) over `remote` (a running job's REST
 endpoint), `state` (savepoints read without Spark), `nexmark` (the benchmark); `progress` is
-what `run` prints while a job runs. A job file runs through `api/job_file.py`. The CLI reaches the engine through the public API and the chaos package only.
+what `run` prints while a job runs. A job file runs through `api/job_file.py`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from barrierflow._bytes import format_bytes
 from barrierflow.api.environment import DEFAULT_FAILURE_KINDS, FAILURE_KINDS
+from barrierflow.api.job_file import command_line_settings, run_job_file, spark_options
 from barrierflow.chaos import ChaosCheck, ChaosError
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
@@ -31,7 +32,6 @@ from barrierflow.cli.progress import ProgressWatcher
 from barrierflow.cli.state import state
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.errors import BarrierflowError, ConfigurationError
-from barrierflow.api.job_file import command_line_settings, run_job_file, spark_options
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -20,8 +20,6 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from barrierflow.cluster.registry import JobRegistry
-from barrierflow.errors import BarrierflowError
 from barrierflow.cli.remote import (
     RemoteJob,
     RemoteJobError,
@@ -29,6 +27,8 @@ from barrierflow.cli.remote import (
     UnreachableError,
     request_json,
 )
+from barrierflow.cluster.registry import JobRegistry
+from barrierflow.errors import BarrierflowError
 
 __all__ = ["JOB_COMMANDS", "add_job_commands"]
 
