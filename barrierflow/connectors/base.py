@@ -18,11 +18,26 @@ import os
 import pickle
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from barrierflow import _check_run
+from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.core.output_tag import OutputTag
+
+__all__ = [
+    "DEAD_LETTERS",
+    "WHOLE_READER_SPLIT",
+    "BadRecord",
+    "DeadLetter",
+    "Sink",
+    "SinkContext",
+    "SinkWriter",
+    "Source",
+    "SourceReader",
+    "SourceSplit",
+    "SplitBatch",
+]
 
 
 @dataclass(frozen=True)
@@ -265,6 +280,9 @@ class SinkContext:
     max_parallelism: int = 0
     """The job's max parallelism: no run's subtask index of this operator reaches it (0:
     unknown; then `parallelism` bounds only this run's)."""
+    clock: Clock = field(default=SYSTEM_CLOCK, compare=False)
+    """Where the writer reads time (timeouts, file dates): a sink never reads the machine's
+    clock itself, so a test drives it with a `ManualClock`."""
 
 
 class SinkWriter(ABC):

@@ -21,9 +21,8 @@ import hashlib
 import json
 import pickle
 import re
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from datetime import time as time_of_day
 from decimal import Decimal
@@ -33,7 +32,30 @@ from uuid import UUID
 from barrierflow import _check_run
 from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
-from barrierflow.errors import ConfigurationError, SinkError, SinkUnavailableError
+from barrierflow.errors import (
+    ConfigurationError,
+    SinkError,
+    SinkUnavailableError,
+    StateRestoreError,
+    TransactionBusyError,
+)
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "DEFAULT_LOCK_TIMEOUT_MS",
+    "GID_PREFIX",
+    "HANDLE_VERSION",
+    "Column",
+    "PostgresSink",
+    "PostgresSinkBuilder",
+    "PostgresTransaction",
+    "TableShape",
+    "gid_of",
+    "gid_prefix",
+    "owns_leftover",
+    "parse_gid",
+]
 
 DEFAULT_BATCH_SIZE = 1000
 """Rows per statement (COPY or multi-row INSERT), and rows buffered before a flush."""
@@ -53,7 +75,12 @@ _ROW_ERROR_STATES = ("22", "23")
 _ROW_ERROR_CODES = ("42804", "42846", "42P18")
 """Type mismatches of one value: datatype mismatch, cannot coerce, indeterminate type."""
 _BUSY_WAIT_S = 10.0
-"""How long a commit waits for a prepared transaction another session is finishing."""
+"""How long a prepared transaction may stay busy (another session finishing it) before the
+attempt fails; meanwhile the writer tries again on later calls (`TransactionBusyError`)."""
+
+HANDLE_VERSION = 2
+"""Format of a stored `PostgresTransaction`: {"v": 2, "seq", "gid", "xid", "checkpoint",
+"carry"}. Version 1 (no "v") is the loose dict of earlier releases, read as is."""
 
 _LOCKS = (
     "a row is locked by another transaction, most likely a prepared transaction of a "
@@ -153,6 +180,66 @@ class TableShape:
         return None
 
 
+@dataclass(frozen=True)
+class PostgresTransaction:
+    """One checkpoint interval's transaction of one subtask: the handle the writer keeps and
+    checkpoints store (`as_state` / `of_state`).
+
+    >>> handle = PostgresTransaction(seq=3, gid="bf-1-0-7", xid=812, checkpoint=7)
+    >>> PostgresTransaction.of_state(handle.as_state()) == handle
+    True
+    >>> PostgresTransaction.of_state({"seq": 3, "gid": None, "xid": None})  # version 1
+    PostgresTransaction(seq=3, gid=None, xid=None, checkpoint=None, carry=None)
+    """
+
+    seq: int
+    """Numbers the transactions of one sink object (which one is open)."""
+    gid: str | None = None
+    """The prepared transaction's id; None until `pre_commit`, or for an interval without
+    rows (which prepares nothing)."""
+    xid: int | None = None
+    """The server's transaction id, recorded at pre-commit: tells a commit that already
+    happened from a rollback (`pg_xact_status`)."""
+    checkpoint: int | None = None
+    """The checkpoint it was pre-committed for."""
+    carry: bytes | None = None
+    """Rows it could not send (their key was held by an uncommitted transaction), pickled:
+    the next transaction takes them."""
+
+    def as_state(self) -> dict[str, Any]:
+        """The msgpack-able value a checkpoint stores."""
+        return {
+            "v": HANDLE_VERSION,
+            "seq": self.seq,
+            "gid": self.gid,
+            "xid": self.xid,
+            "checkpoint": self.checkpoint,
+            "carry": self.carry,
+        }
+
+    @classmethod
+    def of_state(cls, state: Any) -> PostgresTransaction:
+        """A stored handle: this version's, or the dict of version 1 (no "v"; "checkpoint"
+        and "carry" only when set). Anything else is a `StateRestoreError`."""
+        if isinstance(state, PostgresTransaction):
+            return state
+        if not isinstance(state, Mapping) or state.get("v", 1) not in (1, HANDLE_VERSION):
+            raise StateRestoreError(f"unknown PostgreSQL transaction handle {state!r:.80}")
+        try:
+            xid, checkpoint = state.get("xid"), state.get("checkpoint")
+            return cls(
+                seq=int(state["seq"]),
+                gid=state.get("gid"),
+                xid=None if xid is None else int(xid),
+                checkpoint=None if checkpoint is None else int(checkpoint),
+                carry=state.get("carry") or None,
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise StateRestoreError(
+                f"malformed PostgreSQL transaction handle {state!r:.80}: {error}"
+            ) from None
+
+
 class PostgresSinkBuilder:
     """Collects the settings of a `PostgresSink`; `build()` checks them."""
 
@@ -214,7 +301,7 @@ class PostgresSinkBuilder:
         )
 
 
-class PostgresSink(TwoPhaseCommitSink[dict]):
+class PostgresSink(TwoPhaseCommitSink[PostgresTransaction]):
     """Writes dict rows into a table exactly once: inserts, or upserts on key columns.
 
     Exactly-once because each subtask's rows of one checkpoint interval form one database
@@ -231,9 +318,16 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
     barrier, except rows whose key this subtask's previous, not yet committed transaction
     holds: its commit arrives on this same thread, so they wait for the next transaction.
 
-    Handles are dicts `{"seq", "gid", "xid", "checkpoint", "carry"}`, completed by
-    `pre_commit`: `gid` and `xid` name the prepared transaction (None for an interval
-    without rows, which prepares nothing); `carry` holds rows it could not send yet.
+    Handles are `PostgresTransaction`s, completed by `pre_commit`: `gid` and `xid` name the
+    prepared transaction (None for an interval without rows, which prepares nothing);
+    `carry` holds rows it could not send yet. Checkpoints store them versioned; handles
+    of earlier releases (plain dicts) still restore.
+
+    A prepared transaction another session is finishing (a zombie of an earlier attempt)
+    is "busy": the sink does not wait for it on the mailbox thread but raises
+    `TransactionBusyError`, so the writer keeps it pending (and in the next checkpoints:
+    a restore commits it, exactly once) and tries again on its next call; one busy for
+    longer than 10 s by the `SinkContext.clock` fails the attempt.
 
     >>> sink = PostgresSink.builder().set_dsn("postgresql://localhost/db").set_table(
     ...     "counts").set_key_columns(["word"]).build()
@@ -287,6 +381,13 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         self._carried: dict[int, list[dict[str, Any]]] = {}
         """Rows restored transactions carried, by checkpoint id (see `recover_and_commit`)."""
         self._recovered: set[int] = set()
+        self._listed: set[str] = set()
+        """Gids the restored state lists as pending: never leftovers, even while busy."""
+        self._leftovers: set[str] = set()
+        """Leftover gids to roll back that were busy when tried; tried again at each
+        transaction boundary."""
+        self._busy_since: dict[str, float] = {}
+        """When each gid was first found busy (the clock's monotonic seconds)."""
         self._swept = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -494,16 +595,23 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         self._take_back_carried_rows()
         self._swept = True
 
-    def begin_transaction(self) -> dict:
+    def handle_state(self, transaction: PostgresTransaction | None) -> Any:
+        return None if transaction is None else transaction.as_state()
+
+    def handle_from_state(self, state: Any) -> PostgresTransaction:
+        return PostgresTransaction.of_state(state)
+
+    def begin_transaction(self) -> PostgresTransaction:
         """A new handle; the server transaction starts with the first rows sent (an
         interval without rows costs nothing and prepares nothing)."""
         if not self._swept:  # used without TwoPhaseCommitWriter.restore
             self.finish_recovery()
+        self._roll_back_leftovers()
         self._next_seq += 1
         self._open_seq = self._next_seq
-        return {"seq": self._next_seq, "gid": None, "xid": None}
+        return PostgresTransaction(self._next_seq)
 
-    def write(self, transaction: dict, records: list[Any]) -> None:
+    def write(self, transaction: PostgresTransaction, records: list[Any]) -> None:
         """Check each row against the table and buffer it (the last row per key wins)."""
         assert self._shape is not None
         for row in records:
@@ -518,20 +626,23 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
         if buffered >= self.batch_size:
             self._flush()
 
-    def pre_commit(self, transaction: dict, checkpoint_id: int) -> None:
+    def pre_commit(
+        self, transaction: PostgresTransaction, checkpoint_id: int
+    ) -> PostgresTransaction:
         """Send what is buffered, then `PREPARE TRANSACTION`: durable, still invisible.
 
         With key columns, rows whose key an earlier transaction of this sink holds (it is
         prepared, its commit not yet arrived) cannot be written without waiting for that
         commit, which this thread delivers: they stay buffered for the next transaction and
         are carried in this handle (so in the checkpoint) until then."""
-        transaction["checkpoint"] = checkpoint_id
+        self._roll_back_leftovers()
         sent = self._flush()
         held = list(self._by_key.values())
-        if held:
-            transaction["carry"] = pickle.dumps(held)
+        transaction = replace(
+            transaction, checkpoint=checkpoint_id, carry=pickle.dumps(held) if held else None
+        )
         if not self._in_transaction:
-            return
+            return transaction
         context = self._require_context()
         gid = gid_of(
             context.job_name,
@@ -547,41 +658,44 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
             self._in_transaction = False
             raise self._lost("prepare the transaction", error) from None
         self._in_transaction = False
-        transaction["gid"], transaction["xid"] = gid, int(xid)
         self._uncommitted[gid] = sent
+        return replace(transaction, gid=gid, xid=int(xid))
 
-    def commit(self, transaction: dict) -> None:
+    def commit(self, transaction: PostgresTransaction) -> None:
         """`COMMIT PREPARED`. Idempotent: a gid that is no longer prepared was committed,
         which the transaction id recorded at pre-commit confirms (`pg_xact_status`); one
-        that was rolled back instead is an error (its rows are lost)."""
-        gid = transaction.get("gid")
+        that was rolled back instead is an error (its rows are lost). A busy one raises
+        `TransactionBusyError` (the writer tries again later)."""
+        gid = transaction.gid
         if gid is None:
             return
-        self._finish_prepared("COMMIT", gid, transaction.get("xid"))
+        self._finish_prepared("COMMIT", gid, transaction.xid)
         self._uncommitted.pop(gid, None)
 
-    def recover_and_commit(self, transaction: dict) -> None:
+    def recover_and_commit(self, transaction: PostgresTransaction) -> None:
         """Commit a transaction of the restored checkpoint; rows it carried (see
         `pre_commit`) go into the first new transaction if it is the restored checkpoint's
-        own (an older one's carried rows are in a later transaction, decided on its own)."""
+        own (an older one's carried rows are in a later transaction, decided on its own).
+        Its gid is never taken for a leftover, also while it is busy."""
+        if transaction.gid is not None:
+            self._listed.add(transaction.gid)
+        checkpoint_id = transaction.checkpoint
+        if checkpoint_id is not None:
+            self._recovered.add(checkpoint_id)
+            if transaction.carry:
+                self._carried.setdefault(checkpoint_id, []).extend(pickle.loads(transaction.carry))
         self.commit(transaction)
-        checkpoint_id = transaction.get("checkpoint")
-        if checkpoint_id is None:
-            return
-        self._recovered.add(int(checkpoint_id))
-        if transaction.get("carry"):
-            self._carried.setdefault(int(checkpoint_id), []).extend(
-                pickle.loads(transaction["carry"])
-            )
 
-    def abort(self, transaction: dict) -> None:
-        """ROLLBACK of the open transaction (and its buffered rows), or ROLLBACK PREPARED."""
-        gid = transaction.get("gid")
+    def abort(self, transaction: PostgresTransaction) -> None:
+        """ROLLBACK of the open transaction (and its buffered rows), or ROLLBACK PREPARED
+        (busy: rolled back at a later transaction boundary)."""
+        gid = transaction.gid
         if gid is not None:
-            self._finish_prepared("ROLLBACK", gid, transaction.get("xid"))
             self._uncommitted.pop(gid, None)
+            self._leftovers.add(gid)
+            self._roll_back_leftovers()
             return
-        if transaction.get("seq") == self._open_seq:
+        if transaction.seq == self._open_seq:
             self._rows, self._by_key, self._dead = [], {}, []
             self._in_transaction = False
             self._close_connections()  # closing rolls back what the server has of it
@@ -622,29 +736,53 @@ class PostgresSink(TwoPhaseCommitSink[dict]):
             ]
         except _psycopg().Error as error:
             raise self._lost("list prepared transactions", error) from None
-        for gid in gids:
-            if owns_leftover(gid, prefix, context.subtask_index, context.parallelism):
+        self._leftovers.update(
+            gid
+            for gid in gids
+            if gid not in self._listed
+            and owns_leftover(gid, prefix, context.subtask_index, context.parallelism)
+        )
+        self._roll_back_leftovers()
+
+    def _roll_back_leftovers(self) -> None:
+        """ROLLBACK PREPARED of each leftover; a busy one stays for the next boundary."""
+        for gid in sorted(self._leftovers):
+            try:
                 self._finish_prepared("ROLLBACK", gid, None)
+            except TransactionBusyError:
+                continue
+            self._leftovers.discard(gid)
 
     def _finish_prepared(self, verb: str, gid: str, xid: int | None) -> None:
-        """`COMMIT PREPARED` or `ROLLBACK PREPARED`, idempotent (see `commit`)."""
+        """`COMMIT PREPARED` or `ROLLBACK PREPARED`, idempotent (see `commit`), tried once.
+
+        A gid another session is finishing raises `TransactionBusyError`: the caller tries
+        again on a later turn of the mailbox instead of sleeping on it (the other session's
+        COMMIT or ROLLBACK PREPARED takes milliseconds). Busy for longer than `_BUSY_WAIT_S`
+        by the injected clock, it is a `SinkError`."""
         psycopg = _psycopg()
         statement = psycopg.sql.SQL(verb + " PREPARED {}").format(gid)
-        deadline = time.monotonic() + _BUSY_WAIT_S
-        while True:
-            try:
-                self._control_connection().execute(statement)
-                return
-            except psycopg.errors.UndefinedObject:
-                break  # not prepared (any more): see below
-            except psycopg.errors.ObjectNotInPrerequisiteState:
-                if time.monotonic() > deadline:  # another session is finishing it
-                    raise SinkError(
-                        f"{self._name()}: prepared transaction {gid} stays busy"
-                    ) from None
-                time.sleep(0.05)
-            except psycopg.Error as error:
-                raise self._lost(f"{verb.lower()} prepared transaction {gid}", error) from None
+        try:
+            self._control_connection().execute(statement)
+        except psycopg.errors.UndefinedObject:
+            pass  # not prepared (any more): see below
+        except psycopg.errors.ObjectNotInPrerequisiteState:  # another session is finishing it
+            now = self._require_context().clock.monotonic()
+            since = self._busy_since.setdefault(gid, now)
+            if now - since > _BUSY_WAIT_S:
+                raise SinkError(
+                    f"{self._name()}: prepared transaction {gid} stays busy "
+                    f"(another session has been finishing it for {now - since:.0f} s)"
+                ) from None
+            raise TransactionBusyError(
+                f"{self._name()}: prepared transaction {gid} is busy"
+            ) from None
+        except psycopg.Error as error:
+            raise self._lost(f"{verb.lower()} prepared transaction {gid}", error) from None
+        else:
+            self._busy_since.pop(gid, None)
+            return
+        self._busy_since.pop(gid, None)
         if verb == "COMMIT" and xid is not None and self._status_of(xid) == "aborted":
             raise SinkError(
                 f"{self._name()}: transaction {gid} of a completed checkpoint was rolled back "

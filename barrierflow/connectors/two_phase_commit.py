@@ -14,7 +14,9 @@ from abc import abstractmethod
 from typing import Any, Generic, TypeVar
 
 from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
-from barrierflow.errors import SinkError, StateRestoreError
+from barrierflow.errors import SinkError, StateRestoreError, TransactionBusyError
+
+__all__ = ["STATE_VERSION", "TwoPhaseCommitSink", "TwoPhaseCommitWriter", "Txn"]
 
 Txn = TypeVar("Txn")
 """A transaction handle: a msgpack-able value (str, int, list, dict) that names the
@@ -108,7 +110,13 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
     @abstractmethod
     def commit(self, transaction: Txn) -> None:
         """Make a pre-committed transaction visible. Idempotent: a commit may be repeated
-        after a failure, also on a transaction that is already committed."""
+        after a failure, also on a transaction that is already committed.
+
+        Raise `TransactionBusyError` when the target cannot answer yet (another session is
+        finishing the transaction): the writer keeps it pending, in later checkpoints too,
+        and calls `commit` again on its next call (a record batch, a barrier, the next
+        completed checkpoint) rather than waiting on the mailbox thread. The sink bounds how
+        long it stays busy (by its `SinkContext.clock`) by raising a `SinkError` instead."""
 
     @abstractmethod
     def abort(self, transaction: Txn) -> None:
@@ -145,6 +153,15 @@ class TwoPhaseCommitSink(Sink, Generic[Txn]):
     def close(self) -> None:
         """The last call of an attempt (normal end, or after `abort`): release connections."""
 
+    def handle_state(self, transaction: Txn) -> Any:
+        """`transaction` as the checkpoint stores it (msgpack-able). The default stores the
+        handle as it is; a sink with typed handles writes a versioned value."""
+        return transaction
+
+    def handle_from_state(self, state: Any) -> Txn:
+        """The handle a checkpoint stored (`handle_state` of this or an older version)."""
+        return state
+
     def create_writer(self, context: SinkContext) -> SinkWriter:
         return TwoPhaseCommitWriter(self, context)
 
@@ -167,6 +184,9 @@ class TwoPhaseCommitWriter(SinkWriter):
         self._closed = False
         self._pending: list[tuple[int, Any]] = []
         """(checkpoint id, transaction) pre-committed and not yet committed, oldest first."""
+        self._complete_up_to: int | None = None
+        """Checkpoints up to this one completed but a transaction of theirs is still pending:
+        the sink said it was busy (`TransactionBusyError`); tried again on the next call."""
 
     def restore(self, states: list[Any]) -> None:
         """Open the sink, finish what the restored snapshots left, begin a transaction.
@@ -182,8 +202,12 @@ class TwoPhaseCommitWriter(SinkWriter):
         decoded = [self.decode_state(state) for state in states]
         # Step 1
         pending = [p for state_pending, _ in decoded for p in state_pending]
-        for _, transaction in sorted(pending, key=lambda p: p[0]):
-            self.sink.recover_and_commit(transaction)
+        for checkpoint_id, transaction in sorted(pending, key=lambda p: p[0]):
+            try:
+                self.sink.recover_and_commit(transaction)
+            except TransactionBusyError:  # stays pending: committed on a later call
+                self._pending.append((checkpoint_id, transaction))
+                self._complete_up_to = checkpoint_id
         # Step 2
         for _, open_transaction in decoded:
             if open_transaction is not None:
@@ -194,32 +218,53 @@ class TwoPhaseCommitWriter(SinkWriter):
         self._begin()
 
     def write_batch(self, records: list[Any]) -> None:
+        if self._complete_up_to is not None:
+            self._commit_completed()
         if records:
             self.sink.write(self._open, records)
             self._written = True
 
     def write_arrow(self, data: Any) -> None:
+        if self._complete_up_to is not None:
+            self._commit_completed()
         if data.num_rows:
             self.sink.write_arrow(self._open, data)
             self._written = True
 
     def pre_commit(self, checkpoint_id: int) -> None:
+        if self._complete_up_to is not None:
+            self._commit_completed()
         replaced = self.sink.pre_commit(self._open, checkpoint_id)
         self._pending.append((checkpoint_id, self._open if replaced is None else replaced))
         self._started = False
         self._begin()
 
     def snapshot_state(self) -> Any:
+        handle_state = self.sink.handle_state
         return {
             "v": STATE_VERSION,
-            "pending": [[checkpoint_id, txn] for checkpoint_id, txn in self._pending],
-            "open": self._open,
+            "pending": [[checkpoint_id, handle_state(txn)] for checkpoint_id, txn in self._pending],
+            "open": handle_state(self._open),
         }
 
     def commit(self, checkpoint_id: int) -> None:
-        while self._pending and self._pending[0][0] <= checkpoint_id:
-            self.sink.commit(self._pending[0][1])
+        if self._complete_up_to is None or checkpoint_id > self._complete_up_to:
+            self._complete_up_to = checkpoint_id
+        self._commit_completed()
+
+    def _commit_completed(self) -> None:
+        """Commit the pending transactions of completed checkpoints, oldest first. One the
+        sink calls busy stays first in line (and in every snapshot until committed, so a
+        restore commits it again: exactly once), and so do the ones after it."""
+        up_to = self._complete_up_to
+        assert up_to is not None
+        while self._pending and self._pending[0][0] <= up_to:
+            try:
+                self.sink.commit(self._pending[0][1])
+            except TransactionBusyError:
+                return
             self._pending.pop(0)
+        self._complete_up_to = None
 
     def abort(self) -> None:
         """The task fails or is cancelled: abort the open transaction (pending ones wait
@@ -232,7 +277,11 @@ class TwoPhaseCommitWriter(SinkWriter):
     def close(self) -> None:
         """The job ended normally: after its final checkpoint committed, nothing may be
         left. A pending or non-empty open transaction is a `SinkError` (after the open one
-        is aborted and the sink closed): its records would never be visible."""
+        is aborted and the sink closed): its records would never be visible, unless a
+        restore of the last checkpoint commits it (a transaction still busy: the attempt
+        fails, and the restarted one commits it again)."""
+        if self._complete_up_to is not None:
+            self._commit_completed()
         leftover = len(self._pending) + (1 if self._started and self._written else 0)
         if self._started:  # empty unless the job ended without a final checkpoint
             self._started = False
@@ -248,8 +297,14 @@ class TwoPhaseCommitWriter(SinkWriter):
     def decode_state(self, state: Any) -> tuple[list[tuple[int, Any]], Any]:
         """(pending, open) of a snapshot, or a StateRestoreError naming the sink's uid.
 
-        A sink whose older versions stored another format overrides it to convert them."""
-        return _decode(state, self.context)
+        A sink whose older versions stored another format overrides it to convert them;
+        each handle goes through the sink's `handle_from_state`."""
+        pending, open_transaction = _decode(state, self.context)
+        from_state = self.sink.handle_from_state
+        return (
+            [(checkpoint_id, from_state(txn)) for checkpoint_id, txn in pending],
+            None if open_transaction is None else from_state(open_transaction),
+        )
 
     def _begin(self) -> None:
         self._open = self.sink.begin_transaction()

@@ -156,7 +156,7 @@ def test_commit_twice_is_harmless(postgres_server, pg, job, events):
     writer = writer_of(sink, job)
     handle = sink.begin_transaction()
     sink.write(handle, [{"word": "ant", "n": 1}])
-    sink.pre_commit(handle, 1)
+    handle = sink.pre_commit(handle, 1)
     sink.commit(handle)
     sink.commit(handle)
     assert table_rows(pg, events) == [("ant", 1)]
@@ -170,8 +170,8 @@ def test_committing_a_transaction_that_was_rolled_back_is_an_error(
     writer = writer_of(sink, job)
     handle = sink.begin_transaction()
     sink.write(handle, [{"word": "ant", "n": 1}])
-    sink.pre_commit(handle, 1)
-    pg.execute(f"ROLLBACK PREPARED '{handle['gid']}'")
+    handle = sink.pre_commit(handle, 1)
+    pg.execute(f"ROLLBACK PREPARED '{handle.gid}'")
     with pytest.raises(SinkError, match="rolled back instead of committed"):
         sink.commit(handle)
     writer.close()
@@ -182,7 +182,7 @@ def test_abort_discards_an_open_and_a_prepared_transaction(postgres_server, pg, 
     writer = writer_of(sink, job)
     first = sink.begin_transaction()
     sink.write(first, [{"word": "ant", "n": 1}])
-    sink.pre_commit(first, 1)
+    first = sink.pre_commit(first, 1)
     second = sink.begin_transaction()
     sink.write(second, [{"word": "bee", "n": 1}])  # sent: batch size 1
     sink.abort(second)
@@ -503,3 +503,101 @@ def test_a_key_written_by_two_subtasks_fails_after_the_lock_timeout(
     first.commit(1)
     first.close()
     assert table_rows(pg, counts) == [("ant", 1)]
+
+
+# ---------------------------------------------------------------- handles and busy transactions
+
+
+def old_shape(handle):
+    """A handle as releases before the typed handle stored it: a loose dict, no version,
+    "checkpoint" and "carry" only when set."""
+    state = {"seq": handle["seq"], "gid": handle["gid"], "xid": handle["xid"]}
+    for name in ("checkpoint", "carry"):
+        if handle.get(name) is not None:
+            state[name] = handle[name]
+    return state
+
+
+def test_a_checkpoint_with_handles_of_the_old_dict_shape_restores(postgres_server, pg, job, counts):
+    sink = upsert(postgres_server, counts)
+    writer = writer_of(sink, job)
+    writer.write_batch([{"word": "ant", "n": 1}])
+    writer.pre_commit(1)
+    new = writer.snapshot_state()
+    assert new["pending"][0][1]["v"] == 2 and new["open"]["v"] == 2
+    old = {
+        "v": 1,
+        "pending": [[1, old_shape(new["pending"][0][1])]],
+        "open": old_shape(new["open"]),
+    }
+    assert "v" not in old["pending"][0][1] and "checkpoint" in old["pending"][0][1]
+    crash(sink)
+
+    again = upsert(postgres_server, counts)
+    writer = writer_of(again, job, restored=1, states=[old])
+    assert prepared(pg, job) == []
+    assert table_rows(pg, counts) == [("ant", 1)]
+    writer.close()
+
+
+def test_a_handle_in_an_unknown_shape_is_a_restore_error():
+    from barrierflow.connectors.postgres import PostgresTransaction
+    from barrierflow.errors import StateRestoreError
+
+    with pytest.raises(StateRestoreError, match="unknown PostgreSQL transaction handle"):
+        PostgresTransaction.of_state({"v": 9, "seq": 1})
+    with pytest.raises(StateRestoreError, match="malformed"):
+        PostgresTransaction.of_state({"gid": "bf-x"})
+
+
+class BusyConnection:
+    """A control connection on which every COMMIT/ROLLBACK PREPARED finds the transaction
+    busy (another session is finishing it), until `free` is set."""
+
+    def __init__(self):
+        self.free = False
+        self.statements = 0
+        self.closed = False
+
+    def execute(self, statement, *args):
+        self.statements += 1
+        if not self.free:
+            raise psycopg.errors.ObjectNotInPrerequisiteState("prepared transaction is busy")
+        return self
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_busy_prepared_transaction_is_tried_again_on_later_calls_and_bounded_by_the_clock():
+    """No sleep on the mailbox thread: the commit says busy, the writer keeps the transaction
+    pending (and in its snapshot) and tries again on its next call; the sink's clock bounds
+    how long it may stay busy."""
+    from barrierflow._clock import ManualClock
+    from barrierflow.connectors.postgres import PostgresTransaction
+    from barrierflow.connectors.two_phase_commit import TwoPhaseCommitWriter
+    from barrierflow.errors import TransactionBusyError
+
+    clock = ManualClock()
+    sink = insert("postgresql://localhost/db", "events")
+    sink._context = SinkContext(UID, 0, 1, 0, "d", "job", clock=clock)
+    connection = sink._control = BusyConnection()
+    handle = PostgresTransaction(seq=1, gid="bf-gid", xid=None, checkpoint=1)
+
+    with pytest.raises(TransactionBusyError):
+        sink.commit(handle)
+    clock.advance(10_001)
+    with pytest.raises(SinkError, match="stays busy"):
+        sink.commit(handle)
+
+    writer = TwoPhaseCommitWriter(sink, sink._context)
+    writer._pending = [(1, handle)]
+    sink._busy_since.clear()
+    writer.commit(1)  # busy: kept
+    assert writer._pending == [(1, handle)]
+    assert writer.snapshot_state()["pending"] == [[1, handle.as_state()]]
+    connection.free = True
+    tried = connection.statements
+    writer.write_batch([])  # the next call tries again
+    assert connection.statements == tried + 1
+    assert writer._pending == []

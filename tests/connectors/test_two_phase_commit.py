@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from barrierflow.connectors import TwoPhaseCommitSink
 from barrierflow.connectors.base import SinkContext
-from barrierflow.errors import SinkError, StateRestoreError
+from barrierflow.errors import SinkError, StateRestoreError, TransactionBusyError
 
 
 class RecordingSink(TwoPhaseCommitSink):
@@ -349,3 +349,54 @@ def test_the_documented_sqlite_sink_commits_exactly_once_through_a_failure(tmp_p
     second.abort()
     writer("run-2", 1, [state]).close()  # restored twice: the commit finds it done
     assert table("counts") == [("a", 1), ("b", 1)]
+
+
+class BusySink(RecordingSink):
+    """Says busy for the first `busy` commits."""
+
+    def __init__(self, busy: int) -> None:
+        super().__init__()
+        self.busy = busy
+
+    def commit(self, transaction: str) -> None:
+        if self.busy:
+            self.busy -= 1
+            self.calls.append(("busy", transaction))
+            raise TransactionBusyError(transaction)
+        super().commit(transaction)
+
+    def recover_and_commit(self, transaction: str) -> None:
+        self.commit(transaction)
+
+
+def test_a_busy_commit_stays_pending_in_order_and_is_tried_again_on_the_next_call():
+    sink = BusySink(busy=2)
+    writer = sink.create_writer(SinkContext("out", 0, 1, 0, "d"))
+    writer.restore([])
+    writer.write_batch(["a"])
+    writer.pre_commit(1)
+    writer.write_batch(["b"])
+    writer.pre_commit(2)
+    writer.commit(2)  # busy on d/1: d/2 waits behind it
+    assert [h for _, h in writer._pending] == ["d/1", "d/2"]
+    assert [p[1] for p in writer.snapshot_state()["pending"]] == ["d/1", "d/2"]
+    writer.write_batch(["c"])  # busy again
+    writer.write_batch(["d"])  # committed now, oldest first
+    commits = [call for call in sink.calls if call[0] in ("busy", "commit")]
+    assert commits == [
+        ("busy", "d/1"),
+        ("busy", "d/1"),
+        ("commit", "d/1"),
+        ("commit", "d/2"),
+    ]
+    assert writer._pending == []
+
+
+def test_a_restored_transaction_that_is_busy_stays_pending_until_committed():
+    sink = BusySink(busy=1)
+    writer = sink.create_writer(SinkContext("out", 0, 1, 0, "d"))
+    writer.restore([{"v": 1, "pending": [[4, "old/1"]], "open": None}])
+    assert writer.snapshot_state()["pending"] == [[4, "old/1"]]
+    writer.pre_commit(5)  # tried again first: committed
+    assert ("commit", "old/1") in sink.calls
+    assert [p[0] for p in writer.snapshot_state()["pending"]] == [5]
