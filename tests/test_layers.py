@@ -186,6 +186,18 @@ def test_every_module_belongs_to_a_layer() -> None:
     assert units <= {unit for layer in LAYERS for unit in layer}
 
 
+def test_the_window_model_lives_below_the_runtime() -> None:
+    """Windows have one type everywhere (issue 23): the runtime and core import the window
+    model from `barrierflow.core.windows`, never from its public path `barrierflow.window`."""
+    offending = [
+        i
+        for i in imports_between_units()
+        if i.source_unit in ("runtime", "core") and i.target_module == f"{PACKAGE}.window"
+    ]
+    assert not offending, _report("imports of barrierflow.window below the facade", offending)
+    assert (ROOT / PACKAGE / "core" / "windows" / "window.py").exists()
+
+
 # ---- the checker itself ------------------------------------------------------------------------
 
 

@@ -1,8 +1,12 @@
-"""`Duration`, PyFlink's way of writing time spans."""
+"""`Duration`, PyFlink's way of writing time spans, and `MAX_TIMESTAMP`, the end of time."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+MAX_TIMESTAMP = 2**63 - 1
+"""The end of time in milliseconds (Flink's Long.MAX_VALUE): the global window's max
+timestamp, the largest timer timestamp, the watermark at the end of input."""
 
 
 @dataclass(frozen=True, order=True)

@@ -1,7 +1,7 @@
-"""Windows, window assigners and triggers, with PyFlink's names and Flink's semantics.
+"""Window assigners, with PyFlink's names and Flink's semantics: each element into windows.
 
-A window assigner puts each element into windows; a trigger decides when a
-window is evaluated (FIRE) and when its contents are dropped (PURGE).
+A window assigner puts each element into windows and names the trigger used when
+the job sets none; sessions are in `sessions.py`. Public as `barrierflow.window`:
 
     from barrierflow import Duration
     from barrierflow.window import TumblingEventTimeWindows
@@ -14,8 +14,6 @@ Times and sizes are milliseconds: an int or a `barrierflow.Duration`.
 [TimeWindow(start=10000, end=20000)]
 >>> SlidingEventTimeWindows.of(10, 5).assign_windows("e", 12, None)
 [TimeWindow(start=10, end=20), TimeWindow(start=5, end=15)]
->>> EventTimeSessionWindows.with_gap(30).assign_windows("e", 100, None)
-[TimeWindow(start=100, end=130)]
 
 Caveats: an event-time window fires once the watermark reaches its
 `max_timestamp()` (end - 1). An element is late when every window it belongs to
@@ -26,176 +24,33 @@ has `max_timestamp() + allowed lateness` at or before the watermark. Merging
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from barrierflow.core.time import Duration, to_millis
-from barrierflow.core.triggers import (
-    ContinuousEventTimeTrigger,
-    CountTrigger,
+from barrierflow.core.windows.triggers import (
     EventTimeTrigger,
     NeverTrigger,
     ProcessingTimeTrigger,
-    PurgingTrigger,
     Trigger,
-    TriggerResult,
 )
+from barrierflow.core.windows.window import GlobalWindow, MergeCallback, TimeWindow, Window
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
-    "MAX_TIMESTAMP",
-    "ContinuousEventTimeTrigger",
-    "CountTrigger",
-    "DynamicEventTimeSessionWindows",
-    "DynamicProcessingTimeSessionWindows",
-    "EventTimeSessionWindows",
-    "EventTimeTrigger",
-    "GlobalWindow",
     "GlobalWindows",
     "MergingWindowAssigner",
-    "NeverTrigger",
-    "ProcessingTimeSessionWindows",
-    "ProcessingTimeTrigger",
-    "PurgingTrigger",
-    "SessionWindowTimeGapExtractor",
     "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows",
-    "TimeWindow",
-    "Trigger",
-    "TriggerResult",
     "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows",
-    "Window",
     "WindowAssigner",
+    "event_timestamp",
+    "processing_time",
 ]
-
-MAX_TIMESTAMP = 2**63 - 1
-"""The end of time (Flink's Long.MAX_VALUE): the max timestamp of the global window."""
 
 _MIN_TIMESTAMP = -(2**63)
 """Flink's Long.MIN_VALUE, its marker for "no timestamp"."""
-
-
-# =============================================================================================
-# Windows
-# =============================================================================================
-
-
-class Window(ABC):
-    """A group of elements; `max_timestamp()` is the last time that still belongs to it."""
-
-    @abstractmethod
-    def max_timestamp(self) -> int:
-        """The largest timestamp in the window (ms)."""
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class TimeWindow(Window):
-    """The time interval [start, end): `start` inclusive, `end` exclusive (ms).
-
-    >>> w = TimeWindow(0, 10)
-    >>> w.max_timestamp()
-    9
-    >>> w.intersects(TimeWindow(10, 20)), w.cover(TimeWindow(5, 15))
-    (True, TimeWindow(start=0, end=15))
-    """
-
-    start: int
-    end: int
-
-    def max_timestamp(self) -> int:
-        """`end - 1`."""
-        return self.end - 1
-
-    def intersects(self, other: TimeWindow) -> bool:
-        """Whether the windows overlap or touch: start <= other.end and end >= other.start."""
-        return self.start <= other.end and self.end >= other.start
-
-    def cover(self, other: TimeWindow) -> TimeWindow:
-        """The smallest window containing both."""
-        return TimeWindow(min(self.start, other.start), max(self.end, other.end))
-
-    @staticmethod
-    def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
-        """The start of the window of `window_size` that holds `timestamp`, windows being
-        aligned to `offset` (also for negative timestamps).
-
-        >>> TimeWindow.get_window_start_with_offset(-1, 0, 10)
-        -10
-        >>> TimeWindow.get_window_start_with_offset(12, 3, 5)
-        8
-        """
-        # Python's % is the floor modulo Flink computes with its remainder < 0 correction.
-        return timestamp - (timestamp - offset) % window_size
-
-    @staticmethod
-    def merge_windows(windows: Iterable[TimeWindow], callback: Any) -> None:
-        """Merge overlapping (or touching) windows: `callback.merge(merged, result)` for each
-        group of two or more, windows taken in order of start (Flink's TimeWindow.mergeWindows).
-        """
-        merged: list[tuple[TimeWindow, dict[TimeWindow, None]]] = []
-        current: tuple[TimeWindow, dict[TimeWindow, None]] | None = None
-        for candidate in sorted(windows, key=_window_start):
-            if current is None:
-                current = (candidate, {candidate: None})
-            elif current[0].intersects(candidate):
-                current[1][candidate] = None
-                current = (current[0].cover(candidate), current[1])
-            else:
-                merged.append(current)
-                current = (candidate, {candidate: None})
-        if current is not None:
-            merged.append(current)
-        for result, members in merged:
-            if len(members) > 1:
-                callback.merge(list(members), result)
-
-
-def _window_start(window: TimeWindow) -> int:
-    return window.start
-
-
-class GlobalWindow(Window):
-    """The one window that holds every element (of a key); it never ends.
-
-    >>> GlobalWindow.get() is GlobalWindow()
-    True
-    >>> GlobalWindow.get().max_timestamp() == MAX_TIMESTAMP
-    True
-    """
-
-    _instance: GlobalWindow | None = None
-
-    def __new__(cls) -> GlobalWindow:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    @staticmethod
-    def get() -> GlobalWindow:
-        """The global window."""
-        return GlobalWindow()
-
-    def max_timestamp(self) -> int:
-        return MAX_TIMESTAMP
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GlobalWindow)
-
-    def __hash__(self) -> int:
-        return 0
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (GlobalWindow, ())
-
-    def __repr__(self) -> str:
-        return "GlobalWindow"
-
-
-# =============================================================================================
-# Window assigners
-# =============================================================================================
 
 
 class WindowAssigner(ABC):
@@ -214,7 +69,7 @@ class WindowAssigner(ABC):
     @abstractmethod
     def assign_windows(
         self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
-    ) -> list[Any]:
+    ) -> Sequence[Window]:
         """The windows `element` (with event time `timestamp`) belongs to."""
 
     @abstractmethod
@@ -240,7 +95,7 @@ class MergingWindowAssigner(WindowAssigner):
         def merge(self, to_be_merged: Iterable[Any], merge_result: Any) -> None: ...
 
     @abstractmethod
-    def merge_windows(self, windows: Iterable[Any], callback: Any) -> None:
+    def merge_windows(self, windows: Iterable[Any], callback: MergeCallback) -> None:
         """Report every group of `windows` that merges: `callback.merge(group, result)`."""
 
     def is_merging(self) -> bool:
@@ -251,7 +106,8 @@ def _size(value: int | Duration, what: str) -> int:
     return to_millis(value, what)
 
 
-def _event_timestamp(timestamp: Any) -> int:
+def event_timestamp(timestamp: Any) -> int:
+    """`timestamp`, refused with a ConfigurationError when the record has none."""
     if timestamp is None or timestamp <= _MIN_TIMESTAMP:
         raise ConfigurationError(
             "a record has no timestamp, so event-time windows cannot place it: give the source "
@@ -261,7 +117,8 @@ def _event_timestamp(timestamp: Any) -> int:
     return timestamp
 
 
-def _processing_time(context: Any) -> int:
+def processing_time(context: Any) -> int:
+    """The assigner context's processing time (ConfigurationError without a context)."""
     if context is None:
         raise ConfigurationError("processing-time windows need the current processing time")
     return context.get_current_processing_time()
@@ -300,7 +157,7 @@ class TumblingEventTimeWindows(_TumblingWindows):
         )
 
     def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        return self._assign(_event_timestamp(timestamp))
+        return self._assign(event_timestamp(timestamp))
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
         return EventTimeTrigger()
@@ -321,7 +178,7 @@ class TumblingProcessingTimeWindows(_TumblingWindows):
         )
 
     def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        return self._assign(_processing_time(context))
+        return self._assign(processing_time(context))
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
         return ProcessingTimeTrigger()
@@ -370,7 +227,7 @@ class SlidingEventTimeWindows(_SlidingWindows):
         )
 
     def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        return self._assign(_event_timestamp(timestamp))
+        return self._assign(event_timestamp(timestamp))
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
         return EventTimeTrigger()
@@ -393,157 +250,7 @@ class SlidingProcessingTimeWindows(_SlidingWindows):
         )
 
     def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        return self._assign(_processing_time(context))
-
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
-
-
-class SessionWindowTimeGapExtractor(ABC):
-    """Gives each element its session gap (ms, or a Duration) for dynamic-gap sessions."""
-
-    @abstractmethod
-    def extract(self, element: Any) -> int | Duration: ...
-
-
-class _SessionWindows(MergingWindowAssigner):
-    """Sessions: each element opens [time, time + gap); overlapping or touching ones merge."""
-
-    def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
-        TimeWindow.merge_windows(windows, callback)
-
-
-def _static_gap(assigner: type, gap: int | Duration) -> int:
-    millis = _size(gap, "session gap")
-    if millis <= 0:
-        raise ConfigurationError(f"{assigner.__name__} parameters must satisfy 0 < size")
-    return millis
-
-
-def _gap_extractor(extractor: Any) -> Callable[[Any], Any]:
-    extract = getattr(extractor, "extract", None)
-    if isinstance(extractor, SessionWindowTimeGapExtractor) and callable(extract):
-        return extract
-    if callable(extractor):
-        return extractor
-    raise ConfigurationError(
-        f"a session gap extractor must be a SessionWindowTimeGapExtractor or a callable, "
-        f"got {extractor!r}"
-    )
-
-
-def _dynamic_gap(extract: Callable[[Any], Any], element: Any) -> int:
-    gap = _size(extract(element), "dynamic session gap")
-    if gap <= 0:
-        raise ConfigurationError(f"Dynamic session time gap must satisfy 0 < gap, got {gap}")
-    return gap
-
-
-class EventTimeSessionWindows(_SessionWindows):
-    """Sessions in event time: a session closes after `gap` without elements of its key.
-
-    >>> sessions = EventTimeSessionWindows.with_gap(10)
-    >>> merged = []
-    >>> class Collect:
-    ...     def merge(self, windows, result):
-    ...         merged.append((sorted(windows), result))
-    >>> windows = [TimeWindow(0, 10), TimeWindow(5, 15), TimeWindow(30, 40)]
-    >>> sessions.merge_windows(windows, Collect())
-    >>> merged
-    [([TimeWindow(start=0, end=10), TimeWindow(start=5, end=15)], TimeWindow(start=0, end=15))]
-    """
-
-    def __init__(self, session_timeout: int) -> None:
-        self.session_timeout = session_timeout
-
-    @staticmethod
-    def with_gap(size: int | Duration) -> EventTimeSessionWindows:
-        return EventTimeSessionWindows(_static_gap(EventTimeSessionWindows, size))
-
-    @staticmethod
-    def with_dynamic_gap(extractor: Any) -> DynamicEventTimeSessionWindows:
-        """Sessions whose gap `extractor.extract(element)` (or `extractor(element)`) gives."""
-        return DynamicEventTimeSessionWindows(extractor)
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        timestamp = _event_timestamp(timestamp)
-        return [TimeWindow(timestamp, timestamp + self.session_timeout)]
-
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
-    def __repr__(self) -> str:
-        return f"EventTimeSessionWindows({self.session_timeout})"
-
-
-class DynamicEventTimeSessionWindows(_SessionWindows):
-    """Event-time sessions whose gap each element sets."""
-
-    def __init__(self, extractor: Any) -> None:
-        self._extract = _gap_extractor(extractor)
-
-    @staticmethod
-    def with_dynamic_gap(extractor: Any) -> DynamicEventTimeSessionWindows:
-        return DynamicEventTimeSessionWindows(extractor)
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        timestamp = _event_timestamp(timestamp)
-        return [TimeWindow(timestamp, timestamp + _dynamic_gap(self._extract, element))]
-
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
-
-class ProcessingTimeSessionWindows(_SessionWindows):
-    """Sessions in processing time: a session closes after `gap` of wall-clock silence."""
-
-    def __init__(self, session_timeout: int) -> None:
-        self.session_timeout = session_timeout
-
-    @staticmethod
-    def with_gap(size: int | Duration) -> ProcessingTimeSessionWindows:
-        return ProcessingTimeSessionWindows(_static_gap(ProcessingTimeSessionWindows, size))
-
-    @staticmethod
-    def with_dynamic_gap(extractor: Any) -> DynamicProcessingTimeSessionWindows:
-        return DynamicProcessingTimeSessionWindows(extractor)
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        now = _processing_time(context)
-        return [TimeWindow(now, now + self.session_timeout)]
-
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"ProcessingTimeSessionWindows({self.session_timeout})"
-
-
-class DynamicProcessingTimeSessionWindows(_SessionWindows):
-    """Processing-time sessions whose gap each element sets."""
-
-    def __init__(self, extractor: Any) -> None:
-        self._extract = _gap_extractor(extractor)
-
-    @staticmethod
-    def with_dynamic_gap(extractor: Any) -> DynamicProcessingTimeSessionWindows:
-        return DynamicProcessingTimeSessionWindows(extractor)
-
-    def assign_windows(self, element: Any, timestamp: int, context: Any) -> list[TimeWindow]:
-        now = _processing_time(context)
-        return [TimeWindow(now, now + _dynamic_gap(self._extract, element))]
+        return self._assign(processing_time(context))
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
         return ProcessingTimeTrigger()

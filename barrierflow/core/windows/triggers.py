@@ -17,8 +17,9 @@ import operator
 from abc import ABC, abstractmethod
 from typing import Any
 
-from barrierflow.core.state_descriptors import ReducingStateDescriptor
+from barrierflow.core.state_descriptors import ReducingStateDescriptor, StateDescriptor
 from barrierflow.core.time import Duration, to_millis
+from barrierflow.core.windows.window import Window
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
@@ -87,42 +88,44 @@ class Trigger(ABC):
         def delete_event_time_timer(self, time: int) -> None: ...
 
         @abstractmethod
-        def get_partitioned_state(self, state_descriptor: Any) -> Any:
+        def get_partitioned_state(self, state_descriptor: StateDescriptor) -> Any:
             """State scoped to the current key and window (value, list, map or reducing)."""
 
     class OnMergeContext(TriggerContext):
         """The context of `on_merge`: it can also merge state of the merged windows."""
 
         @abstractmethod
-        def merge_partitioned_state(self, state_descriptor: Any) -> None:
+        def merge_partitioned_state(self, state_descriptor: StateDescriptor) -> None:
             """Fold the merged windows' state of `state_descriptor` into the new window's."""
 
     @abstractmethod
     def on_element(
-        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         """Called for every element added to `window`."""
 
     @abstractmethod
     def on_processing_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         """Called when a processing-time timer of `window` fires."""
 
     @abstractmethod
-    def on_event_time(self, time: int, window: Any, ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         """Called when an event-time timer of `window` fires."""
 
     def can_merge(self) -> bool:
         """Whether the trigger supports merging windows (then it implements `on_merge`)."""
         return False
 
-    def on_merge(self, window: Any, ctx: Trigger.OnMergeContext) -> None:
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
         """Called when windows merged into `window`: re-register timers, merge state."""
         raise ConfigurationError("This trigger does not support merging.")
 
     @abstractmethod
-    def clear(self, window: Any, ctx: Trigger.TriggerContext) -> None:
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
         """Delete the timers and state this trigger holds for `window`."""
 
 
@@ -138,28 +141,30 @@ class EventTimeTrigger(Trigger):
         return EventTimeTrigger()
 
     def on_element(
-        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
         ctx.register_event_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
 
     def on_processing_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def clear(self, window: Any, ctx: Trigger.TriggerContext) -> None:
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
         ctx.delete_event_time_timer(window.max_timestamp())
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: Trigger.OnMergeContext) -> None:
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
         # Only if the watermark has not passed the merged window's end: else the timer would
         # fire at once, and the window fires anyway with the next element (or never).
         if window.max_timestamp() > ctx.get_current_watermark():
@@ -177,26 +182,28 @@ class ProcessingTimeTrigger(Trigger):
         return ProcessingTimeTrigger()
 
     def on_element(
-        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         ctx.register_processing_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def on_processing_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.FIRE
 
-    def clear(self, window: Any, ctx: Trigger.TriggerContext) -> None:
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
         ctx.delete_processing_time_timer(window.max_timestamp())
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: Trigger.OnMergeContext) -> None:
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
         if window.max_timestamp() > ctx.get_current_processing_time():
             ctx.register_processing_time_timer(window.max_timestamp())
 
@@ -218,7 +225,7 @@ class CountTrigger(Trigger):
         return CountTrigger(count)
 
     def on_element(
-        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         count = ctx.get_partitioned_state(self._state)
         count.add(1)
@@ -227,21 +234,23 @@ class CountTrigger(Trigger):
             return TriggerResult.FIRE
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: Trigger.TriggerContext) -> TriggerResult:
-        return TriggerResult.CONTINUE
-
-    def on_processing_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def clear(self, window: Any, ctx: Trigger.TriggerContext) -> None:
+    def on_processing_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
         ctx.get_partitioned_state(self._state).clear()
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: Trigger.OnMergeContext) -> None:
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
         ctx.merge_partitioned_state(self._state)
 
     def __repr__(self) -> str:
@@ -263,25 +272,27 @@ class PurgingTrigger(Trigger):
         return TriggerResult.FIRE_AND_PURGE if result.is_fire() else result
 
     def on_element(
-        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return self._purging(self.nested_trigger.on_element(element, timestamp, window, ctx))
 
-    def on_event_time(self, time: int, window: Any, ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return self._purging(self.nested_trigger.on_event_time(time, window, ctx))
 
     def on_processing_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return self._purging(self.nested_trigger.on_processing_time(time, window, ctx))
 
-    def clear(self, window: Any, ctx: Trigger.TriggerContext) -> None:
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
         self.nested_trigger.clear(window, ctx)
 
     def can_merge(self) -> bool:
         return self.nested_trigger.can_merge()
 
-    def on_merge(self, window: Any, ctx: Trigger.OnMergeContext) -> None:
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
         self.nested_trigger.on_merge(window, ctx)
 
     def __repr__(self) -> str:
@@ -304,7 +315,7 @@ class ContinuousEventTimeTrigger(Trigger):
         return ContinuousEventTimeTrigger(interval)
 
     def on_element(
-        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
@@ -317,7 +328,9 @@ class ContinuousEventTimeTrigger(Trigger):
             )
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         if time == window.max_timestamp():
             return TriggerResult.FIRE
         fire_time = ctx.get_partitioned_state(self._state)
@@ -328,11 +341,11 @@ class ContinuousEventTimeTrigger(Trigger):
         return TriggerResult.CONTINUE
 
     def on_processing_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def clear(self, window: Any, ctx: Trigger.TriggerContext) -> None:
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
         fire_time = ctx.get_partitioned_state(self._state)
         time = fire_time.get()
         if time is not None:
@@ -342,14 +355,14 @@ class ContinuousEventTimeTrigger(Trigger):
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: Trigger.OnMergeContext) -> None:
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
         ctx.merge_partitioned_state(self._state)
         next_fire_time = ctx.get_partitioned_state(self._state).get()
         if next_fire_time is not None:
             ctx.register_event_time_timer(next_fire_time)
 
     def _register_next_fire_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext, fire_time: Any
+        self, time: int, window: Window, ctx: Trigger.TriggerContext, fire_time: Any
     ) -> None:
         next_fire_time = min(time + self.interval, window.max_timestamp())
         fire_time.add(next_fire_time)
@@ -369,25 +382,27 @@ class NeverTrigger(Trigger):
     """Never fires: the default trigger of `GlobalWindows` (pair it with a custom trigger)."""
 
     def on_element(
-        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: Any, ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def on_processing_time(
-        self, time: int, window: Any, ctx: Trigger.TriggerContext
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def clear(self, window: Any, ctx: Trigger.TriggerContext) -> None:
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
         pass
 
     def can_merge(self) -> bool:
         return True
 
-    def on_merge(self, window: Any, ctx: Trigger.OnMergeContext) -> None:
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
         pass
 
     def __repr__(self) -> str:

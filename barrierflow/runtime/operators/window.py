@@ -15,6 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from barrierflow.core.functions import CheckpointedFunction
+from barrierflow.core.output_tag import OutputTag
+from barrierflow.core.windows.assigners import WindowAssigner
+from barrierflow.core.windows.triggers import Trigger
+from barrierflow.core.windows.window import Window
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.operators.keyed import KeyedOperator
 from barrierflow.runtime.timers import Timer
@@ -60,13 +64,13 @@ class BackendWindowState:
             state = self._maps[name] = self._backend.get_map_state(MapStateDescriptor(name))
         return state
 
-    def get(self, name: str, key: Any, namespace: Any) -> Any:
+    def get(self, name: str, key: Any, namespace: Window | None) -> Any:
         return self._map(name, key).get(namespace)
 
-    def put(self, name: str, key: Any, namespace: Any, value: Any) -> None:
+    def put(self, name: str, key: Any, namespace: Window | None, value: Any) -> None:
         self._map(name, key).put(namespace, value)
 
-    def remove(self, name: str, key: Any, namespace: Any) -> None:
+    def remove(self, name: str, key: Any, namespace: Window | None) -> None:
         self._map(name, key).remove(namespace)
 
 
@@ -83,11 +87,11 @@ class WindowOperator(KeyedOperator):
         uid: str,
         name: str,
         key_selector: Any,
-        assigner: Any,
+        assigner: WindowAssigner,
         contents: tuple[str, Any, Any],
-        trigger: Any = None,
+        trigger: Trigger | None = None,
         allowed_lateness: int = 0,
-        late_data_tag: Any = None,
+        late_data_tag: OutputTag | None = None,
     ) -> None:
         super().__init__(uid, name, key_selector)
         self.assigner = assigner

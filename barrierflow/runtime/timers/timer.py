@@ -7,11 +7,10 @@ import pickle
 from collections.abc import Hashable
 from typing import Any, NamedTuple, Protocol
 
+from barrierflow.core.time import MAX_TIMESTAMP
+
 MIN_WATERMARK = -(2**63)
 """The watermark before any has arrived (Flink's Long.MIN_VALUE)."""
-
-MAX_TIMESTAMP = 2**63 - 1
-"""The largest timestamp (Flink's Long.MAX_VALUE); the watermark at the end of input."""
 
 _PICKLE_PROTOCOL = 5
 

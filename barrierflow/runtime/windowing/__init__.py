@@ -3,12 +3,13 @@ two protocols (keyed window state, timers) a window operator backs it with.
 
 - `window_logic.WindowLogic`: elements and timers in, window results and late elements out.
 - `window_contents`: the window function kinds (reduce, aggregate, process).
-- `triggers`: Trigger, TriggerResult and the built-in triggers (public as `barrierflow.window`).
 - `merging_window_set.MergingWindowSet`: in-flight session windows of one key.
 - `window_state` / `window_timers`: the protocols and their in-memory twins.
 - `partitioned_state`: state handles per (key, window) for triggers and process functions.
-- `functions`: AggregateFunction, ProcessWindowFunction, WindowFunction (re-exported by
-  `barrierflow.functions`).
+
+The windows, assigners and triggers it runs are the window model of `barrierflow/core/windows/`
+(public as `barrierflow.window`); AggregateFunction, ProcessWindowFunction and WindowFunction
+come from `barrierflow/core/window_functions.py` (public as `barrierflow.functions`).
 """
 
 from barrierflow.core.window_functions import (

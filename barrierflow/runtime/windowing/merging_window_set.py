@@ -6,7 +6,8 @@ live in), so merging moves only the other windows' contents. The set maps each
 in-flight window to its state window; `WindowLogic` restores it per key from
 state, adds or retires windows, and writes it back when it changed.
 
->>> from barrierflow.window import EventTimeSessionWindows, TimeWindow
+>>> from barrierflow.core.windows.sessions import EventTimeSessionWindows
+>>> from barrierflow.core.windows.window import TimeWindow
 >>> windows = MergingWindowSet(EventTimeSessionWindows.with_gap(3))
 >>> merges = []
 >>> def on_merge(result, merged, state_window, merged_state_windows):
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
+
+from barrierflow.core.windows.assigners import MergingWindowAssigner
 
 __all__ = ["MergeFunction", "MergingWindowSet"]
 
@@ -56,7 +59,11 @@ class MergingWindowSet:
     once through `callback.merge(to_be_merged, merge_result)`.
     """
 
-    def __init__(self, assigner: Any, restored: Iterable[tuple[Hashable, Hashable]] | None = None):
+    def __init__(
+        self,
+        assigner: MergingWindowAssigner,
+        restored: Iterable[tuple[Hashable, Hashable]] | None = None,
+    ) -> None:
         self._assigner = assigner
         self._mapping: dict[Hashable, Hashable] = {}
         for window, state_window in restored or ():

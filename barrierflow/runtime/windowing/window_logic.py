@@ -18,7 +18,7 @@ What the caller must do (the window operator):
 >>> from barrierflow.runtime.windowing.window_contents import ReducingWindowContents
 >>> from barrierflow.runtime.windowing.window_state import InMemoryWindowState
 >>> from barrierflow.runtime.windowing.window_timers import InMemoryWindowTimers
->>> from barrierflow.window import TumblingEventTimeWindows
+>>> from barrierflow.core.windows.assigners import TumblingEventTimeWindows
 >>> timers = InMemoryWindowTimers()
 >>> logic = WindowLogic(
 ...     TumblingEventTimeWindows.of(10), ReducingWindowContents(lambda a, b: a + b),
@@ -38,8 +38,11 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from barrierflow.core.time import Duration, to_millis
+from barrierflow.core.time import MAX_TIMESTAMP, Duration, to_millis
 from barrierflow.core.window_functions import KeyedStateStore, ProcessWindowFunction
+from barrierflow.core.windows.assigners import WindowAssigner
+from barrierflow.core.windows.triggers import Trigger
+from barrierflow.core.windows.window import Window
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.windowing.merging_window_set import MergingWindowSet
 from barrierflow.runtime.windowing.partitioned_state import (
@@ -66,8 +69,6 @@ CONTENTS_STATE = "window-contents"
 MERGING_WINDOWS_STATE = "merging-window-set"
 """State name of the merging-window set, per (key, None): a list of (window, state window)."""
 
-_MAX_TIMESTAMP = 2**63 - 1
-
 
 @dataclass(frozen=True, slots=True)
 class WindowResult:
@@ -75,7 +76,7 @@ class WindowResult:
 
     value: Any
     timestamp: int
-    window: Any
+    window: Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +137,8 @@ class _TriggerContext:
         self._state = state
         self._timers = timers
         self.key: Hashable = None
-        self.window: Any = None
-        self.merged_windows: Sequence[Any] = ()
+        self.window: Window | None = None
+        self.merged_windows: Sequence[Window] = ()
         self.watermark = 0
         self.processing_time: int | None = None
 
@@ -181,11 +182,11 @@ class _ProcessContext(ProcessWindowFunction.Context):
         self._state = state
         self._merging = merging
         self.key: Hashable = None
-        self.window_: Any = None
+        self.window_: Window | None = None
         self.watermark = 0
         self.processing_time: int | None = None
 
-    def window(self) -> Any:
+    def window(self) -> Window | None:
         return self.window_
 
     def current_processing_time(self) -> int:
@@ -219,12 +220,12 @@ class WindowLogic:
 
     def __init__(
         self,
-        assigner: Any,
+        assigner: WindowAssigner,
         contents: WindowContents,
         state: WindowStateAccess,
         timers: WindowTimerAccess,
         *,
-        trigger: Any = None,
+        trigger: Trigger | None = None,
         allowed_lateness: int | Duration = 0,
         side_output_late_data: bool = False,
     ) -> None:
@@ -281,10 +282,10 @@ class WindowLogic:
             merging_windows = self._merging_window_set(key)
 
             def merge(
-                merge_result: Any,
-                merged_windows: list[Any],
-                state_window_result: Any,
-                merged_state_windows: list[Any],
+                merge_result: Window,
+                merged_windows: list[Window],
+                state_window_result: Window,
+                merged_state_windows: list[Window],
             ) -> None:
                 self._on_merge(
                     key, merge_result, merged_windows, state_window_result, merged_state_windows
@@ -319,7 +320,7 @@ class WindowLogic:
     def on_event_time(
         self,
         key: Hashable,
-        window: Any,
+        window: Window,
         time: int,
         watermark: int,
         processing_time: int | None = None,
@@ -330,7 +331,7 @@ class WindowLogic:
     def on_processing_time(
         self,
         key: Hashable,
-        window: Any,
+        window: Window,
         time: int,
         watermark: int,
         processing_time: int | None = None,
@@ -356,8 +357,8 @@ class WindowLogic:
         key: Hashable,
         value: Any,
         timestamp: int,
-        window: Any,
-        state_window: Any,
+        window: Window,
+        state_window: Window,
         out: Emitted,
     ) -> None:
         state = self._state
@@ -381,7 +382,7 @@ class WindowLogic:
     def _on_timer(
         self,
         key: Hashable,
-        window: Any,
+        window: Window,
         time: int,
         watermark: int,
         processing_time: int | None,
@@ -424,10 +425,10 @@ class WindowLogic:
     def _on_merge(
         self,
         key: Hashable,
-        merge_result: Any,
-        merged_windows: list[Any],
-        state_window_result: Any,
-        merged_state_windows: list[Any],
+        merge_result: Window,
+        merged_windows: list[Window],
+        state_window_result: Window,
+        merged_state_windows: list[Window],
     ) -> None:
         """The merging-window set merged `merged_windows` into `merge_result`."""
         context = self._trigger_context
@@ -469,7 +470,7 @@ class WindowLogic:
             merged_state_windows,
         )
 
-    def _emit(self, key: Hashable, window: Any, contents: Any, out: Emitted) -> None:
+    def _emit(self, key: Hashable, window: Window, contents: Any, out: Emitted) -> None:
         context = self._process_context
         context.key = key
         context.window_ = window
@@ -480,8 +481,8 @@ class WindowLogic:
     def _clear_all_state(
         self,
         key: Hashable,
-        window: Any,
-        state_window: Any,
+        window: Window,
+        state_window: Window,
         merging_windows: MergingWindowSet | None,
     ) -> None:
         self._state.remove(CONTENTS_STATE, key, state_window)
@@ -496,7 +497,7 @@ class WindowLogic:
         if merging_windows is not None:
             merging_windows.retire_window(window)
 
-    def _put_contents(self, key: Hashable, state_window: Any, contents: Any) -> None:
+    def _put_contents(self, key: Hashable, state_window: Window, contents: Any) -> None:
         if contents is None:
             self._state.remove(CONTENTS_STATE, key, state_window)
         else:
@@ -517,14 +518,14 @@ class WindowLogic:
 
     # ---- lateness and cleanup -------------------------------------------------------------
 
-    def _cleanup_time(self, window: Any) -> int:
+    def _cleanup_time(self, window: Window) -> int:
         """When the window's state goes: event time `max_timestamp + allowed lateness`
         (capped at the end of time), processing time `max_timestamp`."""
         if self._event_time:
-            return min(window.max_timestamp() + self.allowed_lateness, _MAX_TIMESTAMP)
+            return min(window.max_timestamp() + self.allowed_lateness, MAX_TIMESTAMP)
         return window.max_timestamp()
 
-    def _is_window_late(self, window: Any) -> bool:
+    def _is_window_late(self, window: Window) -> bool:
         return self._event_time and self._cleanup_time(window) <= self._trigger_context.watermark
 
     def _is_element_late(self, timestamp: int) -> bool:
@@ -533,18 +534,18 @@ class WindowLogic:
             and timestamp + self.allowed_lateness <= self._trigger_context.watermark
         )
 
-    def _register_cleanup_timer(self, key: Hashable, window: Any) -> None:
+    def _register_cleanup_timer(self, key: Hashable, window: Window) -> None:
         cleanup_time = self._cleanup_time(window)
-        if cleanup_time == _MAX_TIMESTAMP:
+        if cleanup_time == MAX_TIMESTAMP:
             return  # no timer for the end of time
         if self._event_time:
             self._timers.register_event_time_timer(key, window, cleanup_time)
         else:
             self._timers.register_processing_time_timer(key, window, cleanup_time)
 
-    def _delete_cleanup_timer(self, key: Hashable, window: Any) -> None:
+    def _delete_cleanup_timer(self, key: Hashable, window: Window) -> None:
         cleanup_time = self._cleanup_time(window)
-        if cleanup_time == _MAX_TIMESTAMP:
+        if cleanup_time == MAX_TIMESTAMP:
             return
         if self._event_time:
             self._timers.delete_event_time_timer(key, window, cleanup_time)

@@ -1,0 +1,10 @@
+"""The window model: windows, window assigners and triggers (public as `barrierflow.window`).
+
+It sits below the runtime, so the window operator, its timers and its state type a
+window as `Window` and read the end of time from `barrierflow.core.time.MAX_TIMESTAMP`.
+
+- `window`: `Window`, `TimeWindow`, `GlobalWindow`.
+- `assigners`: `WindowAssigner`, `MergingWindowAssigner`, tumbling, sliding and global windows.
+- `sessions`: `SessionWindows`, the one session assigner behind PyFlink's four session names.
+- `triggers`: `Trigger`, `TriggerResult` and the built-in triggers.
+"""
