@@ -51,7 +51,6 @@ import hashlib
 import json
 import os
 import re
-import time
 import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
@@ -537,7 +536,7 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
         added = self._added_by(table, over, above)
         active = set(_column(table.get_add_actions(flatten=False), "path"))
         delta = _deltalake()
-        now = int(time.time() * 1000)
+        now = context.clock.epoch_millis()
         actions = [
             delta.transaction.RemoveAction(
                 urllib.parse.unquote(entry["path"]),
@@ -611,7 +610,9 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
             "sink": self._require_context().operator_uid,
             "row": json.dumps(row, default=repr),
             "error": why,
-            "failed_at": datetime.datetime.now(datetime.UTC),
+            "failed_at": datetime.datetime.fromtimestamp(
+                self._require_context().clock.epoch_millis() / 1000, datetime.UTC
+            ),
         }
 
     def _sort_out(self, records: list[Any]) -> tuple[Any, list[tuple[Any, str]]]:
@@ -804,7 +805,7 @@ class DeltaSink(TwoPhaseCommitSink[Handle]):
                     "path": path,
                     "size": size,
                     "partition_values": values,
-                    "modification_time": int(time.time() * 1000),
+                    "modification_time": self._require_context().clock.epoch_millis(),
                     "stats": _stats(part),
                 }
             )

@@ -43,13 +43,13 @@ import datetime
 import math
 import queue
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.connectors.base import (
     DEAD_LETTERS,
     BadRecord,
@@ -114,6 +114,7 @@ class NatsSource(Source):
         dead_letters: bool = False,
         reconnect_timeout_s: float = 10.0,
         connect_timeout_s: float = 5.0,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.servers = list(servers)
         self.stream = stream
@@ -123,6 +124,9 @@ class NatsSource(Source):
         self.dead_letters = dead_letters
         self.reconnect_timeout_s = reconnect_timeout_s
         self.connect_timeout_s = connect_timeout_s
+        self.clock = clock
+        """Where the reader reads time (the reconnect timeout, consumer checks): a test
+        passes a `ManualClock`."""
 
     @staticmethod
     def builder() -> NatsSourceBuilder:
@@ -573,7 +577,7 @@ class _Fetcher:
 
     async def _on_disconnected(self) -> None:
         if self._disconnected_at is None:
-            self._disconnected_at = time.monotonic()
+            self._disconnected_at = self._source.clock.monotonic()
 
     async def _on_reconnected(self) -> None:
         self._disconnected_at = None
@@ -583,7 +587,7 @@ class _Fetcher:
         source = self._source
         lost = self._disconnected_at
         if self._nc.is_closed or (
-            lost is not None and time.monotonic() - lost > source.reconnect_timeout_s
+            lost is not None and source.clock.monotonic() - lost > source.reconnect_timeout_s
         ):
             raise _ConnectionLost(
                 f"NatsSource: lost the connection to the NATS server {source.describe_servers()} "
@@ -624,7 +628,8 @@ class _Fetcher:
         next_seq = plan.start
         subscription = None
         generation = -1
-        last_check = time.monotonic()
+        clock = self._source.clock
+        last_check = clock.monotonic()
         failing_since: float | None = None
         """When subscribing or fetching started failing (e.g. JetStream not ready yet after
         a reconnect): an error that lasts longer than the reconnect timeout fails the task."""
@@ -645,7 +650,7 @@ class _Fetcher:
                 if stop is not None and backlog == 0:
                     put(_SplitEnd(split_id))  # nothing more up to the bound
                     return
-                last_check = time.monotonic()
+                last_check = clock.monotonic()
             if self._queue.qsize() >= QUEUE_CAPACITY:
                 await asyncio.sleep(0.01)  # the task is behind: keep the buffer bounded
                 continue
@@ -653,8 +658,8 @@ class _Fetcher:
                 messages = await subscription.fetch(FETCH_BATCH, timeout=FETCH_WAIT_S)
             except TimeoutError:  # no message now (nats-py's timeouts included)
                 failing_since = None
-                if time.monotonic() - last_check > CONSUMER_CHECK_S:
-                    last_check = time.monotonic()
+                if clock.monotonic() - last_check > CONSUMER_CHECK_S:
+                    last_check = clock.monotonic()
                     if not await self._consumer_exists(split_id):
                         subscription = None
                 continue
@@ -681,7 +686,7 @@ class _Fetcher:
 
     def _still_failing(self, since: float | None, error: Exception) -> float:
         """When the current run of errors began; raises `error` once it lasted too long."""
-        now = time.monotonic()
+        now = self._source.clock.monotonic()
         since = now if since is None else since
         if now - since > self._source.reconnect_timeout_s:
             raise error

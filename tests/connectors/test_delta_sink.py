@@ -372,3 +372,22 @@ def test_a_missing_deltalake_package_is_a_clear_error(table, monkeypatch):
     monkeypatch.setitem(sys.modules, "deltalake", None)
     with pytest.raises(SinkError, match=r"pip install 'barrierflow\[delta\]'"):
         DeltaSink.for_path(str(table)).prepare()
+
+
+def test_file_dates_and_dead_letter_times_come_from_the_sink_context_clock(tmp_path):
+    from barrierflow._clock import ManualClock
+
+    clock = ManualClock(epoch_ms=1_700_000_000_000)
+    sink = DeltaSink.for_path(tmp_path / "t").with_dead_letter_table(tmp_path / "dead")
+    sink = sink.with_schema(pa.schema([("n", pa.int64())]))
+    writer = sink.create_writer(SinkContext("out", 0, 1, 0, "run-0", job_name="j", clock=clock))
+    writer.restore([])
+    writer.write_batch([{"n": 1}, {"n": "two"}])
+    writer.pre_commit(1)
+    writer.commit(1)
+    actions = pa.table(deltalake.DeltaTable(str(tmp_path / "t")).get_add_actions(flatten=True))
+    (written,) = actions.column("modification_time").to_pylist()
+    millis = written if isinstance(written, int) else int(written.timestamp() * 1000)
+    assert millis == 1_700_000_000_000
+    (letter,) = sink.dead_letters.committed_output()
+    assert int(letter["failed_at"].timestamp() * 1000) == 1_700_000_000_000

@@ -333,3 +333,23 @@ def consumer_count(server, stream):
     import asyncio
 
     return asyncio.run(count())
+
+
+def test_the_reader_reads_time_from_the_source_clock_not_the_machine():
+    """The reconnect timeout and the run of errors it bounds are measured on the injected
+    clock: a test moves it by hand instead of waiting."""
+    import queue as queues
+
+    from barrierflow._clock import ManualClock
+    from barrierflow.connectors.nats import NatsSource, _Fetcher
+
+    clock = ManualClock()
+    source = NatsSource(["nats://x"], "s", bytes, reconnect_timeout_s=5.0, clock=clock)
+    fetcher = _Fetcher(source, [], queues.SimpleQueue())
+    error = RuntimeError("JetStream not ready")
+    since = fetcher._still_failing(None, error)
+    clock.advance(5_000)
+    assert fetcher._still_failing(since, error) == since
+    clock.advance(1)
+    with pytest.raises(RuntimeError, match="not ready"):
+        fetcher._still_failing(since, error)
