@@ -10,7 +10,7 @@ import pytest
 
 from barrierflow import _check_run
 from barrierflow._fs import Location
-from barrierflow.chaos import (
+from barrierflow.chaos.check import (
     MARKER,
     ChaosCheck,
     ChaosError,
@@ -18,10 +18,10 @@ from barrierflow.chaos import (
     _prepare_workdir,
     compare_outputs,
     driver_shares,
-    kill_process_tree,
     plan_failures,
     verdict_lines,
 )
+from barrierflow.chaos.processes import kill_process_tree
 from barrierflow.checkpoint.chaos_faults import TransientFaults
 from barrierflow.connectors.base import Sink
 from barrierflow.connectors.datagen import DataGeneratorSource

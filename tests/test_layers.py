@@ -5,7 +5,7 @@ Read statically (the AST of every module, imports inside functions and under
 The order, top to bottom (issue 9):
 
     facade      barrierflow/__init__.py, functions.py, window.py, metrics.py, cli/ (the
-                command line), chaos.py, state_processor/, nexmark/
+                command line), chaos/ (the exactly-once self-check), state_processor/, nexmark/
     api         user-facing builders (DataStream, environment, async I/O, joins)
     cluster     JobMaster, Spark runner
     graph       transformations -> job graph
@@ -38,7 +38,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "window",
         "cli",
         "chaos",
-        "chaos_child",
         "state_processor",
         "metrics",
         "nexmark",

@@ -30,14 +30,12 @@ often are duplicated.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import pickle
 import random
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -56,7 +54,8 @@ from barrierflow.api.environment import (
     StreamExecutionEnvironment,
 )
 from barrierflow.api.job_file import command_line_settings, run_job_file
-from barrierflow.cluster.spark_session import SparkOptions
+from barrierflow.chaos.processes import kill_process_tree
+from barrierflow.cluster.spark.session import SparkOptions
 from barrierflow.core.restart_strategies import RestartStrategies
 from barrierflow.errors import BarrierflowError, ConfigurationError
 
@@ -241,7 +240,7 @@ class FailureInjector:
         """`first_number`, `total`, `started` (time.monotonic of the chaos run's start): how
         the report numbers and times this driver's share of a plan split across drivers.
         `on_driver(attempt)` carries out a planned driver failure (the last of this share):
-        chaos_child.py asks the parent to kill this process."""
+        chaos/child.py asks the parent to kill this process."""
         self.client = client
         self.plan = list(plan)
         self.report = report
@@ -503,7 +502,7 @@ class ChaosCheck:
 
 @dataclass(frozen=True)
 class DriverSpec:
-    """What one driver of a chaos run split across drivers does (chaos_child.py reads it)."""
+    """What one driver of a chaos run split across drivers does (chaos/child.py reads it)."""
 
     check: ChaosCheck
     plan: list[PlannedFailure]
@@ -522,7 +521,7 @@ class DriverSpec:
 
 
 def run_driver(spec: DriverSpec, send: Callable[..., None]) -> None:
-    """Run the job file as one driver of the chaos run (in chaos_child.py's process), telling
+    """Run the job file as one driver of the chaos run (in chaos/child.py's process), telling
     the parent by `send(event=..., ...)`: `failure` (a FailureRecord's fields), `running`
     (a rerun's job RUNNING again), `driver` (kill this process now), `error` (the check
     broke), `done` (the run ended: its error or None; the output pickled)."""
@@ -569,7 +568,7 @@ class _Killed:
 
 @dataclass
 class DriverRuns:
-    """The chaos run as a chain of driver processes (`python -m barrierflow.chaos_child`):
+    """The chaos run as a chain of driver processes (`python -m barrierflow.chaos.child`):
     each runs the job file as `barrierflow run` would, with its share of the plan; at a
     driver failure it asks to be killed, this SIGKILLs its whole process tree (the driver,
     Spark's JVM, the Python workers and stream tasks: everything in its session, and every
@@ -618,7 +617,7 @@ class DriverRuns:
         spec_file.write_bytes(pickle.dumps(spec))
         try:
             child = subprocess.Popen(
-                [sys.executable, "-m", "barrierflow.chaos_child", str(spec_file)],
+                [sys.executable, "-m", "barrierflow.chaos.child", str(spec_file)],
                 pass_fds=(write_fd,), start_new_session=True,
             )  # fmt: skip
         finally:
@@ -720,33 +719,6 @@ class _Lines:
 
     def close(self) -> None:
         os.close(self._fd)
-
-
-def kill_process_tree(pid: int) -> None:
-    """SIGKILL process `pid`, every process of its session (it leads one: started with
-    start_new_session) and every descendant (pyspark's daemon makes a process group of its
-    own, still in the session), all at once, as a power cut would."""
-    victims = {pid}
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        parents[int(entry)] = int(fields[1])
-        if int(fields[3]) == pid:  # the session id
-            victims.add(int(entry))
-    grew = True
-    while grew:
-        found = {child for child, parent in parents.items() if parent in victims} - victims
-        victims |= found
-        grew = bool(found)
-    for victim in sorted(victims):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(victim, signal.SIGKILL)
 
 
 def _runs_in_driver_jvm(master: str) -> bool:
