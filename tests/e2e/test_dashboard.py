@@ -125,6 +125,9 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
             assert vertex.name in graph
             assert f"parallelism {vertex.parallelism}" in graph
 
+        # On a busy machine the first checkpoint may take longer than the page's wait: wait
+        # for it through the client, then for the page to show it.
+        assert job.wait_for_completed_checkpoints(1, timeout=120)
         completed = wait(
             lambda b: [
                 row.find_element(By.TAG_NAME, "th").text

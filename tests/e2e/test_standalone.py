@@ -90,6 +90,7 @@ def test_without_py_files_the_job_fails_at_once_naming_the_module_only_the_drive
     assert "restarting" not in error
 
 
+@pytest.mark.timeout(900)  # two drivers, each starting Spark: minutes on a busy machine
 def test_word_count_and_windows_on_the_standalone_cluster_write_exactly_the_expected_rows(
     cluster, driver_python, tmp_path
 ):
