@@ -191,3 +191,54 @@ def test_the_function_classes_are_the_ones_the_operators_accept():
 
     assert functions.AsyncFunction is barrierflow.AsyncFunction is AsyncFunction
     assert functions.ProcessWindowFunction is ProcessWindowFunction
+
+
+def connector_modules() -> list[str]:
+    """Every public module of `barrierflow.connectors` (packages and modules whose own name
+    has no leading underscore; a package's private modules are behind its `__all__`)."""
+    import pkgutil
+
+    import barrierflow.connectors as connectors
+
+    names = ["barrierflow.connectors"]
+    for info in pkgutil.walk_packages(connectors.__path__, "barrierflow.connectors."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            names.append(info.name)
+    return sorted(names)
+
+
+def names_defined_in(module_name: str) -> set[str]:
+    """The public names a module's own source defines at its top level (classes, functions,
+    assignments), read with `ast`: what a reader of the file takes for its interface."""
+    import ast
+
+    module = importlib.import_module(module_name)
+    tree = ast.parse(open(module.__file__, encoding="utf-8").read())  # noqa: SIM115
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_")}
+
+
+def test_the_connector_modules_are_the_expected_ones():
+    assert "barrierflow.connectors.postgres" in connector_modules()
+    assert "barrierflow.connectors.files" in connector_modules()
+
+
+@pytest.mark.parametrize("module_name", connector_modules())
+def test_every_connector_module_has_a_sorted_all_of_names_it_has(module_name):
+    module = importlib.import_module(module_name)
+    assert hasattr(module, "__all__"), f"{module_name} has no __all__"
+    assert module.__all__ == sorted(module.__all__, key=isort_order)
+    assert [name for name in module.__all__ if not hasattr(module, name)] == []
+
+
+@pytest.mark.parametrize("module_name", connector_modules())
+def test_no_public_name_of_a_connector_module_is_missing_from_its_all(module_name):
+    module = importlib.import_module(module_name)
+    assert sorted(names_defined_in(module_name) - set(module.__all__)) == []

@@ -7,6 +7,12 @@ from typing import Any
 
 from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
 
+__all__ = [
+    "SPLIT_ID",
+    "CollectionReader",
+    "CollectionSource",
+]
+
 SPLIT_ID = "collection"
 """The id of the single split."""
 

@@ -17,6 +17,13 @@ from barrierflow.connectors.base import Source, SourceReader, SourceSplit, Split
 from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError
 
+__all__ = [
+    "Clock",
+    "DataGeneratorReader",
+    "DataGeneratorSource",
+    "NumberSequenceSource",
+]
+
 Clock = Callable[[], float]
 """Seconds from an arbitrary start, never going back (`time.monotonic`)."""
 

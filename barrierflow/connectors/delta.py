@@ -60,7 +60,15 @@ from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import SinkError
 
-__all__ = ["DeltaSink"]
+__all__ = [
+    "DEFAULT_TARGET_FILE_SIZE",
+    "HANDLE_VERSION",
+    "MAX_COMMIT_RETRIES",
+    "NULL_PARTITION",
+    "TXN_RETENTION",
+    "DeltaSink",
+    "Handle",
+]
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 """Bytes of buffered Arrow data after which a transaction writes a file before its barrier."""

@@ -15,7 +15,10 @@ from typing import Any
 
 from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
 
-__all__ = ["DiscardingSink"]
+__all__ = [
+    "DiscardingSink",
+    "DiscardingSinkWriter",
+]
 
 
 class DiscardingSink(Sink):

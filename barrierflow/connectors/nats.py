@@ -60,7 +60,19 @@ from barrierflow.connectors.base import (
 )
 from barrierflow.errors import ConfigurationError, SourceError, SourceUnavailableError
 
-__all__ = ["DEAD_LETTERS", "NatsSource", "NatsSourceBuilder"]
+__all__ = [
+    "CLOSE_TIMEOUT_S",
+    "CONSUMER_CHECK_S",
+    "CONSUMER_INACTIVE_S",
+    "DEAD_LETTERS",
+    "FETCH_BATCH",
+    "FETCH_WAIT_S",
+    "QUEUE_CAPACITY",
+    "RECONNECT_WAIT_S",
+    "NatsReader",
+    "NatsSource",
+    "NatsSourceBuilder",
+]
 
 FETCH_BATCH = 256
 """Messages asked for in one pull request."""

@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_LOCK_TIMEOUT_MS",
     "GID_PREFIX",
     "HANDLE_VERSION",
+    "ROW_SHOWN_CHARS",
     "Column",
     "PostgresSink",
     "PostgresSinkBuilder",

@@ -7,6 +7,11 @@ from typing import Any
 
 from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
 
+__all__ = [
+    "PrintSink",
+    "PrintSinkWriter",
+]
+
 
 class PrintSink(Sink):
     """Prints each record as `identifier:subtask> record`; for debugging.

@@ -49,8 +49,7 @@ import pyarrow.parquet as pq
 from barrierflow import _check_run, _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.connectors.base import BadRecord, Source, SourceReader, SourceSplit, SplitBatch
-from barrierflow.connectors.files._lines import line_number_at
-from barrierflow.connectors.files._source import BadLine
+from barrierflow.connectors.files import BadLine, line_number_at
 from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError, SourceError
 from barrierflow.nexmark.events_file import (

@@ -20,7 +20,7 @@ from operator_harness import started_source
 
 from barrierflow import _check_run
 from barrierflow._clock import ManualClock
-from barrierflow.connectors.files._source import BadLine
+from barrierflow.connectors.files import BadLine
 from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError, SourceError
 from barrierflow.nexmark.events_file import EVENTS_SCHEMA, record_batch_of, write_events
