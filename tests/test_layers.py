@@ -197,6 +197,47 @@ def test_the_window_model_lives_below_the_runtime() -> None:
     assert (ROOT / PACKAGE / "core" / "windows" / "window.py").exists()
 
 
+PUBLIC_TO_THE_CLI = ("barrierflow", "errors", "api", "chaos", "state_processor", "nexmark")
+"""What the command line may import: the facade, the user's API and the chaos check."""
+
+CLI_STILL_REACHES = ("_bytes", "_fs", "checkpoint", "cluster", "graph")
+"""Units below the API the CLI still imports (checkpoint statistics and history, the job
+registry, the REST read models, the restore settings, Spark options, byte formatting). Issue
+23 wants the CLI on public API only; this list may only shrink."""
+
+CONNECTORS_STILL_READING_CHECK_RUN = (
+    "barrierflow/connectors/base.py",
+    "barrierflow/connectors/datagen.py",
+    "barrierflow/connectors/postgres.py",
+    "barrierflow/nexmark/source.py",
+)
+"""Modules under connectors/ and nexmark/ that still read `_check_run`'s process-wide run
+(the chaos check's paths, tables and pace) instead of an explicit hook. May only shrink."""
+
+
+def test_the_cli_imports_public_api_the_chaos_check_and_a_shrinking_list_of_internals() -> None:
+    reached = {i.target_unit for i in imports_between_units() if i.source_unit == "cli"}
+    assert reached - set(PUBLIC_TO_THE_CLI) <= set(CLI_STILL_REACHES), sorted(reached)
+
+
+def test_no_connector_and_no_nexmark_module_imports_the_chaos_package() -> None:
+    offending = [
+        i
+        for i in imports_between_units()
+        if i.source_unit in ("connectors", "nexmark") and i.target_unit == "chaos"
+    ]
+    assert not offending, _report("connectors or nexmark import the chaos check", offending)
+
+
+def test_the_connectors_reading_the_check_runs_globals_do_not_grow() -> None:
+    readers = {
+        i.path
+        for i in imports_between_units()
+        if i.source_unit in ("connectors", "nexmark") and i.target_unit == "_check_run"
+    }
+    assert readers <= set(CONNECTORS_STILL_READING_CHECK_RUN), sorted(readers)
+
+
 # ---- the checker itself ------------------------------------------------------------------------
 
 
