@@ -22,7 +22,7 @@ import tempfile
 import time
 
 from barrierflow import CheckpointingMode, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.cluster.spark_session import obtain_spark
+from barrierflow.cluster.spark.session import obtain_spark
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 

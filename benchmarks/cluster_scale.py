@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.cluster.spark_session import obtain_spark
+from barrierflow.cluster.spark.session import obtain_spark
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 from barrierflow.graph.deployment import build_task_descriptors

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from barrierflow import Duration, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.cluster.spark_session import obtain_spark
+from barrierflow.cluster.spark.session import obtain_spark
 from barrierflow.connectors.discarding import DiscardingSink
 from barrierflow.connectors.files import ParquetSource
 

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.cluster.spark_session import obtain_spark
+from barrierflow.cluster.spark.session import obtain_spark
 from barrierflow.connectors.files import FileSink
 from barrierflow.connectors.nats import NatsSource
 from barrierflow.core.functions import MapFunction

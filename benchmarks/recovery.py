@@ -57,7 +57,7 @@ from pathlib import Path
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.api.environment import JobClient
-from barrierflow.cluster.spark_session import obtain_spark
+from barrierflow.cluster.spark.session import obtain_spark
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 from barrierflow.core.functions import MapFunction, RuntimeContext

@@ -488,7 +488,7 @@ def job_run(
 def job_figures(
     backends: list[str], records: int, keys: int, incremental: bool
 ) -> list[dict[str, Any]]:
-    from barrierflow.cluster.spark_session import SparkOptions, obtain_spark
+    from barrierflow.cluster.spark.session import SparkOptions, obtain_spark
 
     # A fresh Python worker per task: a reused one would carry an earlier run's heap.
     obtain_spark(None, 4, SparkOptions(conf={"spark.python.worker.reuse": "false"}))

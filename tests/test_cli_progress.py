@@ -20,8 +20,8 @@ from barrierflow.cli.progress import (
     progress_line,
     summary_lines,
 )
-from barrierflow.cluster.metrics_store import MetricsStore
-from barrierflow.cluster.metrics_view import (
+from barrierflow.cluster.metrics.store import MetricsStore
+from barrierflow.cluster.metrics.view import (
     MetricsSnapshot,
     OperatorMetricsView,
     SubtaskMetricsView,

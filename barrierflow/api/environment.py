@@ -19,7 +19,7 @@ from barrierflow.api.datastream import DataStream
 from barrierflow.api.driver_signals import StopOnSignals, exit_status
 from barrierflow.api.execution_config import ExecutionConfig
 from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
-from barrierflow.cluster.spark_session import SparkOptions, python_file_for_spark
+from barrierflow.cluster.spark.session import SparkOptions, python_file_for_spark
 from barrierflow.connectors.base import Source
 from barrierflow.core.restart_strategies import (
     DEFAULT_WITH_CHECKPOINTING,
@@ -37,7 +37,7 @@ from barrierflow.state.backends import check_backend_installed, check_state_back
 from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.metrics_view import MetricsSnapshot
+    from barrierflow.cluster.metrics.view import MetricsSnapshot
     from barrierflow.cluster.rest import JobView
 
 TASK_LOG_LEVEL_ENV = "BARRIERFLOW_TASK_LOG_LEVEL"
@@ -363,7 +363,7 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
     def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
         from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
         from barrierflow.cluster.job_master import JobMaster, JobSettings
-        from barrierflow.cluster.spark_runner import SparkAttemptRunner
+        from barrierflow.cluster.spark.runner import SparkAttemptRunner
         from barrierflow.runtime.barriers.handler import barrier_handler_for
 
         config = self._checkpoint_config

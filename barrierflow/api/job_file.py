@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from barrierflow.api.environment import command_line_defaults
-from barrierflow.cluster.spark_session import SparkOptions
+from barrierflow.cluster.spark.session import SparkOptions
 from barrierflow.errors import ConfigurationError
 
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from barrierflow.checkpoint.history import CheckpointHistoryFile
     from barrierflow.checkpoint.history_codec import HistoryRecord
-    from barrierflow.cluster.spark_session import SparkOptions
+    from barrierflow.cluster.spark.session import SparkOptions
 
 console = Console(stderr=True)
 

@@ -23,7 +23,7 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from barrierflow.cluster.spark_session import is_local_master
+from barrierflow.cluster.spark.session import is_local_master
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.network.task_channels import is_wildcard
 

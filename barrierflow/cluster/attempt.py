@@ -21,7 +21,7 @@ from barrierflow.checkpoint.metadata import channel_state_assignment, restore_as
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure, task_failure
 from barrierflow.cluster.checkpoint_actions import CheckpointActions, SavepointRequest
 from barrierflow.cluster.mails import TaskConnection
-from barrierflow.cluster.spark_runner import spark_job_error
+from barrierflow.cluster.spark.runner import spark_job_error
 from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError
 from barrierflow.graph.job_graph import SubtaskId

@@ -56,6 +56,7 @@ from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster.attempt import Attempt
 from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
 from barrierflow.cluster.chaos_faults import ChaosArms
+from barrierflow.cluster.executor.task_logs import JobLogs
 from barrierflow.cluster.job_actions import SavepointOperation
 from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
 from barrierflow.cluster.job_restore import JobRestore
@@ -72,7 +73,7 @@ from barrierflow.cluster.mails import (
     TaskConnectionLost,
     TaskMessageReceived,
 )
-from barrierflow.cluster.metrics_store import MetricsStore
+from barrierflow.cluster.metrics.store import MetricsStore
 from barrierflow.cluster.repeated_failures import RepeatedFailures
 from barrierflow.cluster.rest import FailureEntry, resolve_rest_port
 from barrierflow.cluster.rest_startup import start_rest_endpoint
@@ -82,8 +83,7 @@ from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.shared_storage import check_job_storage
 from barrierflow.cluster.sink_cleanup import clean_up_sinks
-from barrierflow.cluster.spark_runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
-from barrierflow.cluster.task_logs import JobLogs
+from barrierflow.cluster.spark.runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
 from barrierflow.core.restart_strategies import RestartDecision
 from barrierflow.errors import (
     CheckpointStorageError,

@@ -60,16 +60,11 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
-from barrierflow.cluster import (
-    metrics_json,
-    metrics_prometheus,
-    openapi,
-    rest_actions,
-    rest_json,
-    rest_logs,
-)
+from barrierflow.cluster import openapi, rest_actions, rest_json, rest_logs
 from barrierflow.cluster.dashboard_files import serve_dashboard
-from barrierflow.cluster.metrics_view import MetricsSnapshot
+from barrierflow.cluster.metrics import json_bodies as metrics_json
+from barrierflow.cluster.metrics import prometheus as metrics_prometheus
+from barrierflow.cluster.metrics.view import MetricsSnapshot
 from barrierflow.cluster.rest_actions import JobControl, RestError
 from barrierflow.cluster.uri_redaction import redact
 from barrierflow.errors import ConfigurationError

@@ -21,10 +21,10 @@ from barrierflow.checkpoint.stats import (
     StatsSummary,
 )
 from barrierflow.checkpoint.stats.summary import SUMMARY_FIGURES
-from barrierflow.cluster.metrics_json import VERTEX_FIGURES, subtask_json
+from barrierflow.cluster.metrics.json_bodies import VERTEX_FIGURES, subtask_json
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.metrics_view import MetricsSnapshot
+    from barrierflow.cluster.metrics.view import MetricsSnapshot
     from barrierflow.cluster.rest import FailureEntry, JobView, VertexView
 
 __all__ = [

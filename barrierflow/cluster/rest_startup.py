@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from barrierflow._clock import SYSTEM_CLOCK
 from barrierflow.cluster.job_actions import JobActions
-from barrierflow.cluster.metrics_view import MetricsSnapshot
+from barrierflow.cluster.metrics.view import MetricsSnapshot
 from barrierflow.cluster.registry import JobEntry, JobRegistry
 from barrierflow.cluster.rest import JobControl, JobView, RestServer
 

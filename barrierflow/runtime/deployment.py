@@ -130,7 +130,7 @@ class TaskSettings:
     """How often the task sends its TaskMetricsReport (0: only when it runs and finishes)."""
     task_log_level: str = "WARNING"
     """The lowest level of the task process's Python log records sent to the JobMaster (for
-    the subtask's log file; cluster/task_logs.py)."""
+    the subtask's log file; cluster/executor/task_logs.py)."""
     latency_interval_ms: int = 0
     """How often each source subtask emits a latency marker (0: never, the default; Flink's
     `metrics.latency.interval`)."""

@@ -242,7 +242,7 @@ class TaskLogRecord:
 
 @dataclass(frozen=True)
 class TaskLogRecords:
-    """A batch of the task process's log records (cluster/task_logs.py), for the subtask's
+    """A batch of the task process's log records (cluster/executor/task_logs.py), for the subtask's
     log file in the job's log folder. The JobMaster takes them whatever the attempt: they
     describe the subtask, and a failed attempt's last words matter most."""
 

@@ -16,7 +16,7 @@ from barrierflow.cluster.addresses import (
     host_of,
     resolve_addresses,
 )
-from barrierflow.cluster.spark_runner import SparkAttemptRunner
+from barrierflow.cluster.spark.runner import SparkAttemptRunner
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.network.task_channels import data_addresses
 

@@ -9,8 +9,8 @@ import traceback
 import pytest
 from job_master_builder import job_master_builder
 
-from barrierflow.cluster.spark_runner import spark_error_summary
-from barrierflow.cluster.task_entry import load_payload
+from barrierflow.cluster.executor.task_entry import load_payload
+from barrierflow.cluster.spark.runner import spark_error_summary
 from barrierflow.errors import ExecutorImportError, JobExecutionError
 
 NEEDS_A_MISSING_MODULE = b"cdriver_only_helpers\nenrich\n."

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from barrierflow.cluster import java
+from barrierflow.cluster.spark import java
 from barrierflow.errors import ConfigurationError
 
 

@@ -22,7 +22,7 @@ def spark_report(headline: str) -> str:
     """What the runner posts when a Python task raised (spark_runner.spark_error_summary)."""
     return (
         "Traceback (most recent call last):\n"
-        '  File "barrierflow/cluster/task_entry.py", line 50, in run_partitions\n'
+        '  File "barrierflow/cluster/executor/task_entry.py", line 50, in run_partitions\n'
         "    rpc = RpcClient(\n"
         f"{headline}\n\n"
         "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException"

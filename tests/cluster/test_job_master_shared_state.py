@@ -18,7 +18,7 @@ from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.metadata import build_metadata, shared_files
 from barrierflow.checkpoint.storage import load_metadata
 from barrierflow.cli import main
-from barrierflow.cluster.metrics_prometheus import _checkpoint_families
+from barrierflow.cluster.metrics.prometheus import _checkpoint_families
 from barrierflow.cluster.rest_json import checkpoints_json
 from barrierflow.cluster.restore_point import SavepointRestoreSettings
 from barrierflow.runtime import task_messages as msg

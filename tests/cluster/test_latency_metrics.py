@@ -10,10 +10,10 @@ from metrics_reports import operator, report
 from prometheus_client.parser import text_string_to_metric_families
 
 from barrierflow._clock import ManualClock
-from barrierflow.cluster.metrics_json import vertex_metrics_json
-from barrierflow.cluster.metrics_prometheus import metrics_registry, render
-from barrierflow.cluster.metrics_store import MetricsStore
-from barrierflow.cluster.metrics_view import LatencyView
+from barrierflow.cluster.metrics.json_bodies import vertex_metrics_json
+from barrierflow.cluster.metrics.prometheus import metrics_registry, render
+from barrierflow.cluster.metrics.store import MetricsStore
+from barrierflow.cluster.metrics.view import LatencyView
 from barrierflow.graph.job_graph import SubtaskId
 
 VERTICES = [(0, "Source: words", 1), (1, "Map -> Sink", 1)]

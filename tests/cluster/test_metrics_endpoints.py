@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_rest import JOB_ID, job_view, tracker_with_checkpoints
 
 from barrierflow._clock import ManualClock
-from barrierflow.cluster.metrics_store import MetricsStore
+from barrierflow.cluster.metrics.store import MetricsStore
 from barrierflow.cluster.rest import RestServer, route
 from barrierflow.graph.job_graph import SubtaskId
 

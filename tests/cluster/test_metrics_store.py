@@ -7,7 +7,7 @@ from __future__ import annotations
 from metrics_reports import operator, report
 
 from barrierflow._clock import ManualClock
-from barrierflow.cluster.metrics_store import PUBLISH_INTERVAL_MS, MetricsStore
+from barrierflow.cluster.metrics.store import PUBLISH_INTERVAL_MS, MetricsStore
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime.elements import MAX_WATERMARK
 

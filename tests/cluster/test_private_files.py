@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
-from barrierflow.cluster.task_logs import JobLogs
+from barrierflow.cluster.executor.task_logs import JobLogs
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 

@@ -7,9 +7,9 @@ import queue
 import threading
 from types import SimpleNamespace
 
-from barrierflow.cluster import spark_runner
 from barrierflow.cluster.mails import SparkJobEnded
-from barrierflow.cluster.spark_runner import SparkAttemptRunner
+from barrierflow.cluster.spark import runner as spark_runner
+from barrierflow.cluster.spark.runner import SparkAttemptRunner
 
 FAKE_SPARK = SimpleNamespace(
     sparkContext=SimpleNamespace(master="spark://127.0.0.1:7077"),

@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from barrierflow._clock import ManualClock
-from barrierflow.cluster.spark_session import (
+from barrierflow.cluster.spark.session import (
     SparkOptions,
     is_local_master,
     parse_duration_s,
@@ -60,7 +60,7 @@ def test_enough_slots_at_once_returns_without_pausing():
 
 def test_the_wait_returns_as_soon_as_the_executors_registered(caplog):
     cluster = Cluster(ManualClock(), {0: 0, 3: 2, 12: 4})
-    with caplog.at_level(logging.INFO, "barrierflow.cluster.spark_session"):
+    with caplog.at_level(logging.INFO, "barrierflow.cluster.spark.session"):
         assert wait(cluster, 4, 60) == 4
     assert cluster.clock.monotonic() == 12
     assert set(cluster.pauses) == {0.5}
@@ -173,7 +173,7 @@ def test_the_startup_log4j_file_has_a_name_nobody_can_guess_and_only_we_can_read
 ):
     # issue 21: the file was /tmp/barrierflow-log4j2-startup-<uid>.properties, a name another
     # user could take first (then our JVM read their file)
-    from barrierflow.cluster import spark_session
+    from barrierflow.cluster.spark import session as spark_session
 
     monkeypatch.setattr(spark_session.tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(spark_session, "_startup_config", [])

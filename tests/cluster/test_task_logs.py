@@ -7,7 +7,7 @@ import logging
 
 from job_master_builder import PARTITIONS, job_master_builder
 
-from barrierflow.cluster.task_logs import BUFFER_RECORDS, TaskLogForwarder, task_log_name
+from barrierflow.cluster.executor.task_logs import BUFFER_RECORDS, TaskLogForwarder, task_log_name
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 

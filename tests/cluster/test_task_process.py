@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from barrierflow.cluster.task_process import ParentLink, TaskSupervisor
+from barrierflow.cluster.executor.task_process import ParentLink, TaskSupervisor
 from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.deployment import TaskSettings
@@ -188,7 +188,7 @@ def test_the_stream_task_process_holds_no_copy_of_the_spark_tasks_sockets():
     "status, how", [(9, "was killed by SIGKILL"), (1 << 8, "exited with code 1")]
 )
 def test_a_childs_end_is_described_in_words(status, how):
-    from barrierflow.cluster.task_process import ChildExited
+    from barrierflow.cluster.executor.task_process import ChildExited
 
     assert ChildExited(1, status).how == how
     assert not ChildExited(1, status).clean

@@ -19,7 +19,7 @@ collect_ignore = ["chaos_jobs"]
 @pytest.fixture(scope="session")
 def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from barrierflow.cluster.spark_session import obtain_spark
+    from barrierflow.cluster.spark.session import obtain_spark
 
     session = obtain_spark(f"local[{SLOTS}]", SLOTS)
     yield session

@@ -23,7 +23,7 @@ from pathlib import Path
 import pyspark
 
 from barrierflow._clock import SYSTEM_CLOCK
-from barrierflow.cluster.java import ensure_java_home
+from barrierflow.cluster.spark.java import ensure_java_home
 
 REPO = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent

@@ -28,7 +28,7 @@ worker has started a replacement."""
 
 DRIVER = """
 import sys
-from barrierflow.cluster.spark_session import check_slots, obtain_spark
+from barrierflow.cluster.spark.session import check_slots, obtain_spark
 
 master, slots = sys.argv[1], int(sys.argv[2])
 spark = obtain_spark(master, slots)

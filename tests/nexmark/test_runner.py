@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from barrierflow.cluster.metrics_view import (
+from barrierflow.cluster.metrics.view import (
     MetricsSnapshot,
     OperatorMetricsView,
     SubtaskMetricsView,

@@ -18,7 +18,7 @@ from test_task_restart_in_place import (
 )
 
 from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
-from barrierflow.cluster.task_entry import run_attempts
+from barrierflow.cluster.executor.task_entry import run_attempts
 from barrierflow.core.functions import MapFunction, RuntimeContext
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.attempt_outcome import AttemptEnd

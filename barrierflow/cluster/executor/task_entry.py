@@ -23,9 +23,9 @@ from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.addresses import executor_host
+from barrierflow.cluster.executor.task_logs import forwarding_task_logs
+from barrierflow.cluster.executor.task_process import ParentLink, TaskSupervisor
 from barrierflow.cluster.rpc import RpcClient
-from barrierflow.cluster.task_logs import forwarding_task_logs
-from barrierflow.cluster.task_process import ParentLink, TaskSupervisor
 from barrierflow.errors import ExecutorImportError, StreamCorruptionError
 from barrierflow.runtime.attempt_outcome import AttemptEnd
 from barrierflow.runtime.deployment import TaskDescriptor, TaskSettings

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.cluster.metrics_view import (
+from barrierflow.cluster.metrics.view import (
     HistoryPoint,
     MetricsSnapshot,
     OperatorMetricsView,

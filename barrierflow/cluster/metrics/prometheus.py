@@ -38,7 +38,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from barrierflow.cluster.metrics_view import MetricsSnapshot, SubtaskMetricsView
+from barrierflow.cluster.metrics.view import MetricsSnapshot, SubtaskMetricsView
 
 __all__ = ["CONTENT_TYPE", "JobMetricsCollector", "metrics_registry", "render"]
 

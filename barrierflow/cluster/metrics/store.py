@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from barrierflow._clock import Clock
-from barrierflow.cluster.metrics_view import (
+from barrierflow.cluster.metrics.view import (
     HistoryPoint,
     LatencyView,
     MetricsSnapshot,

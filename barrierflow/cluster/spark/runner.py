@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from barrierflow.cluster.addresses import JobAddresses, resolve_addresses
 from barrierflow.cluster.mails import Mail, SparkJobEnded
-from barrierflow.cluster.spark_session import (
+from barrierflow.cluster.spark.session import (
     SparkOptions,
     check_slots,
     executor_hosts,
@@ -28,7 +28,7 @@ from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError, R
 
 def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
     """Blocks until every task of the attempt has ended; raises if the Spark job failed."""
-    from barrierflow.cluster.task_entry import run_partitions
+    from barrierflow.cluster.executor.task_entry import run_partitions
 
     sc = spark.sparkContext
     sc.setJobGroup(job_group, name, interruptOnCancel=True)

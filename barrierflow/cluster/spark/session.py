@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
-from barrierflow.cluster.java import ensure_java_home
 from barrierflow.cluster.log_dir import create_private_file
+from barrierflow.cluster.spark.java import ensure_java_home
 from barrierflow.errors import ConfigurationError, InsufficientResourcesError
 
 log = logging.getLogger(__name__)
