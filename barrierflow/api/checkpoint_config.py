@@ -34,7 +34,7 @@ import enum
 import os
 from typing import Any
 
-from barrierflow.cluster.repeated_failures import DEFAULT_LIMIT, check_limit
+from barrierflow.cluster.jobmaster.repeated_failures import DEFAULT_LIMIT, check_limit
 from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.errors import ConfigurationError
 

@@ -2,7 +2,7 @@
 
 While `env.execute()` waits for its job on the main thread, the first SIGTERM or SIGINT
 (Ctrl-C) asks the job to cancel ("stopped by SIGTERM"): its tasks stop, its sinks are
-cleaned up (cluster/sink_cleanup.py), its lease, sockets and log files close, and then
+cleaned up (cluster/jobmaster/sink_cleanup.py), its lease, sockets and log files close, and then
 `execute` prints one line and exits with 128 + the signal's number (130 for SIGINT, 143
 for SIGTERM), as a shell reports a process the signal ended. A second signal meanwhile
 exits at once, saying the cleanup was cut short and that `barrierflow cleanup` resolves

@@ -18,7 +18,7 @@ from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMod
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.driver_signals import StopOnSignals, exit_status
 from barrierflow.api.execution_config import ExecutionConfig
-from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
+from barrierflow.cluster.jobmaster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.cluster.spark.session import SparkOptions, python_file_for_spark
 from barrierflow.connectors.base import Source
 from barrierflow.core.restart_strategies import (
@@ -38,7 +38,7 @@ from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM
 
 if TYPE_CHECKING:
     from barrierflow.cluster.metrics.view import MetricsSnapshot
-    from barrierflow.cluster.rest import JobView
+    from barrierflow.cluster.jobmaster.views import JobView
 
 TASK_LOG_LEVEL_ENV = "BARRIERFLOW_TASK_LOG_LEVEL"
 """The lowest level of the tasks' Python log records kept in their log files (default WARNING)."""
@@ -362,7 +362,7 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
 
     def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
         from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
-        from barrierflow.cluster.job_master import JobMaster, JobSettings
+        from barrierflow.cluster.jobmaster.job_master import JobMaster, JobSettings
         from barrierflow.cluster.spark.runner import SparkAttemptRunner
         from barrierflow.runtime.barriers.handler import barrier_handler_for
 

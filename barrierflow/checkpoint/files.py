@@ -10,7 +10,7 @@ file is reported with its path, classified:
 - damage, `StateRestoreError("<path>: ...")`: the bytes are not a sound envelope of the
   expected kind (a failed checksum, truncated, another kind, a newer format), or the
   file is missing (`FileNotFoundError`, locally and on S3). Waiting will not mend it:
-  the restore falls back past that checkpoint (cluster/restore_point.py);
+  the restore falls back past that checkpoint (cluster/jobmaster/restore_point.py);
 - a fault of the storage, `CheckpointStorageUnavailableError("cannot read ... now")`:
   any other OSError (an S3 503, a reset connection, a timeout, an NFS I/O error, a
   refused permission), once retries with backoff (checkpoint/retry.py) are used up. The

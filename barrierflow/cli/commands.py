@@ -30,7 +30,7 @@ from barrierflow.cli.jobs import add_job_commands
 from barrierflow.cli.nexmark import nexmark
 from barrierflow.cli.progress import ProgressWatcher
 from barrierflow.cli.state import state
-from barrierflow.cluster.restore_point import RestoreMode, SavepointRestoreSettings
+from barrierflow.cluster.jobmaster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.errors import BarrierflowError, ConfigurationError
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ def cleanup(
     Exit status: 0 cleaned up, 1 a sink could not be (named) or the job is running.
     """
     from barrierflow.api.environment import JobDefined
-    from barrierflow.cluster.sink_cleanup import clean_up_stopped_job
+    from barrierflow.cluster.jobmaster.sink_cleanup import clean_up_stopped_job
 
     _check_job_file(job_file)
     restore = SavepointRestoreSettings.for_path(savepoint) if savepoint is not None else None

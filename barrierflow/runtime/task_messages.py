@@ -126,7 +126,7 @@ class TaskFailure:
     transient: bool = False
     """Not a property of the input: injected by chaos, a lost channel, or an unreachable
     system or file (OSError), itself or an error it was raised from; never counted as a repeated
-    failure of the same record (cluster/repeated_failures.py)."""
+    failure of the same record (cluster/jobmaster/repeated_failures.py)."""
 
     @classmethod
     def of(cls, error: BaseException, where: str, position: str | None = None) -> TaskFailure:

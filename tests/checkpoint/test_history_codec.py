@@ -17,7 +17,7 @@ from barrierflow.checkpoint.stats import (
     SubtaskDecline,
     TaskVertexInfo,
 )
-from barrierflow.cluster.rest_json import checkpoint_json
+from barrierflow.cluster.rest.bodies import checkpoint_json
 
 
 def a_declined_checkpoint():

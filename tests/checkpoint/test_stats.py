@@ -1,7 +1,7 @@
 """The checkpoint statistics tracker, event by event: a completed checkpoint with several
 subtasks, a declined one, an expired one, counts and summaries computed by hand, the
 latest of each kind, late and duplicate reports, illegal moves, the REST JSON shapes
-(`cluster/rest_json.py`) and the history codec's round trip."""
+(`cluster/rest/bodies.py`) and the history codec's round trip."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from barrierflow.checkpoint.stats import (
     SubtaskDecline,
     TaskVertexInfo,
 )
-from barrierflow.cluster.rest_json import (
+from barrierflow.cluster.rest.bodies import (
     checkpoint_json,
     checkpoints_json,
     restored_json,

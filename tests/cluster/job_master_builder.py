@@ -20,7 +20,7 @@ from barrierflow._clock import ManualClock
 from barrierflow.api.restart_strategies import RestartStrategies, RestartStrategyConfiguration
 from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
 from barrierflow.cluster.addresses import LOCAL_ADDRESSES, JobAddresses
-from barrierflow.cluster.job_master import JobMaster, JobSettings
+from barrierflow.cluster.jobmaster.job_master import JobMaster, JobSettings
 from barrierflow.cluster.mails import (
     Mail,
     SparkJobEnded,

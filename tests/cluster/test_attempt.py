@@ -15,7 +15,7 @@ from job_master_builder import (
 from metrics_reports import report
 
 from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.cluster.attempt import LOST_PEER_GRACE_MS, SPARK_END_GRACE_MS
+from barrierflow.cluster.jobmaster.attempt import LOST_PEER_GRACE_MS, SPARK_END_GRACE_MS
 from barrierflow.errors import ChannelLostError, JobExecutionError, RemoteTaskError
 from barrierflow.runtime import task_messages as msg
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from barrierflow.cluster.dashboard_files import DASHBOARD_FOLDER, static_answer
-from barrierflow.cluster.rest import RestServer
+from barrierflow.cluster.rest.dashboard_files import DASHBOARD_FOLDER, static_answer
+from barrierflow.cluster.rest.server import RestServer
 
 OUTSIDE = [
     "/dashboard/../rest.py",

@@ -16,7 +16,7 @@ from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.lineage import LINEAGE_FILE
 from barrierflow.checkpoint.metadata import build_metadata
 from barrierflow.checkpoint.stats import CheckpointStats, CheckpointStatsStatus
-from barrierflow.cluster.restore_point import SavepointRestoreSettings
+from barrierflow.cluster.jobmaster.restore_point import SavepointRestoreSettings
 from barrierflow.connectors.files import FileSink
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import StateRestoreError
@@ -198,7 +198,7 @@ def test_a_fallback_a_sink_cannot_take_back_stops_the_job_naming_the_choices(tmp
 def test_with_duplicates_allowed_the_fallback_goes_on_with_a_warning(tmp_path, caplog):
     job = harness(tmp_path, checkpoints=(5, 6, 7), sink=Inserts(), allow=True)
     damage_newest(tmp_path, 7)
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_restore"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_restore"):
         job.start()
     job.run_all()
     assert (deployed(job).restore_checkpoint_id, deployed(job).abandoned_above) == (6, 6)

@@ -15,7 +15,7 @@ from barrierflow import _fs
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.files import file_error
 from barrierflow.checkpoint.metadata import build_metadata
-from barrierflow.cluster.restore_point import SavepointRestoreSettings
+from barrierflow.cluster.jobmaster.restore_point import SavepointRestoreSettings
 from barrierflow.errors import JobExecutionError, StateRestoreError
 from barrierflow.runtime import task_messages as msg
 
@@ -73,7 +73,7 @@ def test_a_task_failing_on_a_damaged_file_falls_back_to_the_previous_checkpoint_
     job = harness(tmp_path, checkpoints=(5, 6, 7), restart=RestartStrategies.no_restart())
     job.start()
     error = restore_error(job, 7)
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_master"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_master"):
         fail_restoring(job, error, attempt=0)
         # no restart delay, and the (no-)restart strategy is not asked: it is no job failure
         assert job.master.status.state == "DEPLOYING"
@@ -233,7 +233,7 @@ def test_a_newer_folder_without_metadata_is_named_when_an_older_checkpoint_resto
 ):
     job = harness(tmp_path, checkpoints=(5, 6))
     _fs.make_dirs(chk(job, 7))  # its _metadata lost (or it never completed)
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_restore"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_restore"):
         job.start()
         job.register_all()
     assert restored_ids(job) == 6

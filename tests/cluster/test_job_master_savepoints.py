@@ -23,7 +23,7 @@ from barrierflow.api.environment import JobClient
 from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.files import read_checkpoint_file
 from barrierflow.checkpoint.storage import METADATA_KIND
-from barrierflow.cluster.job_actions import SavepointOperation
+from barrierflow.cluster.jobmaster.views import SavepointOperation
 from barrierflow.errors import JobExecutionError, SavepointError
 from barrierflow.runtime import task_messages as msg
 

@@ -18,9 +18,9 @@ from barrierflow.api.restart_strategies import RestartStrategies
 from barrierflow.checkpoint.metadata import build_metadata, shared_files
 from barrierflow.checkpoint.storage import load_metadata
 from barrierflow.cli import main
+from barrierflow.cluster.jobmaster.restore_point import SavepointRestoreSettings
 from barrierflow.cluster.metrics.prometheus import _checkpoint_families
-from barrierflow.cluster.rest_json import checkpoints_json
-from barrierflow.cluster.restore_point import SavepointRestoreSettings
+from barrierflow.cluster.rest.bodies import checkpoints_json
 from barrierflow.runtime import task_messages as msg
 
 STATE_FILE_BYTES = 100

@@ -46,7 +46,7 @@ def test_unreadable_metadata_at_a_start_restarts_and_restores_the_newest_checkpo
     job = harness(tmp_path, checkpoints=(6, 7))
     storage_faults("read:*/chk-7/_metadata:1:2")  # both tries of the first choice fail
 
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_master"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_master"):
         job.start()
 
     assert job.master.status.state == "RESTARTING"

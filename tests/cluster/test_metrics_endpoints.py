@@ -14,7 +14,7 @@ from test_rest import JOB_ID, job_view, tracker_with_checkpoints
 
 from barrierflow._clock import ManualClock
 from barrierflow.cluster.metrics.store import MetricsStore
-from barrierflow.cluster.rest import RestServer, route
+from barrierflow.cluster.rest.server import RestServer, route
 from barrierflow.graph.job_graph import SubtaskId
 
 VERTICES = [(0, "Source: words", 1), (1, "Reduce -> Sink", 2)]

@@ -13,8 +13,8 @@ from job_master_builder import COUNTERS, INTERVAL_MS, PARTITIONS, JobHarness, fa
 
 from barrierflow.api.checkpoint_config import CheckpointConfig
 from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.cluster.attempt_failure import failure_signature, task_failure
-from barrierflow.cluster.repeated_failures import RepeatedFailures
+from barrierflow.cluster.jobmaster.attempt_failure import failure_signature, task_failure
+from barrierflow.cluster.jobmaster.repeated_failures import RepeatedFailures
 from barrierflow.errors import (
     ChaosFailure,
     ConfigurationError,

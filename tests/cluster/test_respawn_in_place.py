@@ -21,7 +21,7 @@ KILLED = msg.TaskProcessDied(0, COUNTERS[0], 102, "was killed by SIGKILL")
 def test_a_dead_stream_task_process_rolls_back_in_place_and_counts_as_a_restart(tmp_path, caplog):
     job = job_master_builder(tmp_path, RestartStrategies.fixed_delay_restart(3, DELAY_MS))
     with_checkpoint_1(job)
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_master"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_master"):
         job.send(COUNTERS[0], KILLED)
 
     (line,) = [r.getMessage() for r in caplog.records if "attempt 0 failed" in r.getMessage()]

@@ -17,8 +17,9 @@ from barrierflow.checkpoint.stats import (
     SubtaskCheckpointStats,
     TaskVertexInfo,
 )
-from barrierflow.cluster.rest import JobView, RestServer, VertexView, resolve_rest_port
-from barrierflow.cluster.rest_json import checkpoints_json
+from barrierflow.cluster.jobmaster.views import JobView, VertexView
+from barrierflow.cluster.rest.bodies import checkpoints_json
+from barrierflow.cluster.rest.server import RestServer, resolve_rest_port
 from barrierflow.errors import ConfigurationError
 
 JOB_ID = "4f1c0ffee"

@@ -12,10 +12,10 @@ import urllib.request
 import pytest
 
 from barrierflow.checkpoint.stats import CheckpointStatsTracker
-from barrierflow.cluster.job_actions import SavepointOperation
+from barrierflow.cluster.jobmaster.views import JobView, SavepointOperation
 from barrierflow.cluster.registry import JobRegistry
-from barrierflow.cluster.rest import JobControl, JobView, RestServer, route
-from barrierflow.cluster.rest_startup import start_rest_endpoint
+from barrierflow.cluster.rest.server import JobControl, RestServer, route
+from barrierflow.cluster.rest.startup import start_rest_endpoint
 from barrierflow.errors import BarrierflowError, ConfigurationError
 
 JOB_ID = "4f1c0ffee"

@@ -9,9 +9,9 @@ from dataclasses import replace
 from job_master_builder import COUNTERS, SOURCES, failure, job_master_builder
 
 from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.cluster import job_view
-from barrierflow.cluster.rest import route
-from barrierflow.cluster.rest_actions import JobControl
+from barrierflow.cluster.jobmaster import job_view
+from barrierflow.cluster.rest.actions import JobControl
+from barrierflow.cluster.rest.server import route
 from barrierflow.runtime import task_messages as msg
 
 DELAY_MS = 500

@@ -12,8 +12,8 @@ from dataclasses import replace
 import pytest
 from test_rest import JOB_ID, job_view, tracker_with_checkpoints
 
-from barrierflow.cluster.rest import RawBody, RestServer, route
-from barrierflow.cluster.rest_actions import JobControl
+from barrierflow.cluster.rest.actions import JobControl
+from barrierflow.cluster.rest.server import RawBody, RestServer, route
 
 TOKEN = "log-token"
 CONTROL = JobControl(object(), TOKEN)  # type: ignore[arg-type]  # reads only: no action

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from barrierflow.cluster import openapi
-from barrierflow.cluster.rest import _ROUTES, TOKEN_ROUTES, routes
+from barrierflow.cluster.rest import openapi
+from barrierflow.cluster.rest.server import _ROUTES, TOKEN_ROUTES, routes
 
 
 def spec_operations(spec) -> set[tuple[str, str]]:

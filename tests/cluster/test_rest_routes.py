@@ -14,9 +14,10 @@ from metrics_reports import operator, report
 from test_rest import JOB_ID, job_view, tracker_with_checkpoints
 
 from barrierflow._clock import ManualClock
+from barrierflow.cluster.jobmaster.views import EdgeView, FailureEntry, JobView
 from barrierflow.cluster.metrics.store import MetricsStore
-from barrierflow.cluster.rest import EdgeView, FailureEntry, JobView, RestServer, route
-from barrierflow.cluster.rest_actions import JobControl
+from barrierflow.cluster.rest.actions import JobControl
+from barrierflow.cluster.rest.server import RestServer, route
 from barrierflow.graph.job_graph import SubtaskId
 
 NOW = 100_000

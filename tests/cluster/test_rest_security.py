@@ -12,9 +12,10 @@ from dataclasses import replace
 import pytest
 from test_rest import JOB_ID, job_view, tracker_with_checkpoints
 
-from barrierflow.cluster import rest
-from barrierflow.cluster.rest import FailureEntry, RestServer, route
-from barrierflow.cluster.rest_actions import JobControl
+from barrierflow.cluster.jobmaster.views import FailureEntry
+from barrierflow.cluster.rest import server as rest
+from barrierflow.cluster.rest.actions import JobControl
+from barrierflow.cluster.rest.server import RestServer, route
 
 CONTROL = JobControl(object(), "t")  # type: ignore[arg-type]  # reads only
 SECRETS = ("AKIAKEY", "s3cr3t", "hunter2")
@@ -106,7 +107,7 @@ def test_a_silent_connection_holds_its_thread_no_longer_than_the_request_timeout
 
 _ANSWER_AS_THE_PROCESS_ENDS = """
 import sys, threading, time
-from barrierflow.cluster.rest import RestServer
+from barrierflow.cluster.rest.server import RestServer
 
 entered, release = threading.Event(), threading.Event()
 

@@ -8,7 +8,7 @@ import pytest
 
 from barrierflow import _fs
 from barrierflow.checkpoint.files import file_error
-from barrierflow.cluster.restore_point import (
+from barrierflow.cluster.jobmaster.restore_point import (
     Candidate,
     FallBack,
     GiveUp,

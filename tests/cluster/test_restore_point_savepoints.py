@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from barrierflow import _fs
 from barrierflow.checkpoint.files import file_error
-from barrierflow.cluster.restore_point import Candidate, RestorePoint, RestorePointChooser
+from barrierflow.cluster.jobmaster.restore_point import Candidate, RestorePoint, RestorePointChooser
 from barrierflow.errors import StateRestoreError
 
 JOB = _fs.Location("file:///chk/job")

@@ -9,7 +9,7 @@ import pytest
 
 from barrierflow import _fs
 from barrierflow.checkpoint.files import file_error, named_file
-from barrierflow.cluster.restore_point import FallBack, RestorePointChooser, Retry
+from barrierflow.cluster.jobmaster.restore_point import FallBack, RestorePointChooser, Retry
 from barrierflow.errors import CheckpointStorageUnavailableError, StateRestoreError
 
 JOB = _fs.Location("file:///chk/job")

@@ -13,7 +13,7 @@ from job_master_builder import FakeSparkRunner, JobHarness
 from barrierflow import WatermarkStrategy, _fs
 from barrierflow.api.environment import StreamExecutionEnvironment
 from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.cluster.shared_storage import check_shared_storage, job_storage_locations
+from barrierflow.cluster.jobmaster.shared_storage import check_shared_storage, job_storage_locations
 from barrierflow.connectors.files import FileSink, FileSource
 from barrierflow.errors import ConfigurationError
 
@@ -39,7 +39,7 @@ def test_local_cluster_is_a_cluster_master_and_is_checked():
 
 
 def test_every_executor_on_the_driver_host_is_allowed_with_a_note(caplog):
-    caplog.set_level(logging.INFO, logger="barrierflow.cluster.shared_storage")
+    caplog.set_level(logging.INFO, logger="barrierflow.cluster.jobmaster.shared_storage")
     check([("checkpoint storage", "/data/chk")], {"driver-host", "127.0.0.1", "localhost"})
     assert "every executor runs on the driver's host" in caplog.text
     assert "/data/chk" in caplog.text

@@ -1,5 +1,5 @@
-"""The driver-side cleanup of sinks (cluster/sink_cleanup.py) with the real FileSink on real
-files: what a checkpoint lists as pending is committed, every other staged file goes."""
+"""The driver-side cleanup of sinks (cluster/jobmaster/sink_cleanup.py) with the real FileSink on
+real files: what a checkpoint lists as pending is committed, every other staged file goes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from barrierflow import StreamExecutionEnvironment, _fs, state_processor
 from barrierflow.checkpoint.storage import load_metadata
-from barrierflow.cluster.restore_point import Candidate, RestorePoint
-from barrierflow.cluster.sink_cleanup import clean_up_sinks
+from barrierflow.cluster.jobmaster.restore_point import Candidate, RestorePoint
+from barrierflow.cluster.jobmaster.sink_cleanup import clean_up_sinks
 from barrierflow.connectors.base import SinkContext
 from barrierflow.connectors.files import FileSink
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink

@@ -45,7 +45,7 @@ def test_records_of_an_earlier_attempt_are_kept_and_drops_are_said(tmp_path):
 
 def test_the_jobmasters_lines_go_to_jobmaster_log_and_spark_log_is_asked_for(tmp_path):
     job = job_master_builder(tmp_path)
-    logging.getLogger("barrierflow.cluster.job_master").warning("a line for the file")
+    logging.getLogger("barrierflow.cluster.jobmaster.job_master").warning("a line for the file")
     job.master.close()
     assert "a line for the file" in (tmp_path / "logs" / "jobmaster.log").read_text()
     assert job.runner is not None and job.runner.log_folder == tmp_path / "logs"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from barrierflow.cluster import attempt as attempt_module
+from barrierflow.cluster.jobmaster import attempt as attempt_module
 from barrierflow.cluster.addresses import (
     RPC_ADVERTISED_KEY,
     TASK_BIND_KEY,

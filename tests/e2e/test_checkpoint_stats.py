@@ -39,7 +39,7 @@ def test_a_running_job_serves_its_checkpoint_statistics_and_leaves_a_history(
 ):
     port = free_port()
     monkeypatch.setenv("BARRIERFLOW_REST_PORT", str(port))
-    caplog.set_level(logging.INFO, logger="barrierflow.cluster.job_master")
+    caplog.set_level(logging.INFO, logger="barrierflow.cluster.jobmaster.job_master")
     records = 20_000
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)

@@ -201,7 +201,7 @@ def test_a_fallback_past_a_damaged_checkpoint_takes_back_files_and_delta_and_sto
     # the damaged checkpoint committed (exactly once); inserted rows may come twice.
     env = job(outputs, checkpoints, retained=3)
     env.get_checkpoint_config().set_allow_fallback_duplicates(True)
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_restore"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_restore"):
         client = env.execute_async(name)
         client.wait(timeout=TIMEOUT_S)
     assert client.restored_from == int(newest.name[4:]) - 1

@@ -124,7 +124,7 @@ def test_a_broker_that_goes_away_mid_run_fails_attempts_until_it_is_back(tmp_pat
         words_out = events.map(lambda e: time.sleep(0.001) or e["word"]).uid("word")
         running_counts(words_out).sink_to(sink).uid("sink")
 
-        with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_master"):
+        with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_master"):
             job = env.execute_async("nats-goes-away")
             assert job.wait_for_completed_checkpoints(2, timeout=60), "ended before 2 checkpoints"
             attempt = job.attempt

@@ -93,7 +93,7 @@ def test_a_moved_savepoint_restores_into_a_job_with_an_added_and_a_removed_opera
         removed.execute("moved-removed")
     # ... allowed: one line says what was left out, and the job runs.
     removed.set_savepoint_restore_settings(str(savepoint), allow_non_restored_state=True)
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_master"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_master"):
         removed.execute("moved-removed")
     (line,) = [r.getMessage() for r in caplog.records if "not restored" in r.getMessage()]
     assert "count (Reduce)" in line
@@ -148,7 +148,7 @@ def test_a_corrupted_checkpoint_file_falls_back_to_the_previous_one(
     three_checkpoints, tmp_path, caplog, kind, how
 ):
     newest, target = corrupted_copy(three_checkpoints, tmp_path, kind, how)
-    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.job_master"):
+    with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_master"):
         client = word_count(tmp_path, tmp_path / "out", retained=3).execute_async("corrupted")
         client.wait(timeout=240)
 

@@ -4,7 +4,7 @@ The package's modules, one idea each: `values` (the immutable records), `wording
 (the log line and failure message), `summary` (min/avg/max and percentiles) and
 `tracker` (reports in, snapshots out). The history file's codec is
 `barrierflow.checkpoint.history_codec`; the REST shapes are
-`barrierflow.cluster.rest_json`. This module re-exports the names others use.
+`barrierflow.cluster.rest.bodies`. This module re-exports the names others use.
 """
 
 from barrierflow._bytes import format_bytes

@@ -4,7 +4,7 @@
 The JobMaster reports what the coordinator decided and what the tasks measured;
 every report takes its time as a parameter, so tests drive the tracker event by
 event. The values are in `values`, the summaries in `summary`; the REST shapes of a
-snapshot live next to the REST server (`barrierflow.cluster.rest_json`).
+snapshot live next to the REST server (`barrierflow.cluster.rest.bodies`).
 """
 
 from __future__ import annotations

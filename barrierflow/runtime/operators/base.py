@@ -213,7 +213,7 @@ def restore_operator(operator: StreamOperator, restored: RestoredState | None) -
 
     Whatever the original type (a sink that cannot commit a staged file it restored, a
     user function's `initialize_state`), a failure at restore then reaches the JobMaster's
-    rule for them (cluster/restore_point.py: one retry through the restart strategy, the
+    rule for them (cluster/jobmaster/restore_point.py: one retry through the restart strategy, the
     same failure twice at one restore point fails the job) instead of only the restart
     strategy, which may loop for long. Errors that already are restore errors keep their
     type and the file they name, and an unreachable external system stays an

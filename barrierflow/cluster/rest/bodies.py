@@ -24,8 +24,8 @@ from barrierflow.checkpoint.stats.summary import SUMMARY_FIGURES
 from barrierflow.cluster.metrics.json_bodies import VERTEX_FIGURES, subtask_json
 
 if TYPE_CHECKING:
+    from barrierflow.cluster.jobmaster.views import FailureEntry, JobView, VertexView
     from barrierflow.cluster.metrics.view import MetricsSnapshot
-    from barrierflow.cluster.rest import FailureEntry, JobView, VertexView
 
 __all__ = [
     "ENDED",

@@ -25,9 +25,9 @@ from barrierflow.checkpoint.storage import (
     load_metadata,
     restore_folder,
 )
-from barrierflow.cluster.attempt_failure import AttemptFailure
-from barrierflow.cluster.job_settings import JobSettings
-from barrierflow.cluster.restore_point import (
+from barrierflow.cluster.jobmaster.attempt_failure import AttemptFailure
+from barrierflow.cluster.jobmaster.job_settings import JobSettings
+from barrierflow.cluster.jobmaster.restore_point import (
     Candidate,
     FallBack,
     GiveUp,

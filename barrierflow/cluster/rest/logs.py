@@ -17,7 +17,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
-from barrierflow.cluster.rest_actions import RestError
+from barrierflow.cluster.rest.actions import RestError
 
 __all__ = ["MAX_LOG_BYTES", "MAX_TAIL_LINES", "list_logs", "read_log"]
 

@@ -23,14 +23,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from barrierflow.cluster.attempt import cancel_tasks
-from barrierflow.cluster.attempt_failure import AttemptFailure
+from barrierflow.cluster.jobmaster.attempt import cancel_tasks
+from barrierflow.cluster.jobmaster.attempt_failure import AttemptFailure
 from barrierflow.cluster.mails import TaskConnection
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.deployment import TaskSettings
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.attempt import Attempt
+    from barrierflow.cluster.jobmaster.attempt import Attempt
 
 log = logging.getLogger(__name__)
 

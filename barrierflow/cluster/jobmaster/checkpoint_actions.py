@@ -31,13 +31,13 @@ from barrierflow.checkpoint.failure import CheckpointFailureReason
 from barrierflow.checkpoint.metadata import build_metadata
 from barrierflow.checkpoint.stats import SubtaskCheckpointStats, SubtaskDecline
 from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
-from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
+from barrierflow.cluster.jobmaster.attempt_failure import AttemptFailed, AttemptFailure
 from barrierflow.errors import CheckpointStorageError
 from barrierflow.runtime import task_messages as msg
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.attempt import Attempt
-    from barrierflow.cluster.job_master import JobMaster
+    from barrierflow.cluster.jobmaster.attempt import Attempt
+    from barrierflow.cluster.jobmaster.job_master import JobMaster
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark import cloudpickle
 
-from barrierflow.cluster.user_code import register_user_modules_by_value
+from barrierflow.cluster.jobmaster.user_code import register_user_modules_by_value
 from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import BarrierflowError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId

@@ -8,10 +8,11 @@ import os
 from collections.abc import Callable
 
 from barrierflow._clock import SYSTEM_CLOCK
-from barrierflow.cluster.job_actions import JobActions
+from barrierflow.cluster.jobmaster.views import JobView
 from barrierflow.cluster.metrics.view import MetricsSnapshot
 from barrierflow.cluster.registry import JobEntry, JobRegistry
-from barrierflow.cluster.rest import JobControl, JobView, RestServer
+from barrierflow.cluster.rest.job_actions import JobActions
+from barrierflow.cluster.rest.server import JobControl, RestServer
 
 __all__ = ["STOP_RESULT_LINGER_S", "JobEndpoint", "start_rest_endpoint"]
 

@@ -24,11 +24,12 @@ import threading
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from barrierflow.cluster.job_actions import JobActions, SavepointOperation
+from barrierflow.cluster.jobmaster.views import SavepointOperation
+from barrierflow.cluster.rest.job_actions import JobActions
 from barrierflow.errors import BarrierflowError, ConfigurationError
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.rest import JobView
+    from barrierflow.cluster.jobmaster.views import JobView
 
 __all__ = ["ENDED_STATES", "JobControl", "RestError"]
 

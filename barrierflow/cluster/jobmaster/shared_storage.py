@@ -17,7 +17,7 @@ import socket
 from collections.abc import Callable, Iterable
 
 from barrierflow import _fs
-from barrierflow.cluster.job_settings import JobSettings
+from barrierflow.cluster.jobmaster.job_settings import JobSettings
 from barrierflow.errors import ConfigurationError
 from barrierflow.graph.job_graph import JobGraph
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint import lease
-from barrierflow.cluster.repeated_failures import DEFAULT_LIMIT
-from barrierflow.cluster.restore_point import SavepointRestoreSettings
+from barrierflow.cluster.jobmaster.repeated_failures import DEFAULT_LIMIT
+from barrierflow.cluster.jobmaster.restore_point import SavepointRestoreSettings
 from barrierflow.core.restart_strategies import RestartStrategyConfiguration
 from barrierflow.core.state_backends import HashMapStateBackend, StateBackend
 from barrierflow.graph.job_graph import SubtaskId

@@ -32,9 +32,9 @@ from barrierflow.checkpoint.lineage import job_lineage
 from barrierflow.checkpoint.metadata import restore_assignment
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
-from barrierflow.cluster.job_restore import JobRestore
-from barrierflow.cluster.job_settings import JobSettings
-from barrierflow.cluster.restore_point import RestorePoint
+from barrierflow.cluster.jobmaster.job_restore import JobRestore
+from barrierflow.cluster.jobmaster.job_settings import JobSettings
+from barrierflow.cluster.jobmaster.restore_point import RestorePoint
 from barrierflow.graph.job_graph import ChainedOperator, JobGraph, JobVertex, SubtaskId
 from barrierflow.runtime.operator_chain import restored_state
 from barrierflow.runtime.operators.base import OperatorContext, StreamOperator, restore_operator

@@ -19,9 +19,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from barrierflow._clock import Clock
-from barrierflow.cluster.job_actions import SavepointOperation
+from barrierflow.cluster.jobmaster.views import (
+    EdgeView,
+    FailureEntry,
+    JobView,
+    SavepointOperation,
+    VertexView,
+)
 from barrierflow.cluster.log_dir import job_log_dir
-from barrierflow.cluster.rest import EdgeView, FailureEntry, JobView, VertexView
 from barrierflow.core.restart_strategies import (
     ExponentialDelayRestartStrategyConfiguration,
     FailureRateRestartStrategyConfiguration,
@@ -33,7 +38,7 @@ from barrierflow.graph.job_graph import JobGraph, SubtaskId
 
 if TYPE_CHECKING:
     from barrierflow.checkpoint.stats import CheckpointStatsTracker
-    from barrierflow.cluster.job_settings import JobSettings
+    from barrierflow.cluster.jobmaster.job_settings import JobSettings
 
 VIEW_PUBLISH_INTERVAL_MS = 100
 """How stale the REST endpoint's checkpoint statistics may be while checkpoints run."""

@@ -53,15 +53,25 @@ from barrierflow.checkpoint.stats import (
     TaskVertexInfo,
 )
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
-from barrierflow.cluster.attempt import Attempt
-from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure
 from barrierflow.cluster.chaos_faults import ChaosArms
 from barrierflow.cluster.executor.task_logs import JobLogs
-from barrierflow.cluster.job_actions import SavepointOperation
-from barrierflow.cluster.job_preparation import create_splits, prepare_sinks, shippable_graph
-from barrierflow.cluster.job_restore import JobRestore
-from barrierflow.cluster.job_settings import JobSettings
-from barrierflow.cluster.job_view import JobPublisher, JobStatus
+from barrierflow.cluster.jobmaster.attempt import Attempt
+from barrierflow.cluster.jobmaster.attempt_failure import AttemptFailed, AttemptFailure
+from barrierflow.cluster.jobmaster.job_preparation import (
+    create_splits,
+    prepare_sinks,
+    shippable_graph,
+)
+from barrierflow.cluster.jobmaster.job_restore import JobRestore
+from barrierflow.cluster.jobmaster.job_settings import JobSettings
+from barrierflow.cluster.jobmaster.job_view import JobPublisher, JobStatus
+from barrierflow.cluster.jobmaster.repeated_failures import RepeatedFailures
+from barrierflow.cluster.jobmaster.restore_point import GiveUp
+from barrierflow.cluster.jobmaster.rollback import InPlaceRollback, roll_back
+from barrierflow.cluster.jobmaster.savepoint_requests import SavepointRequests
+from barrierflow.cluster.jobmaster.shared_storage import check_job_storage
+from barrierflow.cluster.jobmaster.sink_cleanup import clean_up_sinks
+from barrierflow.cluster.jobmaster.views import FailureEntry, SavepointOperation
 from barrierflow.cluster.log_dir import job_log_dir
 from barrierflow.cluster.mails import (
     CancelRequested,
@@ -74,15 +84,9 @@ from barrierflow.cluster.mails import (
     TaskMessageReceived,
 )
 from barrierflow.cluster.metrics.store import MetricsStore
-from barrierflow.cluster.repeated_failures import RepeatedFailures
-from barrierflow.cluster.rest import FailureEntry, resolve_rest_port
-from barrierflow.cluster.rest_startup import start_rest_endpoint
-from barrierflow.cluster.restore_point import GiveUp
-from barrierflow.cluster.rollback import InPlaceRollback, roll_back
+from barrierflow.cluster.rest.server import resolve_rest_port
+from barrierflow.cluster.rest.startup import start_rest_endpoint
 from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
-from barrierflow.cluster.savepoint_requests import SavepointRequests
-from barrierflow.cluster.shared_storage import check_job_storage
-from barrierflow.cluster.sink_cleanup import clean_up_sinks
 from barrierflow.cluster.spark.runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
 from barrierflow.core.restart_strategies import RestartDecision
 from barrierflow.errors import (

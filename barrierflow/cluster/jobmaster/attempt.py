@@ -18,8 +18,12 @@ from typing import TYPE_CHECKING, Any
 from barrierflow._scheduler import ScheduledAction
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.metadata import channel_state_assignment, restore_assignment
-from barrierflow.cluster.attempt_failure import AttemptFailed, AttemptFailure, task_failure
-from barrierflow.cluster.checkpoint_actions import CheckpointActions, SavepointRequest
+from barrierflow.cluster.jobmaster.attempt_failure import (
+    AttemptFailed,
+    AttemptFailure,
+    task_failure,
+)
+from barrierflow.cluster.jobmaster.checkpoint_actions import CheckpointActions, SavepointRequest
 from barrierflow.cluster.mails import TaskConnection
 from barrierflow.cluster.spark.runner import spark_job_error
 from barrierflow.connectors.base import SourceSplit
@@ -28,8 +32,8 @@ from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.job_master import JobMaster
-    from barrierflow.cluster.restore_point import RestorePoint
+    from barrierflow.cluster.jobmaster.job_master import JobMaster
+    from barrierflow.cluster.jobmaster.restore_point import RestorePoint
 
 log = logging.getLogger(__name__)
 

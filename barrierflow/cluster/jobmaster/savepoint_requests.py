@@ -20,10 +20,10 @@ from collections.abc import Callable
 from barrierflow import _fs
 from barrierflow.checkpoint import coordinator as cc
 from barrierflow.checkpoint.storage import make_writable_dir
-from barrierflow.cluster.attempt import Attempt
-from barrierflow.cluster.checkpoint_actions import SavepointRequest
-from barrierflow.cluster.job_actions import SavepointOperation
-from barrierflow.cluster.job_view import JobPublisher
+from barrierflow.cluster.jobmaster.attempt import Attempt
+from barrierflow.cluster.jobmaster.checkpoint_actions import SavepointRequest
+from barrierflow.cluster.jobmaster.job_view import JobPublisher
+from barrierflow.cluster.jobmaster.views import SavepointOperation
 from barrierflow.cluster.mails import Mail, SavepointRequested
 from barrierflow.errors import CheckpointStorageError
 

@@ -53,34 +53,33 @@ import re
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
-from barrierflow.cluster import openapi, rest_actions, rest_json, rest_logs
-from barrierflow.cluster.dashboard_files import serve_dashboard
+from barrierflow.cluster.jobmaster.views import JobView, VertexView
 from barrierflow.cluster.metrics import json_bodies as metrics_json
 from barrierflow.cluster.metrics import prometheus as metrics_prometheus
 from barrierflow.cluster.metrics.view import MetricsSnapshot
-from barrierflow.cluster.rest_actions import JobControl, RestError
-from barrierflow.cluster.uri_redaction import redact
+from barrierflow.cluster.rest import actions as rest_actions
+from barrierflow.cluster.rest import bodies as rest_json
+from barrierflow.cluster.rest import logs as rest_logs
+from barrierflow.cluster.rest import openapi
+from barrierflow.cluster.rest.actions import JobControl, RestError
+from barrierflow.cluster.rest.dashboard_files import serve_dashboard
+from barrierflow.cluster.rest.uri_redaction import redact
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
     "REST_PORT_VARIABLE",
     "TOKEN_ROUTES",
-    "EdgeView",
-    "FailureEntry",
     "JobControl",
-    "JobView",
     "RawBody",
     "RestRequest",
     "RestServer",
     "Route",
-    "VertexView",
     "allowed_methods",
     "resolve_rest_port",
     "route",
@@ -116,86 +115,6 @@ def resolve_rest_port(setting: int | str | None, environ: Mapping[str, str]) -> 
             f"'off', got {value!r}"
         )
     return port
-
-
-@dataclass(frozen=True)
-class VertexView:
-    """A vertex of the job graph as the endpoint shows it."""
-
-    vertex_id: int
-    name: str
-    parallelism: int
-    operators: tuple[tuple[str, str], ...] = ()
-    """(uid, name) of each chained operator."""
-
-
-@dataclass(frozen=True)
-class EdgeView:
-    """An edge of the job graph: records from `source` to `target`, partitioned so."""
-
-    source: int
-    target: int
-    partitioning: str
-    """"FORWARD", "HASH", "REBALANCE", "BROADCAST" (the partitioner's name, as Flink's
-    ship strategy)."""
-    side_output: str | None = None
-    target_input: int = 0
-
-
-@dataclass(frozen=True)
-class FailureEntry:
-    """One failure of an attempt, as the exception history shows it."""
-
-    timestamp_ms: int
-    attempt: int
-    root_cause: str
-    """The one readable line (AttemptFailure.summary)."""
-    exception: str | None = None
-    """The exception's class name, if there is one."""
-    task: str | None = None
-    """The task it came from, e.g. "'Reduce -> Sink' (2/2)"; None if no task reported it."""
-    traceback: str | None = None
-    """The task's remote traceback, if it sent one."""
-    recovery: str = "none"
-    """"in-place" (rolled back in the same Spark job), "new-stage" (a new barrier stage) or
-    "none" (the job failed)."""
-    delay_ms: int | None = None
-    """The restart delay (None when it did not restart)."""
-    explanation: str = ""
-    """The restart strategy's (or the restore's) word on it."""
-
-
-@dataclass(frozen=True)
-class JobView:
-    """What the endpoint shows of one job at one moment. Built by the JobMaster thread;
-    immutable, so HTTP threads read it without locks."""
-
-    job_id: str
-    name: str
-    state: str
-    attempt: int
-    start_ms: int
-    published_ms: int
-    vertices: tuple[VertexView, ...]
-    checkpoints: CheckpointStatsSnapshot
-    checkpoint_config: dict[str, Any] = field(default_factory=dict)
-    restored_from: int | None = None
-    max_parallelism: int | None = None
-    edges: tuple[EdgeView, ...] = ()
-    processes: Mapping[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
-    """(host, pid) of each registered stream task by (vertex id, subtask index)."""
-    config: dict[str, Any] = field(default_factory=dict)
-    """The job's configuration (no secrets): `/jobs/<id>/config`."""
-    spark_ui: str | None = None
-    """The Spark UI of the application (None when `spark.ui.enabled` is off)."""
-    exceptions: tuple[FailureEntry, ...] = ()
-    """The latest failures, oldest first (at most job_view.MAX_FAILURE_HISTORY)."""
-    exceptions_truncated: bool = False
-    """Older failures were dropped from `exceptions`."""
-    restart_strategy: dict[str, Any] = field(default_factory=dict)
-    """The restart strategy's settings (job_view.restart_strategy_json)."""
-    log_dir: str | None = None
-    """The job's log folder on the driver (cluster/log_dir.py); None: no log routes."""
 
 
 @dataclass(frozen=True)
