@@ -403,8 +403,8 @@ def test_the_environments_setting_reaches_the_keyed_operators_backend(tmp_path: 
     from barrierflow import StreamExecutionEnvironment
     from barrierflow._clock import SYSTEM_CLOCK
     from barrierflow.api.environment import JobDefined
-    from barrierflow.graph.deployment import build_task_descriptors
     from barrierflow.api.job_file import command_line_settings
+    from barrierflow.graph.deployment import build_task_descriptors
     from barrierflow.runtime.chain_outputs import CollectingOutput
     from barrierflow.runtime.mailbox_executor import NO_MAILBOX
     from barrierflow.runtime.operator_chain import operator_context
