@@ -311,3 +311,48 @@ def test_nexmark_imports_no_private_connector_module() -> None:
         and any(part.startswith("_") for part in i.target_module.split("."))
     ]
     assert not offending, _report("nexmark/ imports private connector modules", offending)
+
+
+# ---- inside cluster/: the driver split by role (issue 23) ------------------------------------
+
+CLUSTER = ROOT / PACKAGE / "cluster"
+CLUSTER_ROLES = ("jobmaster", "rest", "metrics", "spark", "executor")
+JOBMASTER_SEEN_BY_THE_HTTP_LAYER = ("barrierflow.cluster.jobmaster.views",)
+"""The JobMaster's read models: all the HTTP layer imports of the JobMaster (it acts on the
+job through the `JobActions` Protocol it declares itself, rest/job_actions.py)."""
+
+
+def _cluster_imports(role: str) -> list[tuple[str, int, str]]:
+    """(file, line, imported module) of every barrierflow import in cluster/<role>/."""
+    found = []
+    for file in sorted((CLUSTER / role).rglob("*.py")):
+        module = _module_name(ROOT, file)
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+        for node in ast.walk(tree):
+            for target in _targets(node, module, file.name == "__init__.py", ROOT):
+                found.append((file.relative_to(ROOT).as_posix(), node.lineno, target))
+    return found
+
+
+def test_cluster_is_split_by_role_with_at_most_a_dozen_modules_at_its_top() -> None:
+    assert all((CLUSTER / role / "__init__.py").is_file() for role in CLUSTER_ROLES)
+    assert len(list(CLUSTER.glob("*.py"))) <= 12
+
+
+def test_the_http_layer_sees_only_the_jobmasters_read_models() -> None:
+    offending = [
+        f"{path}:{line}: imports {target}"
+        for path, line, target in _cluster_imports("rest")
+        if target.startswith("barrierflow.cluster.jobmaster")
+        and target not in JOBMASTER_SEEN_BY_THE_HTTP_LAYER
+    ]
+    assert not offending, "rest/ reaches under the JobMaster's interface:\n" + "\n".join(offending)
+
+
+def test_metrics_import_neither_the_jobmaster_nor_the_http_layer() -> None:
+    offending = [
+        f"{path}:{line}: imports {target}"
+        for path, line, target in _cluster_imports("metrics")
+        if target.startswith(("barrierflow.cluster.jobmaster", "barrierflow.cluster.rest"))
+    ]
+    assert not offending, "metrics/ imports the JobMaster or REST:\n" + "\n".join(offending)

@@ -13,9 +13,9 @@ from barrierflow.cluster.rest.dashboard_files import DASHBOARD_FOLDER, static_an
 from barrierflow.cluster.rest.server import RestServer
 
 OUTSIDE = [
-    "/dashboard/../rest.py",
-    "/dashboard/%2e%2e/rest.py",
-    "/dashboard/..%2frest.py",
+    "/dashboard/../server.py",
+    "/dashboard/%2e%2e/server.py",
+    "/dashboard/..%2fserver.py",
     "/dashboard/%2e%2e%2f%2e%2e%2fpyproject.toml",
     "/dashboard/..",
     "/dashboard/",
@@ -114,7 +114,7 @@ def test_the_rest_server_serves_the_page_even_before_the_job_is_published():
         assert int(script.headers["Content-Length"]) == len(script.body) > 0
         head = raw_get(server, "/dashboard/style.css", "HEAD")
         assert head.status == 200 and head.body == b""
-        for path in ("/dashboard/../rest.py", "/dashboard/%2e%2e/rest.py", "/dashboard/x.js"):
+        for path in ("/dashboard/../server.py", "/dashboard/%2e%2e/server.py", "/dashboard/x.js"):
             refused = raw_get(server, path)
             assert refused.status == 404, path
             assert refused.headers["Content-Type"] == "application/json; charset=utf-8"

@@ -8,6 +8,7 @@ import json
 import re
 
 from barrierflow.cluster.rest import openapi
+from barrierflow.cluster.rest.routes import DECLARED
 from barrierflow.cluster.rest.server import _ROUTES, TOKEN_ROUTES, routes
 
 
@@ -58,3 +59,23 @@ def test_the_spec_is_a_valid_openapi_document():
 
     schema = schemathesis.openapi.from_dict(openapi.openapi_spec("job-1"))
     assert len(list(schema.get_all_operations())) == len(spec_operations(schema.raw_schema))
+
+
+def test_every_declared_route_is_in_the_spec_and_the_dispatcher_and_nothing_else_is():
+    declared = {(r.method, r.template) for r in DECLARED}
+    dispatched = {(r.method, r.template) for r in _ROUTES}
+    spec = spec_operations(openapi.openapi_spec())
+
+    assert len(declared) == len(DECLARED)
+    assert spec == declared
+    assert dispatched == {(r.method, r.template) for r in DECLARED if r.in_table}
+    assert declared - dispatched == openapi.EXTRA_PATHS == {("GET", "/metrics")}
+    operations = spec_operations_by_key(openapi.openapi_spec())
+    for r in DECLARED:
+        operation = operations[(r.method, r.template)]
+        assert operation["summary"] == r.summary
+        assert str(r.response.status) in operation["responses"]
+
+
+def spec_operations_by_key(spec) -> dict[tuple[str, str], dict]:
+    return {(m.upper(), p): op for p, ops in spec["paths"].items() for m, op in ops.items()}

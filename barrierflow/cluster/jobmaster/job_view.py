@@ -2,7 +2,7 @@
 
 The JobMaster thread owns every piece of state; it publishes two immutable
 snapshots of it. `JobStatus` (state, attempt, task processes, completed checkpoints)
-is what the JobClient waits on; `JobView` (rest.py) is what the REST endpoint
+is what the JobClient waits on; `JobView` (views.py) is what the REST endpoint
 serves. Both are replaced, never mutated, so readers need no lock beyond the
 condition that wakes waiters. Savepoint operations (job_actions.py), by trigger id,
 are published under the same condition.

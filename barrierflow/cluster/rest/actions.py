@@ -9,7 +9,7 @@
 
 An action needs `Authorization: Bearer <token>`, the token the job registered
 (cluster/registry.py): none is a 401, another a 403. Reading stays open, as every GET but
-the logs and the exception history (rest.TOKEN_ROUTES), which need the token too.
+the logs and the exception history (server.TOKEN_ROUTES), which need the token too.
 A job id other than the endpoint's is a 404 naming it; an action on a job that already
 ended is a 409. The functions here are pure but for the `JobControl`, which calls the
 job's `JobActions` and remembers which stops were asked for, so that the endpoint of a

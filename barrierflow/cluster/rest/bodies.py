@@ -1,5 +1,5 @@
 """The JSON bodies of the REST endpoint, in Flink's REST shapes (job overview, job details,
-checkpoint statistics). Pure functions of immutable views; the server is `rest.py`.
+checkpoint statistics). Pure functions of immutable views; the server is `server.py`.
 
 Field names follow Flink's `/jobs/...` responses in snake_case where barrierflow
 always wrote them so. A checkpoint's body is the persisted history's

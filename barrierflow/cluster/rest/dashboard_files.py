@@ -60,7 +60,7 @@ def static_answer(path: str, folder: Path = DASHBOARD_FOLDER) -> StaticAnswer | 
     True
     >>> static_answer("/").content_type
     'text/html; charset=utf-8'
-    >>> int(static_answer("/dashboard/../rest.py").status)
+    >>> int(static_answer("/dashboard/../server.py").status)
     404
     """
     target = urlsplit(path).path

@@ -1,22 +1,24 @@
 """The REST endpoint's OpenAPI 3.0 description, served at `/openapi.json`.
 
-One dict, built by `openapi_spec`: every route of rest.py's `_ROUTES` and `/metrics`
-(a test keeps the two in step), their parameters, the JSON bodies' schemas, Flink's
-error body `{"errors": [...]}`, and the bearer token the actions, the logs and the
-exception history need. Other reads need nothing. The schemas name the fields every body
-has; bodies may carry more (a field added later is no breaking change), so objects stay
-open.
+One dict, built by `openapi_spec` from the routes declared in routes.py (the same
+declarations the dispatcher's table is built from): their parameters, the JSON bodies'
+schemas, Flink's error body `{"errors": [...]}`, and the bearer token the actions, the
+logs and the exception history need. Other reads need nothing. The schemas name the
+fields every body has; bodies may carry more (a field added later is no breaking change),
+so objects stay open.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from barrierflow.cluster.rest.routes import DECLARED, Declared, QueryParameter, Response
+
 __all__ = ["EXTRA_PATHS", "OPENAPI_VERSION", "openapi_spec"]
 
 OPENAPI_VERSION = "3.0.3"
-EXTRA_PATHS = {("GET", "/metrics")}
-"""Routes answered outside `_ROUTES` (Prometheus' text format)."""
+EXTRA_PATHS = frozenset((r.method, r.template) for r in DECLARED if not r.in_table)
+"""Declared routes answered outside the dispatcher's table (Prometheus' text format)."""
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -318,151 +320,40 @@ _PARAMETER_TEXT = {
     "log_name": "a plain file name of the job's log folder (GET /jobs/{job_id}/logs)",
 }
 
-_READ_ERRORS = {
-    "404": _error("no such job, vertex, checkpoint or file"),
-    "503": _error("the job is starting"),
+_ERRORS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "read": {
+        "404": _error("no such job, vertex, checkpoint or file"),
+        "503": _error("the job is starting"),
+    },
+    "action": {
+        "400": _error("a bad body or parameter"),
+        "401": _error("no token"),
+        "403": _error("a wrong token"),
+        "404": _error("no such job"),
+        "405": _error("the endpoint is read-only"),
+        "409": _error("the job already ended or cannot take the action now"),
+        "503": _error("the job is starting"),
+    },
 }
-
-_GETS: dict[str, tuple[str, dict[str, Any]]] = {
-    "/openapi.json": ("this description", _json("OpenAPI 3.0", _ref("OpenApi"))),
-    "/overview": ("the endpoint's jobs by state", _json("counts", _ref("ClusterOverview"))),
-    "/jobs": ("the job's id and state", _json("the job", _ref("JobIds"))),
-    "/jobs/overview": ("name, state, start, attempt", _json("the job", _ref("JobsOverview"))),
-    "/jobs/{job_id}": (
-        "state, attempt, vertices, edges and the Spark UI's address",
-        _json("the job", _ref("Job")),
-    ),
-    "/jobs/{job_id}/plan": ("the job graph as Flink's plan", _json("the plan", _ref("JobPlan"))),
-    "/jobs/{job_id}/config": (
-        "parallelism, checkpointing, restart strategy, storage, Spark (no secrets)",
-        _json("the configuration", _ref("JobConfig")),
-    ),
-    "/jobs/{job_id}/exceptions": (
-        "the failure history (newest first) and the restart strategy's state",
-        _json("the history", _ref("Exceptions")),
-    ),
-    "/jobs/{job_id}/vertices/{vertex_id}": (
-        "a vertex and each subtask's host, pid, status and latest metrics",
-        _json("the vertex", _ref("Vertex")),
-    ),
-    "/jobs/{job_id}/checkpoints": (
-        "checkpoint counts, summary, latest and history",
-        _json("the statistics", _ref("Checkpoints")),
-    ),
-    "/jobs/{job_id}/checkpoints/config": (
-        "the checkpointing settings",
-        _json("the settings", _ref("CheckpointConfig")),
-    ),
-    "/jobs/{job_id}/checkpoints/details/{checkpoint_id}": (
-        "one checkpoint with every vertex and subtask",
-        _json("the checkpoint", _ref("CheckpointDetails")),
-    ),
-    "/jobs/{job_id}/checkpoints/details/{checkpoint_id}/subtasks/{vertex_id}": (
-        "one vertex's subtasks in one checkpoint",
-        _json("the vertex's subtasks", _ref("CheckpointVertex")),
-    ),
-    "/jobs/{job_id}/vertices/{vertex_id}/metrics": (
-        "Flink's metric ids of a vertex, or with ?get=a,b their values",
-        _json("ids, or ids and values", _ref("VertexMetrics")),
-    ),
-    "/jobs/{job_id}/metrics/history": (
-        "per vertex: current aggregates and chart columns",
-        _json("the history", _ref("MetricsHistory")),
-    ),
-    "/jobs/{job_id}/logs": ("the job's log files", _json("the files", _ref("Logs"))),
-    "/jobs/{job_id}/logs/{log_name}": (
-        "a log file's text (its last 8 MiB), or its last `tail` lines",
-        {
-            "description": "the text",
-            "content": {"text/plain": {"schema": {"type": "string"}}},
-        },
-    ),
-    "/jobs/{job_id}/savepoints/{trigger_id}": (
-        "a triggered savepoint's or stop's state",
-        _json("the operation", _ref("SavepointStatus")),
-    ),
-}
-
-_QUERY: dict[str, list[dict[str, Any]]] = {
-    "/jobs/{job_id}/vertices/{vertex_id}/metrics": [
-        {
-            "name": "get",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "string"},
-            "description": "comma-separated metric ids whose values to return",
-        },
-    ],
-    "/jobs/{job_id}/logs/{log_name}": [
-        {
-            "name": "tail",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "integer", "minimum": 0, "maximum": 100_000},
-            "description": "only the file's last N lines",
-        },
-    ],
-}
-
-_TOKEN_GETS = frozenset(
-    {"/jobs/{job_id}/exceptions", "/jobs/{job_id}/logs", "/jobs/{job_id}/logs/{log_name}"}
-)
-"""Reads that need the job's token (rest.TOKEN_ROUTES: a test keeps them in step)."""
+"""The error responses a route documents, by `Declared.errors`."""
 _TOKEN_ERRORS = {"401": _error("no token"), "403": _error("a wrong token")}
 
-_ACTION_ERRORS = {
-    "400": _error("a bad body or parameter"),
-    "401": _error("no token"),
-    "403": _error("a wrong token"),
-    "404": _error("no such job"),
-    "405": _error("the endpoint is read-only"),
-    "409": _error("the job already ended or cannot take the action now"),
-    "503": _error("the job is starting"),
-}
+
+def _response(response: Response) -> dict[str, Any]:
+    if response.text:
+        return {
+            "description": response.description,
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    schema = _ref(response.schema) if response.schema else _ANY_OBJECT
+    return _json(response.description, schema)
 
 
-def _body(schema: str) -> dict[str, Any]:
-    return {"required": False, "content": {"application/json": {"schema": _ref(schema)}}}
-
-
-def _actions() -> dict[str, dict[str, Any]]:
-    secured = {"security": [{"jobToken": []}]}
-    return {
-        "/jobs/{job_id}/savepoints": {
-            "post": {
-                "summary": "trigger a savepoint",
-                "operationId": "triggerSavepoint",
-                "requestBody": _body("SavepointRequest"),
-                "responses": {"202": _json("triggered", _ref("Triggered")), **_ACTION_ERRORS},
-                **secured,
-            }
-        },
-        "/jobs/{job_id}/stop": {
-            "post": {
-                "summary": "stop the job with a savepoint",
-                "operationId": "stopWithSavepoint",
-                "requestBody": _body("StopRequest"),
-                "responses": {"202": _json("triggered", _ref("Triggered")), **_ACTION_ERRORS},
-                **secured,
-            }
-        },
-        "/jobs/{job_id}": {
-            "patch": {
-                "summary": "cancel the job",
-                "operationId": "cancelJob",
-                "parameters": [
-                    {
-                        "name": "mode",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "string", "enum": ["cancel"]},
-                    },
-                ],
-                "responses": {"202": _json("cancelling", _ANY_OBJECT), **_ACTION_ERRORS},
-                **secured,
-            }
-        },
-    }
+def _query_parameter(parameter: QueryParameter) -> dict[str, Any]:
+    described = {} if parameter.description is None else {"description": parameter.description}
+    return {"name": parameter.name, "in": "query", "required": False,
+            "schema": parameter.schema, **described}  # fmt: skip
 
 
 def _operation_id(path: str) -> str:
@@ -470,45 +361,38 @@ def _operation_id(path: str) -> str:
     return "get_" + "_".join(w for w in words if w) if words != [""] else "get_root"
 
 
-def openapi_spec(job_id: str | None = None) -> dict[str, Any]:
-    """The description; `job_id` (the endpoint's job) is the job_id parameter's example."""
-    paths: dict[str, dict[str, Any]] = {}
-    for path, (summary, ok) in _GETS.items():
-        names = [part.strip("{}") for part in path.split("/") if part.startswith("{")]
-        parameters = [_path_parameter(n, _PARAMETER_TEXT[n], job_id) for n in names]
-        paths.setdefault(path, {})["get"] = {
-            "summary": summary,
-            "operationId": _operation_id(path),
-            "parameters": parameters + _QUERY.get(path, []),
-            "responses": {
-                "200": ok,
-                **({} if path == "/openapi.json" else _READ_ERRORS),
-                **(
-                    {"400": _error("not a plain file name, or a bad tail")}
-                    if "{log_name}" in path
-                    else {}
-                ),
-                **(_TOKEN_ERRORS if path in _TOKEN_GETS else {}),
-            },
-            **({"security": [{"jobToken": []}]} if path in _TOKEN_GETS else {}),
-        }
-    for path, operations in _actions().items():
-        parameters = [_path_parameter("job_id", _PARAMETER_TEXT["job_id"], job_id)]
-        for method, operation in operations.items():
-            operation["parameters"] = parameters + operation.get("parameters", [])
-            paths.setdefault(path, {})[method] = operation
-    paths["/metrics"] = {
-        "get": {
-            "summary": "the job's metrics in Prometheus' text format",
-            "operationId": "get_metrics",
-            "responses": {
-                "200": {
-                    "description": "Prometheus text format 0.0.4",
-                    "content": {"text/plain": {"schema": {"type": "string"}}},
-                }
-            },
-        }
+def _operation(route: Declared, job_id: str | None) -> dict[str, Any]:
+    names = [part.strip("{}") for part in route.template.split("/") if part.startswith("{")]
+    parameters = [_path_parameter(n, _PARAMETER_TEXT[n], job_id) for n in names]
+    parameters += [_query_parameter(q) for q in route.query]
+    operation: dict[str, Any] = {
+        "summary": route.summary,
+        "operationId": route.operation_id or _operation_id(route.template),
     }
+    if parameters or route.in_table:  # `/metrics` has none and lists none
+        operation["parameters"] = parameters
+    if route.request_body is not None:
+        operation["requestBody"] = {
+            "required": False,
+            "content": {"application/json": {"schema": _ref(route.request_body)}},
+        }
+    operation["responses"] = {
+        str(route.response.status): _response(route.response),
+        **_ERRORS[route.errors],
+        **{status: _error(text) for status, text in route.extra_errors},
+        **(_TOKEN_ERRORS if route.token else {}),
+    }
+    if route.token:
+        operation["security"] = [{"jobToken": []}]
+    return operation
+
+
+def openapi_spec(job_id: str | None = None) -> dict[str, Any]:
+    """The description of every declared route; `job_id` (the endpoint's job) is the
+    job_id parameter's example."""
+    paths: dict[str, dict[str, Any]] = {}
+    for route in DECLARED:
+        paths.setdefault(route.template, {})[route.method.lower()] = _operation(route, job_id)
     return {
         "openapi": OPENAPI_VERSION,
         "info": {

@@ -1,34 +1,9 @@
 """The JobMaster's REST endpoint: JSON about one running job, and its actions, in Flink's shapes.
 
-Described by an OpenAPI 3.0 spec at `/openapi.json` (openapi.py), which lists every route:
-
-    GET /openapi.json                                    this API's description
-    GET /overview                                        jobs by state, slots, Spark UI
-    GET /jobs                                            the job's id and state
-    GET /jobs/overview                                   name, state, start time, attempt
-    GET /jobs/<job_id>                                   state, attempt, vertices, edges, plan,
-                                                         max parallelism, Spark UI address
-    GET /jobs/<job_id>/plan                              Flink's plan: nodes and their inputs
-    GET /jobs/<job_id>/config                            parallelism, checkpointing, restart
-                                                         strategy, storage, Spark master
-    GET /jobs/<job_id>/exceptions                        failure history, restart strategy state
-    GET /jobs/<job_id>/vertices/<vertex_id>              per subtask: host, pid, status, metrics
-    GET /jobs/<job_id>/checkpoints                       counts, summary, latest, history
-    GET /jobs/<job_id>/checkpoints/config                the checkpointing settings
-    GET /jobs/<job_id>/checkpoints/details/<id>          one checkpoint, every subtask
-    GET /jobs/<job_id>/checkpoints/details/<id>/subtasks/<vertex_id>   one vertex's subtasks
-    GET /jobs/<job_id>/vertices/<vertex_id>/metrics[?get=a,b]           Flink's metric ids, or
-                                                         their values (metrics_json.py)
-    GET /jobs/<job_id>/metrics/history                   per vertex: aggregates, chart columns
-    GET /jobs/<job_id>/logs                              the job's log files (rest_logs.py)
-    GET /jobs/<job_id>/logs/<name>[?tail=N]              one file's text (text/plain)
-    GET /metrics                                         Prometheus' text format
-                                                         (metrics_prometheus.py)
-
-    GET /jobs/<job_id>/savepoints/<trigger_id>           a triggered savepoint's state
-    POST /jobs/<job_id>/savepoints, POST /jobs/<job_id>/stop, PATCH /jobs/<job_id>?mode=cancel
-                                                         actions, with the job's token
-                                                         (rest_actions.py)
+Its routes are declared once, in routes.py (path, method, handler, schema, summary); the
+dispatcher's table here and the OpenAPI 3.0 description at `/openapi.json` (openapi.py)
+are generated from them. `/metrics` (Prometheus' text, metrics/prometheus.py) and the
+dashboard's files (dashboard_files.py) are answered by the HTTP handler itself.
 
 Anything else is a 404 (405 for a method a path does not take) with Flink's error body,
 `{"errors": ["..."]}`. The server answers from HTTP threads, which only read the
@@ -57,18 +32,15 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
-from barrierflow.cluster.jobmaster.views import JobView, VertexView
-from barrierflow.cluster.metrics import json_bodies as metrics_json
+from barrierflow.cluster.jobmaster.views import JobView
 from barrierflow.cluster.metrics import prometheus as metrics_prometheus
 from barrierflow.cluster.metrics.view import MetricsSnapshot
-from barrierflow.cluster.rest import actions as rest_actions
-from barrierflow.cluster.rest import bodies as rest_json
-from barrierflow.cluster.rest import logs as rest_logs
 from barrierflow.cluster.rest import openapi
 from barrierflow.cluster.rest.actions import JobControl, RestError
 from barrierflow.cluster.rest.dashboard_files import serve_dashboard
+from barrierflow.cluster.rest.routes import DECLARED, Declared, RawBody, RestRequest, RouteHandler
 from barrierflow.cluster.rest.uri_redaction import redact
 from barrierflow.errors import ConfigurationError
 
@@ -117,80 +89,6 @@ def resolve_rest_port(setting: int | str | None, environ: Mapping[str, str]) -> 
     return port
 
 
-@dataclass(frozen=True)
-class RestRequest:
-    """One request as `route` sees it: plain values, no socket."""
-
-    method: str
-    path: str
-    """The request target, with its query string."""
-    body: bytes | None = None
-    authorization: str | None = None
-    """The Authorization header, if any."""
-    metrics: MetricsSnapshot | None = None
-    """The job's metrics as last published (None: the endpoint has none)."""
-
-
-def _job(view: JobView, job_id: str) -> JobView:
-    if job_id != view.job_id:
-        raise RestError(
-            HTTPStatus.NOT_FOUND, f"job {job_id} not found; this endpoint serves job {view.job_id}"
-        )
-    return view
-
-
-def _checkpoint(view: JobView, job_id: str, checkpoint_id: str) -> dict[str, Any]:
-    stats = _job(view, job_id).checkpoints.checkpoint(int(checkpoint_id))
-    if stats is None:
-        raise RestError(
-            HTTPStatus.NOT_FOUND,
-            f"checkpoint {checkpoint_id} of job {job_id} is not in the statistics history "
-            "(it keeps the newest checkpoints; `barrierflow checkpoints` shows older ones)",
-        )
-    return rest_json.checkpoint_json(stats, details=True)
-
-
-def _vertex(view: JobView, job_id: str, checkpoint_id: str, vertex_id: str) -> dict[str, Any]:
-    tasks = _checkpoint(view, job_id, checkpoint_id)["tasks"]
-    if vertex_id not in tasks:
-        raise RestError(
-            HTTPStatus.NOT_FOUND,
-            f"checkpoint {checkpoint_id} of job {job_id} has no vertex {vertex_id}",
-        )
-    return tasks[vertex_id]
-
-
-def _metrics(view: JobView, request: RestRequest, job_id: str) -> MetricsSnapshot:
-    _job(view, job_id)
-    if request.metrics is None:
-        raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no metrics on this endpoint")
-    return request.metrics
-
-
-def _vertex_metrics(
-    view: JobView, request: RestRequest, job_id: str, vertex_id: str
-) -> tuple[int, Any]:
-    snapshot = _metrics(view, request, job_id)
-    if not any(str(v.vertex_id) == vertex_id for v in view.vertices):
-        raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no vertex {vertex_id}")
-    get = parse_qs(urlsplit(request.path).query).get("get")
-    return HTTPStatus.OK, metrics_json.vertex_metrics_json(
-        snapshot, int(vertex_id), ",".join(get) if get else None
-    )
-
-
-_RouteHandler = Callable[..., Any]
-"""A route's handler: (view, control, request, *path parameters) -> (status, body)."""
-
-
-@dataclass(frozen=True)
-class RawBody:
-    """A body that is not JSON (a log file's text, a dashboard file): sent as it is."""
-
-    data: bytes
-    content_type: str
-
-
 _PARAMETER_PATTERNS = {"checkpoint_id": r"\d{1,18}", "vertex_id": r"\d{1,9}"}
 """What a path parameter matches (others: one path segment). A longer number is a 404."""
 
@@ -201,7 +99,8 @@ class Route:
 
     method: str
     template: str
-    handler: _RouteHandler
+    handler: RouteHandler | None
+    """None: answered before the table is consulted (`/openapi.json`, in `route`)."""
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -217,26 +116,12 @@ def _compile(template: str) -> re.Pattern[str]:
     return re.compile(regex)
 
 
-def _read(reader: Callable[..., Any]) -> _RouteHandler:
-    """A GET handler of the view alone, answering 200."""
-    return lambda view, control, request, *groups: (HTTPStatus.OK, reader(view, *groups))
-
-
-def _query(request: RestRequest) -> dict[str, list[str]]:
-    return parse_qs(urlsplit(request.path).query)
-
-
-def _vertex_view(view: JobView, job_id: str, vertex_id: str) -> VertexView:
-    for vertex in _job(view, job_id).vertices:
-        if str(vertex.vertex_id) == vertex_id:
-            return vertex
-    raise RestError(HTTPStatus.NOT_FOUND, f"job {job_id} has no vertex {vertex_id}")
-
-
-def _with_token(handler: _RouteHandler) -> _RouteHandler:
+def _with_token(handler: RouteHandler | None) -> RouteHandler | None:
     """A route that serves only with the job's token (logs and the exception history carry
     tracebacks, paths and whatever user code logged): 401 without, 403 wrong, 403 on an
     endpoint that has no token."""
+    if handler is None:
+        return None
 
     def guarded(view: JobView, control: Any, request: RestRequest, *groups: str) -> Any:
         if control is None:
@@ -249,94 +134,21 @@ def _with_token(handler: _RouteHandler) -> _RouteHandler:
     return guarded
 
 
-def _log_file(
-    view: JobView, control: Any, request: RestRequest, job_id: str, name: str
-) -> tuple[int, Any]:
-    tail = _query(request).get("tail")
-    text = rest_logs.read_log(_job(view, job_id).log_dir, name, tail[-1] if tail else None)
-    return HTTPStatus.OK, RawBody(text, "text/plain; charset=utf-8")
+def _token_get(route: Declared) -> bool:
+    return route.token and route.method == "GET"
 
 
 _ROUTES: list[Route] = [
-    Route("GET", "/openapi.json", _read(lambda v: openapi.openapi_spec(v.job_id))),
-    Route("GET", "/overview", _read(lambda v: rest_json.cluster_overview_json(v))),
-    Route("GET", "/jobs", _read(lambda v: {"jobs": [{"id": v.job_id, "status": v.state}]})),
-    Route("GET", "/jobs/overview", _read(lambda v: {"jobs": [rest_json.job_overview_json(v)]})),
-    Route("GET", "/jobs/{job_id}", _read(lambda v, j: rest_json.job_json(_job(v, j)))),
     Route(
-        "GET", "/jobs/{job_id}/plan", _read(lambda v, j: {"plan": rest_json.plan_json(_job(v, j))})
-    ),
-    Route("GET", "/jobs/{job_id}/config", _read(lambda v, j: rest_json.config_json(_job(v, j)))),
-    Route(
-        "GET",
-        "/jobs/{job_id}/exceptions",
-        _with_token(_read(lambda v, j: rest_json.exceptions_json(_job(v, j)))),
-    ),
-    Route(
-        "GET",
-        "/jobs/{job_id}/vertices/{vertex_id}",
-        lambda v, c, r, j, vertex: (
-            HTTPStatus.OK,
-            rest_json.vertex_json(v, _vertex_view(v, j, vertex), r.metrics),
-        ),
-    ),
-    Route(
-        "GET",
-        "/jobs/{job_id}/checkpoints",
-        _read(lambda v, j: rest_json.checkpoints_json(_job(v, j).checkpoints)),
-    ),
-    Route(
-        "GET", "/jobs/{job_id}/checkpoints/config", _read(lambda v, j: _job(v, j).checkpoint_config)
-    ),
-    Route("GET", "/jobs/{job_id}/checkpoints/details/{checkpoint_id}", _read(_checkpoint)),
-    Route(
-        "GET",
-        "/jobs/{job_id}/checkpoints/details/{checkpoint_id}/subtasks/{vertex_id}",
-        _read(_vertex),
-    ),
-    Route(
-        "GET",
-        "/jobs/{job_id}/vertices/{vertex_id}/metrics",
-        lambda v, c, r, j, vertex: _vertex_metrics(v, r, j, vertex),
-    ),
-    Route(
-        "GET",
-        "/jobs/{job_id}/metrics/history",
-        lambda v, c, r, j: (HTTPStatus.OK, metrics_json.metrics_history_json(_metrics(v, r, j))),
-    ),
-    Route(
-        "GET",
-        "/jobs/{job_id}/logs",
-        _with_token(_read(lambda v, j: rest_logs.list_logs(_job(v, j).log_dir))),
-    ),
-    Route("GET", "/jobs/{job_id}/logs/{log_name}", _with_token(_log_file)),
-    Route(
-        "GET",
-        "/jobs/{job_id}/savepoints/{trigger_id}",
-        lambda v, c, r, j, t: (HTTPStatus.OK, rest_actions.savepoint_status(v, c, j, t)),
-    ),
-    Route(
-        "POST",
-        "/jobs/{job_id}/savepoints",
-        lambda v, c, r, j: rest_actions.trigger_savepoint(v, c, j, r.body, r.authorization),
-    ),
-    Route(
-        "POST",
-        "/jobs/{job_id}/stop",
-        lambda v, c, r, j: rest_actions.stop(v, c, j, r.body, r.authorization),
-    ),
-    Route(
-        "PATCH",
-        "/jobs/{job_id}",
-        lambda v, c, r, j: rest_actions.cancel(v, c, j, _query(r), r.authorization),
-    ),
+        r.method, r.template, _with_token(r.handler) if r.token and r.method == "GET" else r.handler
+    )
+    for r in DECLARED
+    if r.in_table
 ]
-"""Every route but `/metrics` (Prometheus' text, answered by the server itself); the
-OpenAPI spec (openapi.py) lists exactly these and `/metrics` (a test keeps them in step)."""
+"""The dispatcher's table, generated from routes.DECLARED: every route but `/metrics`
+(Prometheus' text, answered by the HTTP handler itself)."""
 
-TOKEN_ROUTES = frozenset(
-    {"/jobs/{job_id}/exceptions", "/jobs/{job_id}/logs", "/jobs/{job_id}/logs/{log_name}"}
-)
+TOKEN_ROUTES = frozenset(r.template for r in DECLARED if _token_get(r))
 """The GETs that need the job's token (`_with_token`); the spec marks them so."""
 
 
@@ -381,8 +193,8 @@ def route(
         if match is None:
             continue
         matched = True
-        if candidate.method != get:
-            continue
+        if candidate.method != get or candidate.handler is None:
+            continue  # a None handler (`/openapi.json`) was answered above
         try:
             status, body = candidate.handler(view, control, request, *match.groups())
         except RestError as refused:
