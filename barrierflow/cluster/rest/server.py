@@ -7,9 +7,9 @@ dashboard's files (dashboard_files.py) are answered by the HTTP handler itself.
 
 Anything else is a 404 (405 for a method a path does not take) with Flink's error body,
 `{"errors": ["..."]}`. The server answers from HTTP threads, which only read the
-immutable `JobView` and `MetricsSnapshot` the JobMaster thread last published and act
-through `JobActions`
-(whose calls post to the JobMaster): they never touch the JobMaster's own state.
+immutable `JobView` (jobmaster/views.py) and `MetricsSnapshot` the JobMaster thread last
+published and act through `JobActions` (job_actions.py, whose calls post to the JobMaster):
+they never touch the JobMaster's own state.
 
 The port comes from `JobSettings.rest_port` or, when that is None, the environment
 variable `BARRIERFLOW_REST_PORT`: unset or `0` picks a free port (logged at job
@@ -139,9 +139,7 @@ def _token_get(route: Declared) -> bool:
 
 
 _ROUTES: list[Route] = [
-    Route(
-        r.method, r.template, _with_token(r.handler) if r.token and r.method == "GET" else r.handler
-    )
+    Route(r.method, r.template, _with_token(r.handler) if _token_get(r) else r.handler)
     for r in DECLARED
     if r.in_table
 ]
