@@ -15,9 +15,8 @@ from barrierflow.checkpoint.stats import (
     TaskVertexInfo,
 )
 from barrierflow.cli import main
-from barrierflow.cluster.jobmaster.views import SavepointOperation
+from barrierflow.cluster.jobmaster.views import JobView, SavepointOperation
 from barrierflow.cluster.registry import JobRegistry
-from barrierflow.cluster.jobmaster.views import JobView
 from barrierflow.cluster.rest.startup import JobEndpoint, start_rest_endpoint
 
 COUNT_ID = "4f1c0ffee0000000000000000000aaaa"

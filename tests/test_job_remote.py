@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from barrierflow.checkpoint.stats import CheckpointStatsTracker
-from barrierflow.cluster.jobmaster.views import SavepointOperation
-from barrierflow.cluster.jobmaster.views import JobView
-from barrierflow.cluster.rest.server import JobControl, RestServer
 from barrierflow.cli.remote import RemoteJob, RemoteJobError
+from barrierflow.cluster.jobmaster.views import JobView, SavepointOperation
+from barrierflow.cluster.rest.server import JobControl, RestServer
 
 JOB_ID = "4f1c0ffee"
 

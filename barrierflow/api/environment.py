@@ -37,8 +37,8 @@ from barrierflow.state.backends import check_backend_installed, check_state_back
 from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.metrics.view import MetricsSnapshot
     from barrierflow.cluster.jobmaster.views import JobView
+    from barrierflow.cluster.metrics.view import MetricsSnapshot
 
 TASK_LOG_LEVEL_ENV = "BARRIERFLOW_TASK_LOG_LEVEL"
 """The lowest level of the tasks' Python log records kept in their log files (default WARNING)."""

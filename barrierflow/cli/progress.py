@@ -22,8 +22,8 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from barrierflow.api.environment import JobClient
-    from barrierflow.cluster.metrics.view import MetricsSnapshot
     from barrierflow.cluster.jobmaster.views import JobView
+    from barrierflow.cluster.metrics.view import MetricsSnapshot
     from barrierflow.graph.job_graph import JobGraph
 
 __all__ = [

@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from barrierflow.cluster.jobmaster import attempt as attempt_module
 from barrierflow.cluster.addresses import (
     RPC_ADVERTISED_KEY,
     TASK_BIND_KEY,
     JobAddresses,
     resolve_addresses,
 )
+from barrierflow.cluster.jobmaster import attempt as attempt_module
 from barrierflow.errors import JobExecutionError, JobMasterUnreachableError
 from barrierflow.runtime.network.task_channels import is_wildcard
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from barrierflow.api.job_file import command_line_settings, run_job_file
 from barrierflow.chaos import kill_process_tree
 from barrierflow.connectors.postgres import gid_prefix, parse_gid
-from barrierflow.api.job_file import command_line_settings, run_job_file
 
 from .conftest import read_rows
 
