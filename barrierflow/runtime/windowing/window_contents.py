@@ -31,6 +31,7 @@ from typing import Any
 
 from barrierflow.core.functions import Function, as_callable
 from barrierflow.core.window_functions import AggregateFunction
+from barrierflow.core.windows.window import Window
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
@@ -60,17 +61,19 @@ class _WindowFunctionCall:
                 f"callable(key, context, elements), got {function!r}"
             )
 
-    def __call__(self, key: Hashable, window: Any, context: Any, elements: list[Any]) -> list[Any]:
+    def __call__(
+        self, key: Hashable, window: Window, context: Any, elements: list[Any]
+    ) -> list[Any]:
         results = self._call(key, window, context, elements)
         return [] if results is None else list(results)
 
-    def _process(self, key: Hashable, window: Any, context: Any, elements: list[Any]) -> Any:
+    def _process(self, key: Hashable, window: Window, context: Any, elements: list[Any]) -> Any:
         return self.function.process(key, context, elements)
 
-    def _apply(self, key: Hashable, window: Any, context: Any, elements: list[Any]) -> Any:
+    def _apply(self, key: Hashable, window: Window, context: Any, elements: list[Any]) -> Any:
         return self.function.apply(key, window, elements)
 
-    def _callable(self, key: Hashable, window: Any, context: Any, elements: list[Any]) -> Any:
+    def _callable(self, key: Hashable, window: Window, context: Any, elements: list[Any]) -> Any:
         return self.function(key, context, elements)
 
     def clear(self, context: Any) -> None:
@@ -108,7 +111,7 @@ class WindowContents(ABC):
     def _result(self, contents: Any) -> Any:
         """The pre-aggregated result of `contents` (not used by `ListWindowContents`)."""
 
-    def emit(self, key: Hashable, window: Any, contents: Any, context: Any) -> list[Any]:
+    def emit(self, key: Hashable, window: Window, contents: Any, context: Any) -> list[Any]:
         """The results of firing `window` with `contents` (runs the user's functions now)."""
         result = self._result(contents)
         if self._window_function is None:
@@ -193,7 +196,7 @@ class ListWindowContents(WindowContents):
     def _result(self, contents: Any) -> Any:
         raise NotImplementedError  # emit() hands over the elements themselves
 
-    def emit(self, key: Hashable, window: Any, contents: Any, context: Any) -> list[Any]:
+    def emit(self, key: Hashable, window: Window, contents: Any, context: Any) -> list[Any]:
         assert self._window_function is not None
         # A copy: the user's function may keep or change the list it gets.
         return self._window_function(key, window, context, list(contents))
