@@ -180,6 +180,11 @@ def test_a_fallback_past_a_damaged_checkpoint_takes_back_files_and_delta_and_sto
     )
     assert len(completed) >= 2, f"the first run completed only {completed}"
     newest = completed[-1]
+    # The part files the newest checkpoint committed (none when the input had ended before
+    # it began): the fallback must move exactly these aside.
+    committed_by_newest = sorted(
+        p.name for p in (tmp_path / "out").glob(f"part-*-ck{newest.name[4:]}-*")
+    )
     damaged = damage(newest)
 
     # The insert sink cannot take back what the damaged checkpoint committed: one line.
@@ -208,7 +213,8 @@ def test_a_fallback_past_a_damaged_checkpoint_takes_back_files_and_delta_and_sto
     assert "with duplicates allowed" in caplog.text
     assert outputs.file_rows() == expected()
     assert outputs.delta_rows() == expected()
-    assert list((tmp_path / "out" / ".abandoned").glob("part-*"))  # moved aside, not deleted
+    abandoned = sorted(p.name for p in (tmp_path / "out" / ".abandoned").glob("part-*"))
+    assert abandoned == committed_by_newest  # moved aside, not deleted
     inserted = outputs.postgres_rows()
     assert set(inserted) == set(expected())
     assert all(inserted[row] >= count for row, count in expected().items())
