@@ -19,9 +19,9 @@ from barrierflow import (
 )
 from barrierflow._clock import SYSTEM_CLOCK
 from barrierflow.api.environment import JobDefined
+from barrierflow.api.job_file import command_line_settings
 from barrierflow.errors import ConfigurationError
 from barrierflow.graph.deployment import build_task_descriptors
-from barrierflow.api.job_file import command_line_settings
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput
 from barrierflow.runtime.deployment import SubtaskId
