@@ -1,9 +1,8 @@
 """`barrierflow chaos` on the suite's jobs: keyed state, windows and a join take more than a
 hundred failures of mixed kinds in total with no record lost or duplicated, failures while
-restoring, storage faults and killed drivers included, and a sink that writes outside
-checkpoints is caught duplicating. Run in this process (the suite's Spark session; the kind
-driver runs the chaos run in driver processes of its own); skip them locally with
-`-m "not chaos"`."""
+restoring and storage faults included, and a sink that writes outside checkpoints is caught
+duplicating (killed drivers: test_chaos_drivers.py). Run in this process (the suite's Spark
+session); skip them locally with `-m "not chaos"`."""
 
 from __future__ import annotations
 
@@ -119,44 +118,4 @@ def test_chaos_checks_a_job_writing_to_postgresql_in_a_table_per_run(
         count = "SELECT count(*) FROM {}"
         assert pg.execute(count.format("chaos_counts")).fetchone() == (0,)  # the job's own table
         assert pg.execute(count.format("chaos_counts__chaos")).fetchone() == (6000,)
-        assert pg.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone() == (0,)
-
-
-DRIVER_RUNS = pytest.mark.timeout(1200)
-"""Each killed driver costs a new driver's Spark start-up (seconds, minutes on a busy box)."""
-
-
-@DRIVER_RUNS
-def test_chaos_kills_the_whole_driver_and_a_new_driver_resumes_exactly_once(spark, tmp_path):
-    result = chaos(tmp_path, "keyed_count.py", 2, "driver,exception", 40_000, 1_000)
-
-    assert result.exit_code == 0, result.output[-3000:]
-    lines = FAILURE_LINE.findall(result.output)
-    assert [int(n) for n, _, _ in lines] == [1, 2], result.output[-3000:]
-    assert sorted(kind for _, _, kind in lines) == ["driver", "exception"]
-    assert "40000 records without failures, 40000 with; 0 lost, 0 duplicated" in result.output
-    assert result.output.rstrip().endswith("exactly-once: OK")
-    assert "restored no checkpoint" not in result.output
-    for driver in re.findall(r"driver of the driver \(pid (\d+)\)", result.output):
-        assert not Path(f"/proc/{driver}").exists()  # killed, and reaped
-
-
-@DRIVER_RUNS
-def test_chaos_kills_the_driver_of_a_postgresql_job_between_checkpoints_exactly_once(
-    spark, tmp_path, postgres_server
-):
-    psycopg = pytest.importorskip("psycopg")
-    with psycopg.connect(postgres_server, autocommit=True) as pg:
-        pg.execute("CREATE TABLE chaos_driver_counts (word text NOT NULL, n bigint NOT NULL)")
-        result = chaos(
-            tmp_path,
-            "postgres_count.py",
-            1,
-            "driver",
-            8_000,
-            500,
-            outputs=(postgres_server, "chaos_driver_counts"),
-        )
-        assert result.exit_code == 0, result.output[-3000:]
-        assert "8000 records without failures, 8000 with; 0 lost, 0 duplicated" in result.output
         assert pg.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone() == (0,)

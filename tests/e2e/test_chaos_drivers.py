@@ -1,0 +1,53 @@
+"""`barrierflow chaos` with the kind driver: the whole driver killed, a new driver resumes
+exactly once (a file of its own so the suite's two workers can run these beside the other
+chaos runs). Skip them locally with `-m "not chaos"`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from .test_chaos import FAILURE_LINE, chaos
+
+pytestmark = [pytest.mark.spark, pytest.mark.chaos]
+
+DRIVER_RUNS = pytest.mark.timeout(1200)
+"""Each killed driver costs a new driver's Spark start-up (seconds, minutes on a busy box)."""
+
+
+@DRIVER_RUNS
+def test_chaos_kills_the_whole_driver_and_a_new_driver_resumes_exactly_once(spark, tmp_path):
+    result = chaos(tmp_path, "keyed_count.py", 2, "driver,exception", 40_000, 1_000)
+
+    assert result.exit_code == 0, result.output[-3000:]
+    lines = FAILURE_LINE.findall(result.output)
+    assert [int(n) for n, _, _ in lines] == [1, 2], result.output[-3000:]
+    assert sorted(kind for _, _, kind in lines) == ["driver", "exception"]
+    assert "40000 records without failures, 40000 with; 0 lost, 0 duplicated" in result.output
+    assert result.output.rstrip().endswith("exactly-once: OK")
+    assert "restored no checkpoint" not in result.output
+    for driver in re.findall(r"driver of the driver \(pid (\d+)\)", result.output):
+        assert not Path(f"/proc/{driver}").exists()  # killed, and reaped
+
+
+@DRIVER_RUNS
+def test_chaos_kills_the_driver_of_a_postgresql_job_between_checkpoints_exactly_once(
+    spark, tmp_path, postgres_server
+):
+    psycopg = pytest.importorskip("psycopg")
+    with psycopg.connect(postgres_server, autocommit=True) as pg:
+        pg.execute("CREATE TABLE chaos_driver_counts (word text NOT NULL, n bigint NOT NULL)")
+        result = chaos(
+            tmp_path,
+            "postgres_count.py",
+            1,
+            "driver",
+            8_000,
+            500,
+            outputs=(postgres_server, "chaos_driver_counts"),
+        )
+        assert result.exit_code == 0, result.output[-3000:]
+        assert "8000 records without failures, 8000 with; 0 lost, 0 duplicated" in result.output
+        assert pg.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone() == (0,)
