@@ -34,19 +34,27 @@ class GatedGeneratorSource(DataGeneratorSource):
         self.gate, self.gate_index = str(gate), gate_index
 
     def create_reader(self, splits) -> SourceReader:
-        return _GatedReader(super().create_reader(splits), self.gate, self.gate_index)
+        reader = super().create_reader(splits)
+        return _GatedReader(reader, self.gate, self.gate_index, self.num_splits)
 
 
 class _GatedReader(SourceReader):
-    """A generator reader that polls nothing past `gate_index` while `gate` is missing."""
+    """A generator reader that polls nothing past `gate_index` while `gate` is missing. The
+    inner reader polls its split furthest behind, whose indexes step by `stride`: a batch is
+    cut at the gate, so no split leaps past it (a paced reader catching up after a stall
+    would take hundreds of records at once)."""
 
-    def __init__(self, reader: SourceReader, gate: str, gate_index: int) -> None:
-        self.reader, self.gate, self.gate_index = reader, gate, gate_index
+    def __init__(self, reader: SourceReader, gate: str, gate_index: int, stride: int) -> None:
+        self.reader, self.gate, self.gate_index, self.stride = reader, gate, gate_index, stride
 
     def poll_split_batch(self, max_records: int) -> SplitBatch | None:
         positions = self.reader.snapshot().values()
-        if positions and min(positions) >= self.gate_index and not os.path.exists(self.gate):
-            return SplitBatch(self.reader.split_ids()[0], [])
+        if positions and not os.path.exists(self.gate):
+            behind = min(positions)
+            if behind >= self.gate_index:
+                return SplitBatch(self.reader.split_ids()[0], [])
+            before_gate = -((behind - self.gate_index) // self.stride)  # ceil
+            max_records = min(max_records, before_gate)
         return self.reader.poll_split_batch(max_records)
 
     def poll_batch(self, max_records: int) -> list | None:
