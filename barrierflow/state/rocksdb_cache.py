@@ -57,12 +57,15 @@ class Encoded(bytes):
 def cached_form(value: Any) -> Any:
     """What the cache holds for `value`: the value itself when it is immutable, else its
     encoding (pickle's errors propagate: the caller names the state and key)."""
+    if type(value) in IMMUTABLE:  # the common case, without a call (every update() comes here)
+        return value
+    return value if _held_as_is(value) else Encoded(encode_value(value))
+
+
+def _held_as_is(value: Any) -> bool:
+    """Whether the cache holds `value` itself: immutable, or a tuple of short immutables."""
     cls = type(value)
-    if cls in IMMUTABLE:
-        return value
-    if cls is tuple and all(_small(item) for item in value):
-        return value
-    return Encoded(encode_value(value))
+    return cls in IMMUTABLE or (cls is tuple and all(_small(item) for item in value))
 
 
 def _small(item: Any) -> bool:
@@ -76,10 +79,7 @@ def from_raw(raw: bytes | None) -> Any:
     if raw is None:
         return None
     value = decode_value(raw)
-    cls = type(value)
-    if cls in IMMUTABLE or (cls is tuple and all(_small(item) for item in value)):
-        return value
-    return Encoded(raw)
+    return value if _held_as_is(value) else Encoded(raw)
 
 
 def cache_key(key: Any) -> Any:
