@@ -86,6 +86,14 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
             browser, WAIT_S, poll_frequency=0.2, ignored_exceptions=[StaleElementReferenceException]
         ).until(condition, f"the dashboard did not show {what} within {WAIT_S} s")
 
+    def texts(b, css: str) -> list[str]:
+        """The rendered text of every element `css` selects, read in one script: the page
+        rebuilds its tables every second, and on a busy machine reading 50 rows one
+        WebDriver call at a time outlasts that, so every attempt met a replaced row."""
+        return b.execute_script(
+            "return Array.from(document.querySelectorAll(arguments[0]), e => e.innerText)", css
+        )
+
     def testid(name: str) -> str:
         return f"[data-testid='{name}']"
 
@@ -129,12 +137,7 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
         # for it through the client, then for the page to show it.
         assert job.wait_for_completed_checkpoints(1, timeout=120)
         completed = wait(
-            lambda b: [
-                row.find_element(By.TAG_NAME, "th").text
-                for row in b.find_elements(
-                    By.CSS_SELECTOR, "#checkpoint-history tr[data-status='COMPLETED']"
-                )
-            ],
+            lambda b: texts(b, "#checkpoint-history tr[data-status='COMPLETED'] th"),
             "a completed checkpoint",
         )
         assert completed[0].startswith("#")
@@ -172,10 +175,8 @@ def test_the_dashboard_shows_a_running_job_and_takes_a_savepoint(
         )
         wait(
             lambda b: any(
-                "savepoint" in row.text
-                for row in b.find_elements(
-                    By.CSS_SELECTOR, "#checkpoint-history tr[data-status='COMPLETED']"
-                )
+                "savepoint" in row
+                for row in texts(b, "#checkpoint-history tr[data-status='COMPLETED']")
             ),
             "the savepoint in the checkpoint history",
         )
