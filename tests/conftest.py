@@ -34,6 +34,37 @@ if "BARRIERFLOW_LOG_DIR" not in os.environ:
     os.makedirs(os.environ["BARRIERFLOW_LOG_DIR"], exist_ok=True)
 
 
+# The two pytest-xdist workers (`--dist loadfile`) take whole files from one queue, in the
+# order below, each taking the next file when it is nearly done with its own. A heavy file
+# taken last keeps one worker busy alone at the end, so the queue starts with the known
+# heavy files, heaviest first (minutes each, from `--durations` of a quiet run), then the
+# other end-to-end files (Spark jobs, tens of seconds each), then the rest (seconds each),
+# which fill in the end. (`--no-loadscope-reorder` in pyproject.toml keeps this order:
+# xdist would otherwise queue the files with the most tests first.)
+HEAVY_FILES = (
+    "tests/e2e/test_chaos.py",  # ~330 s: four chaos runs of 8-45 failures each
+    "tests/e2e/test_standalone.py",  # ~300 s: a standalone Spark cluster, four drivers
+    "tests/e2e/test_chaos_drivers.py",  # ~190 s: drivers killed, new drivers start Spark
+    "tests/e2e/test_driver_stop_cleanup.py",  # ~120 s
+    "tests/e2e/test_local_cluster.py",  # ~100 s: an executor JVM killed
+    "tests/e2e/test_flagship.py",  # ~60 s
+    "tests/e2e/test_quiet_logs.py",  # ~45 s
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Queue the heavy files first (see HEAVY_FILES); a file's tests stay together and in
+    their order, and so does every group."""
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        if path in HEAVY_FILES:
+            return (0, HEAVY_FILES.index(path))
+        return (1, 0) if path.startswith("tests/e2e/") else (2, 0)
+
+    items.sort(key=rank)  # stable: the rest keep their collection order
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
     """Remove the session's folders after a passing run; keep them (and say where) after a
     failing one, for its job logs. (Only the process that reports runs this hook.)"""
