@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from barrierflow import _check_run
 from barrierflow._fs import Location
 from barrierflow.chaos.check import (
     MARKER,
@@ -22,6 +21,7 @@ from barrierflow.chaos.check import (
     verdict_lines,
 )
 from barrierflow.chaos.processes import kill_process_tree
+from barrierflow.chaos.run_placement import check_run
 from barrierflow.checkpoint.chaos_faults import TransientFaults
 from barrierflow.connectors.base import Sink
 from barrierflow.connectors.datagen import DataGeneratorSource
@@ -88,17 +88,17 @@ def test_a_failure_line_gives_time_kind_task_attempt_and_recovery():
 
 
 def test_inside_a_check_run_a_file_sink_and_checkpoints_land_in_the_runs_folder(tmp_path):
-    with _check_run.check_run(tmp_path / "chaos"):
+    with check_run(tmp_path / "chaos") as run:
         sink = FileSink.for_rows("/data/out")
-        assert _check_run.checkpoint_storage("/data/chk") == str(tmp_path / "chaos" / "checkpoints")
+        assert run.checkpoints == str(tmp_path / "chaos" / "checkpoints")
     assert sink.output.path == str(tmp_path / "chaos" / "outputs" / "data" / "out")
     assert FileSink.for_rows("/data/out").output.path == "/data/out"
 
 
 def test_only_a_full_speed_run_ignores_a_generator_sources_rate(tmp_path):
-    with _check_run.check_run(tmp_path, full_speed=True):
+    with check_run(tmp_path, full_speed=True):
         assert DataGeneratorSource(str, 10, records_per_second=5).records_per_second is None
-    with _check_run.check_run(tmp_path):
+    with check_run(tmp_path):
         assert DataGeneratorSource(str, 10, records_per_second=5).records_per_second == 5
 
 
@@ -140,8 +140,8 @@ def test_a_work_folder_with_other_files_is_refused_and_an_earlier_checks_is_reus
 
 
 def test_check_runs_do_not_nest(tmp_path):
-    nested = _check_run.check_run(Path(tmp_path / "other"))
-    with _check_run.check_run(tmp_path), pytest.raises(RuntimeError, match="already active"):
+    nested = check_run(Path(tmp_path / "other"))
+    with check_run(tmp_path), pytest.raises(RuntimeError, match="already in force"):
         nested.__enter__()
 
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from barrierflow import _check_run
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.driver_signals import StopOnSignals, exit_status
@@ -60,6 +59,9 @@ class _CommandLineDefaults:
     injected failures neither gives up nor waits between restarts."""
     on_execute: Callable[[StreamExecutionEnvironment, JobClient], None] | None = None
     """Set by `barrierflow chaos`: told of every job the file starts, as it starts."""
+    checkpoint_storage: str | None = None
+    """Set by `barrierflow chaos`: the run's own checkpoint storage, which wins over the job's
+    (unlike checkpoint_dir, which a job file's own setting replaces)."""
     savepoint_restore: SavepointRestoreSettings | None = None
     """Set by `barrierflow run --from-savepoint`: wins over the job's own setting."""
     allow_fallback_duplicates: bool = False
@@ -371,7 +373,7 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
         barrier_handler_for(config.mode, config.unaligned, config.aligned_timeout_ms, 1)
         graph = self.get_job_graph(job_name)
         enabled = config.is_checkpointing_enabled()
-        storage = _check_run.checkpoint_storage(config.get_checkpoint_storage())
+        storage = command_line_defaults.checkpoint_storage or config.get_checkpoint_storage()
         savepoint_dir = config.default_savepoint_dir or os.path.join(storage, "savepoints")
         scratch = None
         if not enabled:

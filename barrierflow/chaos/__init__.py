@@ -3,9 +3,10 @@ committed outputs compared.
 
 `check` holds the runner (`ChaosCheck`: the plan, the injector, the comparison), `child` the
 driver process of a run split across drivers (the failure kind driver), `processes` the
-process killer. The hooks the engine offers the check stay with the engine:
-`cluster/chaos_faults.py` (restore and storage faults armed through the JobMaster),
-`checkpoint/chaos_faults.py` (`TransientFaults`) and `_check_run.py` (the run's own paths).
+process killer, `run_placement` each run's own outputs, tables and pace (installed through
+the connectors' neutral hook, connectors/placement.py). The hooks the engine offers the
+check stay with the engine: `cluster/chaos_faults.py` (restore and storage faults armed
+through the JobMaster) and `checkpoint/chaos_faults.py` (`TransientFaults`).
 """
 
 from __future__ import annotations

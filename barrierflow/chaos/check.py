@@ -4,7 +4,7 @@
 `barrierflow run` would, each run in its own folder (`<workdir>/reference` and
 `<workdir>/chaos`): every `FileSink` path is rebased under the run's `outputs/`, a
 `PostgresSink` writes the run's own copy of its table (`<table>__chaos`), and the
-checkpoints go to its `checkpoints/` (`_check_run.py`), so the job file is used as written.
+checkpoints go to its `checkpoints/` (`run_placement.py`), so the job file is used as written.
 The first run has no failures and reads generator sources at full speed (their rate only
 paces a run so failures fit in it). During the second, a `FailureInjector` makes N failures at
 random moments drawn from a seeded `random.Random`:
@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from barrierflow import _check_run
 from barrierflow.api.environment import (
     ENDED_STATES,
     FAILURE_KINDS,
@@ -55,6 +54,7 @@ from barrierflow.api.environment import (
 )
 from barrierflow.api.job_file import command_line_settings, run_job_file
 from barrierflow.chaos.processes import kill_process_tree
+from barrierflow.chaos.run_placement import RunPlacement, check_run
 from barrierflow.cluster.spark.session import SparkOptions
 from barrierflow.core.restart_strategies import RestartStrategies
 from barrierflow.errors import BarrierflowError, ConfigurationError
@@ -469,16 +469,18 @@ class ChaosCheck:
                 run.injector = FailureInjector(client, plan, report, **(injector_args or {}))
                 run.injector.start()
 
+        fast = not plan if full_speed is None else full_speed
+        placement = RunPlacement(self.workdir / name, full_speed=fast, continued=continued)
         settings = command_line_settings(
             parallelism=self.parallelism,
             master=self.master,
             restart_strategy=RestartStrategies.fixed_delay_restart(2 * self.failures + 10, 0),
             on_execute=on_execute,
+            checkpoint_storage=placement.checkpoints,
         )
         started = time.monotonic()
         try:
-            fast = not plan if full_speed is None else full_speed
-            check = _check_run.check_run(self.workdir / name, full_speed=fast, continued=continued)
+            check = check_run(placement.root, full_speed=fast, continued=continued)
             with check, settings:
                 run_job_file(self.job_file, self.job_args)
         except ConfigurationError:

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from barrierflow import _check_run
 from barrierflow._clock import SYSTEM_CLOCK, Clock
+from barrierflow.connectors.placement import placement
 from barrierflow.core.output_tag import OutputTag
 
 __all__ = [
@@ -243,6 +243,13 @@ class Source(ABC):
         must reach them, which the JobMaster checks before the first attempt."""
         return []
 
+    @staticmethod
+    def pace(records_per_second: float | None) -> float | None:
+        """The rate a generator source should keep: `records_per_second` itself, or None (no
+        limit) in `barrierflow chaos`'s failure-free run (connectors/placement.py): a rate
+        only paces a run so that failures fit in it."""
+        return placement().pace(records_per_second)
+
 
 @dataclass(frozen=True)
 class SinkContext:
@@ -372,14 +379,14 @@ class Sink(ABC):
     @staticmethod
     def output_location(path: str | os.PathLike[str]) -> str:
         """Where a sink should write `path`: `path` itself, or under `barrierflow chaos` the
-        same path rebased into the current run's own folder."""
-        return _check_run.output_location(path)
+        same path rebased into the current run's own folder (connectors/placement.py)."""
+        return placement().location(os.fspath(path))
 
     @staticmethod
     def output_table(table: str) -> str:
         """Which table a sink should write for `table`: `table` itself, or under `barrierflow
         chaos` the current run's own table, `<table>__reference` or `<table>__chaos`."""
-        return _check_run.output_table(table)
+        return placement().table(table)
 
     @abstractmethod
     def create_writer(self, context: SinkContext) -> SinkWriter:

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from barrierflow import _check_run
 from barrierflow.connectors.base import Source, SourceReader, SourceSplit, SplitBatch
 from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError
@@ -67,8 +66,8 @@ class DataGeneratorSource(Source):
             raise ConfigurationError(f"num_splits must be an int >= 1, got {num_splits!r}")
         self.generator = generator
         self.count = count
-        self.records_per_second = _check_run.source_rate(records_per_second)
-        """None in the failure-free run of `barrierflow chaos` (see _check_run.py)."""
+        self.records_per_second = Source.pace(records_per_second)
+        """None in the failure-free run of `barrierflow chaos` (`Source.pace`)."""
         self.num_splits = num_splits
         self.clock = clock
         self.bounded = count is not None

@@ -29,8 +29,8 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from barrierflow import _check_run
 from barrierflow.connectors.base import Sink, SinkContext
+from barrierflow.connectors.placement import placement
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import (
     ConfigurationError,
@@ -353,6 +353,9 @@ class PostgresSink(TwoPhaseCommitSink[PostgresTransaction]):
         self.template_table = table if self.table != table else None
         """Under `barrierflow chaos`: the table the job names, of which `prepare` makes this
         run's own empty copy `self.table`; None otherwise."""
+        self.keeps_run_tables = placement().keeps_tables
+        """Under `barrierflow chaos`, in a new driver of a run whose driver was killed: what
+        that driver committed belongs to the run, so `prepare` keeps the run's own tables."""
         self.key_columns = list(key_columns)
         self.dead_letter_table = dead_letter_table and Sink.output_table(dead_letter_table)
         self.batch_size = batch_size
@@ -443,7 +446,7 @@ class PostgresSink(TwoPhaseCommitSink[PostgresTransaction]):
         """Under `barrierflow chaos`: this run's own empty copy of the table (columns,
         defaults, constraints and indexes, `LIKE ... INCLUDING ALL`), replacing one an earlier
         check left, and no dead-letter table of an earlier check."""
-        if _check_run.continues_run():  # a new driver of the same run: its table stays
+        if self.keeps_run_tables:  # a new driver of the same run: its table stays
             return
         psycopg = _psycopg()
         sql = psycopg.sql

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from barrierflow import _check_run, _fs
+from barrierflow import _fs
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.connectors.base import BadRecord, Source, SourceReader, SourceSplit, SplitBatch
 from barrierflow.connectors.files import BadLine, line_number_at
@@ -82,7 +82,7 @@ class NexmarkSource(Source):
     before the tasks run (then set `base_time` to the same instant and `first_event_rate`
     to `events_per_second`: event time is the wall clock at which each event is made).
     Otherwise a paced reader starts its clock at its first poll. Under `barrierflow chaos`
-    full-speed runs the pace is dropped (`_check_run.source_rate`).
+    full-speed runs the pace is dropped (`Source.pace`).
 
     >>> source = NexmarkSource(GeneratorConfig(base_time=None), 10)
     >>> source.config.base_time is not None, source.bounded
@@ -127,8 +127,8 @@ class NexmarkSource(Source):
         self.config = config
         self.count = count
         self.num_splits = num_splits
-        self.events_per_second = _check_run.source_rate(events_per_second)
-        """None in the failure-free run of `barrierflow chaos` (see _check_run.py)."""
+        self.events_per_second = Source.pace(events_per_second)
+        """None in the failure-free run of `barrierflow chaos` (`Source.pace`)."""
         self.clock = clock
         self.bounded = count is not None
 
@@ -323,7 +323,7 @@ class NexmarkFileSource(Source):
     def with_rate_per_reader(self, events_per_second: float) -> NexmarkFileSource:
         """This source, each reader (source subtask) emitting at most `events_per_second`:
         to replay a file over a chosen time (tests that fail a task mid-run, latency runs).
-        Dropped in the failure-free run of `barrierflow chaos` (`_check_run.source_rate`)."""
+        Dropped in the failure-free run of `barrierflow chaos` (`Source.pace`)."""
         if not (
             isinstance(events_per_second, int | float)
             and not isinstance(events_per_second, bool)
@@ -333,7 +333,7 @@ class NexmarkFileSource(Source):
                 f"events_per_second must be a positive number, got {events_per_second!r}"
             )
         configured = copy.copy(self)
-        configured.rate_per_reader = _check_run.source_rate(events_per_second)
+        configured.rate_per_reader = Source.pace(events_per_second)
         return configured
 
     def storage_locations(self) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from barrierflow import _check_run
+from barrierflow.chaos.run_placement import check_run
 from barrierflow.connectors.base import SinkContext
 from barrierflow.connectors.postgres import PostgresSink
 from barrierflow.errors import SinkError
@@ -82,7 +82,7 @@ def test_each_chaos_run_writes_its_own_copy_of_the_table(postgres_server, pg, co
     job = f"job-{uuid.uuid4().hex[:8]}"
     outputs = {}
     for run in ("reference", "chaos"):
-        with _check_run.check_run(Path(tmp_path / run)):
+        with check_run(Path(tmp_path / run)):
             sink = upsert(postgres_server, counts, dead_letters=f"{counts}_bad")
         assert (sink.table, sink.dead_letter_table) == (f"{counts}__{run}", f"{counts}_bad__{run}")
         sink.prepare()
@@ -99,7 +99,7 @@ def test_each_chaos_run_writes_its_own_copy_of_the_table(postgres_server, pg, co
 def test_a_later_check_starts_from_an_empty_copy(postgres_server, pg, counts, tmp_path):
     job = f"job-{uuid.uuid4().hex[:8]}"
     for _ in range(2):
-        with _check_run.check_run(Path(tmp_path / "chaos")):
+        with check_run(Path(tmp_path / "chaos")):
             sink = upsert(postgres_server, counts)
         sink.prepare()
         assert sink.committed_output() == []

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from operator_harness import ManualClock as OperatorClock
 from operator_harness import started_source
 
-from barrierflow import _check_run
 from barrierflow._clock import ManualClock
+from barrierflow.chaos.run_placement import check_run
 from barrierflow.connectors.files import BadLine
 from barrierflow.connectors.pacing import Pace
 from barrierflow.errors import ConfigurationError, SourceError
@@ -174,7 +174,7 @@ def test_a_paced_reader_restored_mid_way_resumes_at_once():
 
 
 def test_a_full_speed_check_run_drops_the_pace(tmp_path):
-    with _check_run.check_run(tmp_path, full_speed=True):
+    with check_run(tmp_path, full_speed=True):
         source = NexmarkSource(CONFIG, 100, events_per_second=5)
     assert source.events_per_second is None
     assert NexmarkSource(CONFIG, 100, events_per_second=5).events_per_second == 5
