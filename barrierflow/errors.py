@@ -31,6 +31,12 @@ BarrierflowError
   IllegalCheckpointTransitionError  a pending checkpoint was asked for a status it cannot reach
   IllegalCheckpointStatsTransitionError  a checkpoint's statistics were asked for such a status
   CheckpointCoordinatorStateError   the checkpoint coordinator got an event its status forbids
+  ChaosError                        `barrierflow chaos` could not run as asked (not a verdict)
+  JobLookupError                    a command's JOB names no running job, or more than one
+  RemoteJobError                    a request to a job's REST endpoint failed (one line)
+    UnreachableError                ... because nothing answers at the endpoint's address
+    TokenRefusedError               ... because the endpoint wants a token, or another one
+    SavepointFailedError            ... because the job answered that the savepoint failed
 
 Internal signals that never leave their module (a task's cancellation, a refused handshake,
 a line a format cannot parse) are plain exceptions defined where they are raised and caught.
@@ -167,3 +173,32 @@ class IllegalCheckpointStatsTransitionError(BarrierflowError):
 
 class CheckpointCoordinatorStateError(BarrierflowError):
     """The coordinator got an event its status does not allow (e.g. a savepoint after failover)."""
+
+
+class ChaosError(BarrierflowError):
+    """The self-check (`barrierflow chaos`) could not run as asked (not a verdict on
+    exactly-once)."""
+
+
+class JobLookupError(BarrierflowError):
+    """A command line's JOB names no running job, or more than one."""
+
+
+class RemoteJobError(BarrierflowError):
+    """A request to a job's REST endpoint failed; the message is one line for the user."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UnreachableError(RemoteJobError):
+    """Nothing answers at the endpoint's address (the job ended, or it is elsewhere)."""
+
+
+class TokenRefusedError(RemoteJobError):
+    """The endpoint wants a token (401) or another one (403)."""
+
+
+class SavepointFailedError(RemoteJobError):
+    """The job answered that the savepoint failed."""

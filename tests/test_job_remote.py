@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from barrierflow.checkpoint.stats import CheckpointStatsTracker
-from barrierflow.cli.remote import RemoteJob, RemoteJobError
+from barrierflow.cli.remote import RemoteJob
 from barrierflow.cluster.jobmaster.views import JobView, SavepointOperation
 from barrierflow.cluster.rest.server import JobControl, RestServer
+from barrierflow.errors import RemoteJobError
 
 JOB_ID = "4f1c0ffee"
 

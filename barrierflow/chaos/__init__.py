@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from barrierflow.chaos.check import (
     ChaosCheck,
-    ChaosError,
     ChaosResult,
     FailureInjector,
     PlannedFailure,
     plan_failures,
 )
 from barrierflow.chaos.processes import kill_process_tree
+from barrierflow.errors import ChaosError
 
 __all__ = [
     "ChaosCheck",

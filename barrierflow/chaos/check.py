@@ -57,7 +57,7 @@ from barrierflow.chaos.processes import kill_process_tree
 from barrierflow.chaos.run_placement import RunPlacement, check_run
 from barrierflow.cluster.spark.session import SparkOptions
 from barrierflow.core.restart_strategies import RestartStrategies
-from barrierflow.errors import BarrierflowError, ConfigurationError
+from barrierflow.errors import ChaosError, ConfigurationError
 
 RECOVERY_TIMEOUT_S = 180.0
 """How long a failure may take to recover before chaos stops injecting."""
@@ -65,10 +65,6 @@ MARKER = ".barrierflow-chaos"
 """Marks a work folder as chaos's own, so a later run may clear its run folders."""
 SHOWN = 5
 """How many lost and duplicated records the report names."""
-
-
-class ChaosError(BarrierflowError):
-    """The self-check could not run as asked (not a verdict on exactly-once)."""
 
 
 # ---- the plan (pure) ---------------------------------------------------------------------------

@@ -20,15 +20,15 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from barrierflow.cli.remote import (
-    RemoteJob,
+from barrierflow.cli.remote import RemoteJob, request_json
+from barrierflow.cluster.registry import JobRegistry
+from barrierflow.errors import (
+    BarrierflowError,
+    JobLookupError,
     RemoteJobError,
     TokenRefusedError,
     UnreachableError,
-    request_json,
 )
-from barrierflow.cluster.registry import JobRegistry
-from barrierflow.errors import BarrierflowError
 
 __all__ = ["JOB_COMMANDS", "add_job_commands"]
 
@@ -54,10 +54,6 @@ class FoundJob:
         return f"{self.job_id} ({self.name})"
 
 
-class JobLookupError(BarrierflowError):
-    """JOB names no running job, or more than one."""
-
-
 def resolve(query: str, jobs: list[FoundJob], where: str) -> FoundJob:
     """The one job `query` names: its id, a unique id prefix, or its name.
 
@@ -67,7 +63,7 @@ def resolve(query: str, jobs: list[FoundJob], where: str) -> FoundJob:
     >>> resolve("4f", jobs, "here")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    barrierflow.cli.jobs.JobLookupError: '4f' matches 2 running jobs here: 4f1c (count), ...
+    barrierflow.errors.JobLookupError: '4f' matches 2 running jobs here: 4f1c (count), ...
     """
     exact = [j for j in jobs if j.job_id == query]
     if exact:

@@ -17,39 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from barrierflow.errors import BarrierflowError
+from barrierflow.errors import (
+    RemoteJobError,
+    SavepointFailedError,
+    TokenRefusedError,
+    UnreachableError,
+)
 
-__all__ = [
-    "ENDED_STATES",
-    "RemoteJob",
-    "RemoteJobError",
-    "SavepointFailedError",
-    "TokenRefusedError",
-    "UnreachableError",
-]
+__all__ = ["ENDED_STATES", "RemoteJob"]
 
 ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
 POLL_INTERVAL_S = 0.2
-
-
-class RemoteJobError(BarrierflowError):
-    """A request to a job's REST endpoint failed; the message is one line for the user."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class UnreachableError(RemoteJobError):
-    """Nothing answers at the endpoint's address (the job ended, or it is elsewhere)."""
-
-
-class TokenRefusedError(RemoteJobError):
-    """The endpoint wants a token (401) or another one (403)."""
-
-
-class SavepointFailedError(RemoteJobError):
-    """The job answered that the savepoint failed."""
 
 
 @dataclass(frozen=True)
