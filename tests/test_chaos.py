@@ -9,24 +9,16 @@ from pathlib import Path
 import pytest
 
 from barrierflow._fs import Location
-from barrierflow.chaos.check import (
-    MARKER,
-    ChaosCheck,
-    ChaosError,
-    FailureRecord,
-    _prepare_workdir,
-    compare_outputs,
-    driver_shares,
-    plan_failures,
-    verdict_lines,
-)
+from barrierflow.chaos.check import MARKER, ChaosCheck, _prepare_workdir
+from barrierflow.chaos.comparison import FailureRecord, compare_outputs, verdict_lines
+from barrierflow.chaos.plan import driver_shares, plan_failures
 from barrierflow.chaos.processes import kill_process_tree
 from barrierflow.chaos.run_placement import check_run
 from barrierflow.checkpoint.chaos_faults import TransientFaults
 from barrierflow.connectors.base import Sink
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
-from barrierflow.errors import ConfigurationError
+from barrierflow.errors import ChaosError, ConfigurationError
 
 KINDS = ["exception", "kill", "executor"]
 

@@ -1,6 +1,6 @@
 """One driver of a `barrierflow chaos` run split across drivers (the failure kind driver).
 
-`python -m barrierflow.chaos.child SPEC`: SPEC is the file where chaos/check.py's `DriverRuns`
+`python -m barrierflow.chaos.child SPEC`: SPEC is the file where chaos/drivers.py's `DriverRuns`
 pickled a `DriverSpec`; this process runs the job file with its share of the plan
 (`run_driver`) and writes its events, one JSON object a line, to the pipe the spec
 names, until its run ends or the parent kills it.
@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from barrierflow.chaos.check import DriverSpec, run_driver
+from barrierflow.chaos.drivers import DriverSpec, run_driver
 
 
 def main(argv: list[str]) -> None:
