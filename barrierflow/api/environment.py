@@ -17,7 +17,13 @@ from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMod
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.driver_signals import StopOnSignals, exit_status
 from barrierflow.api.execution_config import ExecutionConfig
+from barrierflow.cluster.executor.local_processes import (
+    check_this_host,
+    executor_jvm_of,
+    kill_local,
+)
 from barrierflow.cluster.jobmaster.restore_point import RestoreMode, SavepointRestoreSettings
+from barrierflow.cluster.jobmaster.views import JobStatus
 from barrierflow.cluster.spark.session import SparkOptions, python_file_for_spark
 from barrierflow.connectors.base import Source
 from barrierflow.core.restart_strategies import (
@@ -428,12 +434,12 @@ def _exit_stopped(
 ) -> NoReturn:
     """A signal stopped the driver and the job has ended: one line, then exit 128 + signal."""
     state = client.get_job_status()
-    if state == "CANCELED":
+    if state == JobStatus.CANCELED:
         outcome = (
             "its tasks stopped and its sinks cleaned up (any sink that could not be is named "
             f"in {client.log_dir / 'jobmaster.log'})"
         )
-    elif state == "FINISHED":
+    elif state == JobStatus.FINISHED:
         outcome = "the job had finished"
     else:
         outcome = f"the job ended {state}: {error}"
@@ -528,7 +534,8 @@ class JobClient:
         """The JobMaster's REST endpoint (`http://host:port`), None while starting or when off."""
         return self._master.status.rest_url
 
-    def get_job_status(self) -> str:
+    def get_job_status(self) -> JobStatus:
+        """The job's state (a `str` enum: compares equal to "RUNNING", "FINISHED", ...)."""
         return self._master.status.state
 
     def get_job_id(self) -> str:
@@ -579,7 +586,7 @@ class JobClient:
         """True once `count` checkpoints completed in this run (of any attempt)."""
         return (
             self._master.wait_for(
-                lambda s: len(s.completed_checkpoints) >= count or s.state in ENDED_STATES, timeout
+                lambda s: len(s.completed_checkpoints) >= count or s.state.is_terminal, timeout
             )
             and len(self._master.status.completed_checkpoints) >= count
         )
@@ -588,11 +595,11 @@ class JobClient:
         return (
             self._master.wait_for(
                 lambda s: (
-                    (s.state == "RUNNING" and s.attempt >= attempt) or s.state in ENDED_STATES
+                    (s.state is JobStatus.RUNNING and s.attempt >= attempt) or s.state.is_terminal
                 ),
                 timeout,
             )
-            and self._master.status.state == "RUNNING"
+            and self._master.status.state is JobStatus.RUNNING
         )
 
     def task_process(self, vertex_id: int, subtask_index: int) -> tuple[str, int]:
@@ -602,7 +609,7 @@ class JobClient:
     def kill_task_process(self, vertex_id: int, subtask_index: int = 0) -> int:
         """Kill a subtask's stream-task process with SIGKILL (local masters only); its Spark
         task lives and starts a new one (the job rolls back in place). Returns the pid."""
-        return _kill_local(*self.task_process(vertex_id, subtask_index))
+        return kill_local(*self.task_process(vertex_id, subtask_index))
 
     def spark_task_process(self, vertex_id: int, subtask_index: int) -> tuple[str, int]:
         """(host, pid) of the Spark task (Python worker) that runs a subtask's stream task."""
@@ -611,7 +618,7 @@ class JobClient:
     def kill_spark_task(self, vertex_id: int, subtask_index: int = 0) -> int:
         """Kill the Spark task (its Python worker) of a subtask with SIGKILL, its stream task
         with it (local masters only): the job recovers in a new Spark job. Returns the pid."""
-        return _kill_local(*self.spark_task_process(vertex_id, subtask_index))
+        return kill_local(*self.spark_task_process(vertex_id, subtask_index))
 
     def kill_executor_jvm(self, vertex_id: int, subtask_index: int = 0) -> int:
         """Kill the executor JVM that runs a subtask's Spark task with SIGKILL, every Spark
@@ -620,8 +627,8 @@ class JobClient:
         recovers in a new Spark job on the remaining executors, or on the replacement a
         standalone or local-cluster worker starts. Returns the JVM's pid."""
         host, pid = self.spark_task_process(vertex_id, subtask_index)
-        _check_this_host(host)
-        return _kill_local(host, executor_jvm_of(pid))
+        check_this_host(host)
+        return kill_local(host, executor_jvm_of(pid))
 
     def inject_failure(self, kind: str, vertex_id: int, subtask_index: int = 0) -> int:
         """Make a running subtask fail in one of FAILURE_KINDS (`barrierflow chaos`); returns
@@ -666,8 +673,8 @@ class JobClient:
         return self._master.status.restored_from
 
 
-ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
-"""The job states a job never leaves."""
+ENDED_STATES = tuple(state for state in JobStatus if state.is_terminal)
+"""The job states a job never leaves (`JobStatus.is_terminal`), for `in` tests on a state."""
 
 FAILURE_KINDS = ("exception", "kill", "executor", "jvm", "restore", "storage", "driver")
 """The failures `barrierflow chaos` injects (`JobClient.inject_failure` all but driver).
@@ -692,102 +699,6 @@ needs executor JVMs; driver starts a new driver (Spark too) per failure; restore
 (quick: well under 2 s each here) cost two attempt failures each (storage: the aborted
 checkpoint fails over too), so the flagship's one line per failure stays as it is and they
 are asked for with --kinds."""
-
-EXECUTOR_JVM_MARKERS = ("org.apache.spark.executor.", "CoarseGrainedExecutorBackend")
-"""What an executor JVM's command line names (its main class), and a driver's does not."""
-
-
-def _check_this_host(host: str) -> None:
-    import socket
-
-    if host != socket.gethostname():
-        raise ConfigurationError(f"task runs on {host}; only local task processes can be killed")
-
-
-def _kill_local(host: str, pid: int) -> int:
-    """SIGKILL process `pid` if it runs on this host; returns the pid."""
-    import signal
-
-    _check_this_host(host)
-    os.kill(pid, signal.SIGKILL)
-    return pid
-
-
-def executor_jvm_of(
-    pid: int, read_process: Callable[[int], tuple[int, str] | None] | None = None
-) -> int:
-    """The pid of the executor JVM that `pid` (a Spark task's Python worker) descends from.
-
-    Spark starts Python workers from the executor JVM (through pyspark's daemon), so the
-    first `java` ancestor is the JVM that runs the task. On `local[N]` that ancestor is the
-    driver's own JVM: no executor JVM exists, and killing it would end the job, so that is
-    refused. `read_process(pid)` gives (parent pid, command line) or None (gone); the default
-    reads /proc, or `ps` where there is no /proc.
-
-    >>> table = {40: (30, "python -m pyspark.daemon"), 30: (20, "java -cp x "
-    ...     "org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 1"),
-    ...     20: (1, "java -cp x org.apache.spark.deploy.SparkSubmit pyspark-shell")}
-    >>> ps = lambda pid: table.get(pid) or (40, "python worker")
-    >>> executor_jvm_of(41, ps)
-    30
-    >>> del table[30]; table[40] = (20, "python -m pyspark.daemon")
-    >>> executor_jvm_of(41, ps)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    barrierflow.errors.ConfigurationError: the Spark task (pid 41) runs inside the driver's ...
-    """
-    read = read_process or _read_process
-    current: int | None = pid
-    seen: set[int] = set()
-    while current is not None and current > 1 and current not in seen:
-        seen.add(current)
-        process = read(current)
-        if process is None:
-            break
-        parent, command = process
-        if any(marker in command for marker in EXECUTOR_JVM_MARKERS):
-            return current
-        if _is_java(command):
-            raise ConfigurationError(
-                f"the Spark task (pid {pid}) runs inside the driver's JVM (pid {current}), as on "
-                "a local[N] master: there is no executor JVM to kill; run on "
-                "local-cluster[W,C,M] or a cluster master, or choose the kinds "
-                f"{', '.join(DEFAULT_FAILURE_KINDS[:-1])} or {DEFAULT_FAILURE_KINDS[-1]}"
-            )
-        current = parent
-    raise ConfigurationError(f"no executor JVM found above the Spark task's process {pid}")
-
-
-def _is_java(command: str) -> bool:
-    program = command.split(" ", 1)[0]
-    return os.path.basename(program) == "java"
-
-
-def _read_process(pid: int) -> tuple[int, str] | None:
-    """(parent pid, command line) of a process on this host, or None if it is gone."""
-    import subprocess
-
-    proc = f"/proc/{pid}"
-    if os.path.isdir("/proc/self"):
-        try:
-            with open(f"{proc}/stat", encoding="utf-8", errors="replace") as stat:
-                # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            with open(f"{proc}/cmdline", "rb") as cmdline:
-                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, ValueError, IndexError):
-            return None
-        return parent, command
-    result = subprocess.run(
-        ["ps", "-o", "ppid=", "-o", "command=", "-p", str(pid)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    fields = result.stdout.strip().split(None, 1)
-    if result.returncode != 0 or not fields:
-        return None
-    return int(fields[0]), fields[1] if len(fields) > 1 else ""
 
 
 def _positive(value: int, what: str) -> int:

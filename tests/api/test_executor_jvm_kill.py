@@ -6,12 +6,8 @@ import os
 
 import pytest
 
-from barrierflow.api.environment import (
-    DEFAULT_FAILURE_KINDS,
-    FAILURE_KINDS,
-    _read_process,
-    executor_jvm_of,
-)
+from barrierflow.api.environment import DEFAULT_FAILURE_KINDS, FAILURE_KINDS
+from barrierflow.cluster.executor.local_processes import executor_jvm_of, parent_and_command
 from barrierflow.errors import ConfigurationError
 
 EXECUTOR = "/opt/jdk/bin/java -cp x org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -46,7 +42,7 @@ def test_a_process_without_a_jvm_above_it_is_refused():
 
 
 def test_this_process_is_read_with_its_parent_and_command_line():
-    parent, command = _read_process(os.getpid())
+    parent, command = parent_and_command(os.getpid())
     assert parent == os.getppid()
     assert "python" in command.lower() or "pytest" in command
 
