@@ -199,15 +199,32 @@ def test_the_window_model_lives_below_the_runtime() -> None:
 PUBLIC_TO_THE_CLI = ("barrierflow", "errors", "api", "chaos", "state_processor", "nexmark")
 """What the command line may import: the facade, the user's API and the chaos check."""
 
-CLI_STILL_REACHES = ("_bytes", "_fs", "checkpoint", "cluster", "graph")
-"""Units below the API the CLI still imports (checkpoint statistics and history, the job
-registry, the REST read models, the restore settings, Spark options, byte formatting). Issue
-23 wants the CLI on public API only; this list may only shrink."""
+CLI_STILL_REACHES = (
+    "barrierflow._bytes",  # format_bytes: sizes as the CLI prints them
+    "barrierflow._fs",  # reading checkpoint history files at any URI (checkpoints, nexmark)
+    "barrierflow.checkpoint.history",  # `checkpoints`: the job folder's checkpoint history
+    "barrierflow.checkpoint.history_codec",
+    "barrierflow.checkpoint.stats",
+    "barrierflow.checkpoint.storage",
+    "barrierflow.cluster.jobmaster.sink_cleanup",  # `cleanup`: a stopped job's sinks
+    "barrierflow.cluster.jobmaster.views",  # types only: what `run`'s progress shows
+    "barrierflow.cluster.metrics.view",  # types only
+    "barrierflow.cluster.registry",  # `list` and JOB lookup: the running jobs on this host
+    "barrierflow.graph.job_graph",  # types only
+)
+"""Modules below the API the CLI still imports: no public interface offers these yet (a
+JobClient reads one running job, not the registry of jobs, a stopped job's checkpoint
+history or its sinks). Issue 23 wants the CLI on public API only; this list may only
+shrink."""
 
 
 def test_the_cli_imports_public_api_the_chaos_check_and_a_shrinking_list_of_internals() -> None:
-    reached = {i.target_unit for i in imports_between_units() if i.source_unit == "cli"}
-    assert reached - set(PUBLIC_TO_THE_CLI) <= set(CLI_STILL_REACHES), sorted(reached)
+    reached = {
+        i.target_module
+        for i in imports_between_units()
+        if i.source_unit == "cli" and i.target_unit not in PUBLIC_TO_THE_CLI
+    }
+    assert reached <= set(CLI_STILL_REACHES), sorted(reached - set(CLI_STILL_REACHES))
 
 
 def test_no_connector_and_no_nexmark_module_imports_the_chaos_package() -> None:

@@ -18,8 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from barrierflow.api.environment import command_line_defaults
+from barrierflow.cluster.jobmaster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.cluster.spark.session import SparkOptions
 from barrierflow.errors import ConfigurationError
+
+RESTORE_MODES = tuple(mode.value for mode in RestoreMode)
+"""The restore modes of `--restore-mode`, as `env.set_savepoint_restore` takes them."""
+DEFAULT_RESTORE_MODE = RestoreMode.NO_CLAIM.value
+
+
+def savepoint_restore(
+    path: str, allow_non_restored_state: bool = False, restore_mode: str = DEFAULT_RESTORE_MODE
+) -> SavepointRestoreSettings:
+    """The restore `--from-savepoint PATH` asks for (`command_line_defaults.savepoint_restore`)."""
+    return SavepointRestoreSettings.for_path(path, allow_non_restored_state, restore_mode)
 
 
 @contextlib.contextmanager

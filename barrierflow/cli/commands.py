@@ -18,7 +18,14 @@ from rich.table import Table
 
 from barrierflow._bytes import format_bytes
 from barrierflow.api.environment import DEFAULT_FAILURE_KINDS, FAILURE_KINDS
-from barrierflow.api.job_file import command_line_settings, run_job_file, spark_options
+from barrierflow.api.job_file import (
+    DEFAULT_RESTORE_MODE,
+    RESTORE_MODES,
+    command_line_settings,
+    run_job_file,
+    savepoint_restore,
+    spark_options,
+)
 from barrierflow.chaos import ChaosCheck, ChaosError
 from barrierflow.checkpoint.stats import (
     CheckpointStats,
@@ -30,15 +37,14 @@ from barrierflow.cli.jobs import add_job_commands
 from barrierflow.cli.nexmark import nexmark
 from barrierflow.cli.progress import ProgressWatcher
 from barrierflow.cli.state import state
-from barrierflow.cluster.jobmaster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.errors import BarrierflowError, ConfigurationError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from barrierflow.api.job_file import SparkOptions
     from barrierflow.checkpoint.history import CheckpointHistoryFile
     from barrierflow.checkpoint.history_codec import HistoryRecord
-    from barrierflow.cluster.spark.session import SparkOptions
 
 console = Console(stderr=True)
 
@@ -132,8 +138,8 @@ def _spark_options(context: dict) -> SparkOptions:
 )
 @click.option(
     "--restore-mode",
-    type=click.Choice([m.value for m in RestoreMode]),
-    default=RestoreMode.NO_CLAIM.value,
+    type=click.Choice(RESTORE_MODES),
+    default=DEFAULT_RESTORE_MODE,
     show_default=True,
     help="claim: the job owns the restored folder and deletes it once newer checkpoints "
     "subsume it; no-claim: never touches it.",
@@ -183,9 +189,7 @@ def run(
         )
     restore = None
     if savepoint is not None:
-        restore = SavepointRestoreSettings.for_path(
-            savepoint, allow_non_restored_state, restore_mode
-        )
+        restore = savepoint_restore(savepoint, allow_non_restored_state, restore_mode)
     watch = None
     if progress != "off":
         terminal = {"live": True, "plain": False}.get(progress)
@@ -245,7 +249,7 @@ def cleanup(
     from barrierflow.cluster.jobmaster.sink_cleanup import clean_up_stopped_job
 
     _check_job_file(job_file)
-    restore = SavepointRestoreSettings.for_path(savepoint) if savepoint is not None else None
+    restore = savepoint_restore(savepoint) if savepoint is not None else None
     done = []
 
     def define_only(graph: object, settings: object) -> None:
