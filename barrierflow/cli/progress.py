@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from barrierflow.cluster.jobmaster.views import JobStatus
+
 if TYPE_CHECKING:
     from barrierflow.api.environment import JobClient
     from barrierflow.cluster.jobmaster.views import JobView
@@ -42,7 +44,6 @@ REFRESH_PER_SECOND = 2
 PLAIN_INTERVAL_ENV = "BARRIERFLOW_PROGRESS_INTERVAL"
 """Seconds between two plain progress lines (not on a terminal); default 10."""
 PLAIN_INTERVAL_S = 10.0
-ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class JobSummary:
     error: str | None = None
 
 
-RATE_STATES = ("RUNNING", "FINISHING")
+RATE_STATES = (JobStatus.RUNNING, JobStatus.FINISHING)
 """States in which the current attempt's tasks run, so its rates are the job's rates; in
 the others (DEPLOYING, RESTARTING, ...) no attempt runs and the rates show as unknown."""
 
@@ -364,7 +365,7 @@ class ProgressWatcher:
     def _announce(self, client: JobClient) -> None:
         """Print where to look once the REST endpoint started (or the job got past it); nothing
         if the job ended first (it could not start: the summary says why)."""
-        while client.rest_url is None and client.get_job_status() == "CREATED":
+        while client.rest_url is None and client.get_job_status() == JobStatus.CREATED:
             if client.join(0.05):
                 return
         url = client.rest_url

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from barrierflow.cluster.jobmaster.views import JobStatus
 from barrierflow.errors import (
     RemoteJobError,
     SavepointFailedError,
@@ -24,9 +25,8 @@ from barrierflow.errors import (
     UnreachableError,
 )
 
-__all__ = ["ENDED_STATES", "RemoteJob"]
+__all__ = ["RemoteJob"]
 
-ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
 POLL_INTERVAL_S = 0.2
 
 
@@ -123,7 +123,7 @@ class RemoteJob:
                 state = self.details().get("state")
             except UnreachableError:
                 return None
-            if state in ENDED_STATES:
+            if JobStatus.ended(state):
                 return state
             if monotonic() >= deadline:
                 raise RemoteJobError(f"job {self.job_id} is still {state} after {timeout_s:g} s")

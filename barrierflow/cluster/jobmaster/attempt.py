@@ -24,6 +24,7 @@ from barrierflow.cluster.jobmaster.attempt_failure import (
     task_failure,
 )
 from barrierflow.cluster.jobmaster.checkpoint_actions import CheckpointActions, SavepointRequest
+from barrierflow.cluster.jobmaster.views import JobStatus
 from barrierflow.cluster.mails import TaskConnection
 from barrierflow.cluster.spark.runner import spark_job_error
 from barrierflow.connectors.base import SourceSplit
@@ -337,7 +338,7 @@ class Attempt:
         )
         self.checkpoints = CheckpointActions(master, self, coordinator)
         self.checkpoints.carry_out(coordinator.start(master.clock.epoch_millis()))
-        master.publisher.publish(state="RUNNING")
+        master.publisher.publish(state=JobStatus.RUNNING)
         if self.end_of_input >= self.source_partitions:
             self._request_final_checkpoint()
         self._schedule_tick()

@@ -32,6 +32,7 @@ from barrierflow.checkpoint.metadata import build_metadata
 from barrierflow.checkpoint.stats import SubtaskCheckpointStats, SubtaskDecline
 from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.cluster.jobmaster.attempt_failure import AttemptFailed, AttemptFailure
+from barrierflow.cluster.jobmaster.views import JobStatus
 from barrierflow.errors import CheckpointStorageError
 from barrierflow.runtime import task_messages as msg
 
@@ -266,7 +267,7 @@ class CheckpointActions:
             completed = (*publisher.status.completed_checkpoints, action.checkpoint_id)
             publisher.publish(completed_checkpoints=completed)
         if action.is_final:
-            publisher.publish(state="FINISHING")
+            publisher.publish(state=JobStatus.FINISHING)
 
     def abort_on_failover(self) -> None:
         """Abort every pending checkpoint; only its files go, as the tasks are being cancelled."""

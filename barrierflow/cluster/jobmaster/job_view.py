@@ -1,9 +1,9 @@
 """The job's published view: what other threads may read of a running job.
 
 The JobMaster thread owns every piece of state; it publishes two immutable
-snapshots of it. `JobStatus` (state, attempt, task processes, completed checkpoints)
-is what the JobClient waits on; `JobView` (views.py) is what the REST endpoint
-serves. Both are replaced, never mutated, so readers need no lock beyond the
+snapshots of it. `StatusSnapshot` (the `JobStatus` enum of views.py, attempt, task
+processes, completed checkpoints) is what the JobClient waits on; `JobView` (views.py) is
+what the REST endpoint serves. Both are replaced, never mutated, so readers need no lock beyond the
 condition that wakes waiters. Savepoint operations (job_actions.py), by trigger id,
 are published under the same condition.
 """
@@ -22,6 +22,7 @@ from barrierflow._clock import Clock
 from barrierflow.cluster.jobmaster.views import (
     EdgeView,
     FailureEntry,
+    JobStatus,
     JobView,
     SavepointOperation,
     VertexView,
@@ -47,10 +48,10 @@ MAX_FAILURE_HISTORY = 100
 
 
 @dataclass(frozen=True)
-class JobStatus:
+class StatusSnapshot:
     """Read by the JobClient from other threads; replaced, never mutated in place."""
 
-    state: str = "CREATED"
+    state: JobStatus = JobStatus.CREATED
     attempt: int = 0
     processes: dict[SubtaskId, tuple[str, int]] = field(default_factory=dict)
     completed_checkpoints: tuple[int, ...] = ()
@@ -60,7 +61,7 @@ class JobStatus:
 
 
 class JobPublisher:
-    """Publishes JobStatus and JobView. Publishing: JobMaster thread; reading: any thread."""
+    """Publishes StatusSnapshot and JobView. Publishing: JobMaster thread; reading: any thread."""
 
     def __init__(
         self,
@@ -81,7 +82,7 @@ class JobPublisher:
         self._changed = threading.Condition()
         self._view_dirty = False
         self._view_published_at = 0.0
-        self.status = JobStatus()
+        self.status = StatusSnapshot()
         self.view: JobView | None = None
         self._operations: dict[str, SavepointOperation] = {}
         self._failures: deque[FailureEntry] = deque(maxlen=MAX_FAILURE_HISTORY)
@@ -98,7 +99,7 @@ class JobPublisher:
 
     # ---- any thread ------------------------------------------------------------------------
 
-    def wait_for(self, predicate: Callable[[JobStatus], bool], timeout: float) -> bool:
+    def wait_for(self, predicate: Callable[[StatusSnapshot], bool], timeout: float) -> bool:
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self.status), timeout)
 

@@ -23,14 +23,11 @@ from barrierflow.checkpoint.storage import make_writable_dir
 from barrierflow.cluster.jobmaster.attempt import Attempt
 from barrierflow.cluster.jobmaster.checkpoint_actions import SavepointRequest
 from barrierflow.cluster.jobmaster.job_view import JobPublisher
-from barrierflow.cluster.jobmaster.views import SavepointOperation
+from barrierflow.cluster.jobmaster.views import JobStatus, SavepointOperation
 from barrierflow.cluster.mails import Mail, SavepointRequested
 from barrierflow.errors import CheckpointStorageError
 
 log = logging.getLogger(__name__)
-
-JOB_ENDED = ("FINISHED", "FAILED", "CANCELED")
-"""Job states that take no savepoint mail any more."""
 
 
 class SavepointRequests:
@@ -75,7 +72,7 @@ class SavepointRequests:
         )
         self._post(SavepointRequested(trigger_id, target_dir, stop, drain))
         state = self._publisher.status.state
-        if ended or state in JOB_ENDED:
+        if ended or state.is_terminal:
             self._publisher.fail_operations(f"the job has ended ({state})")
         return trigger_id
 
@@ -115,7 +112,7 @@ class SavepointRequests:
     def _refusal(self, kind: str, attempt: Attempt | None) -> str | None:
         """Why the job cannot take `kind` now, or None (as Flink, only a running job can)."""
         state = self._publisher.status.state
-        if state != "RUNNING" or attempt is None or attempt.checkpoints is None:
+        if state is not JobStatus.RUNNING or attempt is None or attempt.checkpoints is None:
             return f"the job is {state}: {kind} is taken only while it is RUNNING"
         if self.stop is not None:
             return f"{kind} was refused: a stop with savepoint is under way"

@@ -3,13 +3,16 @@
 The REST endpoint, the CLI and `JobClient` read a running job only through these (the
 JobMaster thread builds a new `JobView` at each change, so readers need no lock), and a
 triggered savepoint's state as a `SavepointOperation`. They live beside the JobMaster,
-which they describe, not in the HTTP layer that serves them.
+which they describe, not in the HTTP layer that serves them. A job's lifecycle is the
+`JobStatus` enum and how a failure was recovered the `Recovery` enum: both are `StrEnum`s,
+so they compare equal to, print as and serialize to JSON as the strings they always were.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
@@ -17,11 +20,56 @@ from barrierflow.checkpoint.stats import CheckpointStatsSnapshot
 __all__ = [
     "EdgeView",
     "FailureEntry",
+    "JobStatus",
     "JobView",
+    "Recovery",
     "SavepointOperation",
     "SavepointStatus",
     "VertexView",
 ]
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its lifecycle (Flink's JobStatus, as the REST API shows it)."""
+
+    CREATED = "CREATED"
+    DEPLOYING = "DEPLOYING"
+    RUNNING = "RUNNING"
+    FINISHING = "FINISHING"
+    """The final checkpoint was triggered (end of input or stop with savepoint)."""
+    RESTARTING = "RESTARTING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+    @property
+    def is_terminal(self) -> bool:
+        """A state the job never leaves (the one definition of "the job ended")."""
+        return self in _TERMINAL
+
+    @staticmethod
+    def ended(state: str | None) -> bool:
+        """`is_terminal` for a state read as text (a REST response), unknown text included.
+
+        >>> JobStatus.ended("CANCELED"), JobStatus.ended("RUNNING"), JobStatus.ended(None)
+        (True, False, False)
+        """
+        return state in _TERMINAL
+
+
+_TERMINAL = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED})
+
+
+class Recovery(StrEnum):
+    """How the job went on after an attempt failed (the exception history's `recovery`)."""
+
+    IN_PLACE = "in-place"
+    """Rolled back in the same Spark job: the task processes run the next attempt."""
+    NEW_STAGE = "new-stage"
+    """The Spark job was cancelled; the next attempt is a new barrier stage."""
+    NONE = "none"
+    """No restart: the job failed."""
+
 
 SavepointStatus = Literal["IN_PROGRESS", "COMPLETED", "FAILED"]
 
@@ -78,9 +126,7 @@ class FailureEntry:
     """The task it came from, e.g. "'Reduce -> Sink' (2/2)"; None if no task reported it."""
     traceback: str | None = None
     """The task's remote traceback, if it sent one."""
-    recovery: str = "none"
-    """"in-place" (rolled back in the same Spark job), "new-stage" (a new barrier stage) or
-    "none" (the job failed)."""
+    recovery: Recovery = Recovery.NONE
     delay_ms: int | None = None
     """The restart delay (None when it did not restart)."""
     explanation: str = ""
@@ -94,7 +140,7 @@ class JobView:
 
     job_id: str
     name: str
-    state: str
+    state: JobStatus
     attempt: int
     start_ms: int
     published_ms: int

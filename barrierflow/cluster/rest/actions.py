@@ -24,17 +24,14 @@ import threading
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from barrierflow.cluster.jobmaster.views import SavepointOperation
+from barrierflow.cluster.jobmaster.views import JobStatus, SavepointOperation
 from barrierflow.cluster.rest.job_actions import JobActions
 from barrierflow.errors import BarrierflowError, ConfigurationError
 
 if TYPE_CHECKING:
     from barrierflow.cluster.jobmaster.views import JobView
 
-__all__ = ["ENDED_STATES", "JobControl", "RestError"]
-
-ENDED_STATES = ("FINISHED", "FAILED", "CANCELED")
-"""A job in one of these states takes no more actions."""
+__all__ = ["JobControl", "RestError"]
 
 
 class RestError(Exception):
@@ -189,7 +186,7 @@ def _admit(
         raise RestError(HTTPStatus.METHOD_NOT_ALLOWED, "this endpoint is read-only")
     control.check_token(authorization)
     _same_job(view, job_id)
-    if view.state in ENDED_STATES:
+    if JobStatus.ended(view.state):  # an ended job takes no more actions
         raise RestError(
             HTTPStatus.CONFLICT,
             f"job {job_id} ('{view.name}') already ended ({view.state}): it takes no more actions",

@@ -21,6 +21,7 @@ from barrierflow.checkpoint.stats import (
     StatsSummary,
 )
 from barrierflow.checkpoint.stats.summary import SUMMARY_FIGURES
+from barrierflow.cluster.jobmaster.views import JobStatus, Recovery
 from barrierflow.cluster.metrics.json_bodies import VERTEX_FIGURES, subtask_json
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from barrierflow.cluster.metrics.view import MetricsSnapshot
 
 __all__ = [
-    "ENDED",
     "checkpoint_json",
     "checkpoints_json",
     "cluster_overview_json",
@@ -123,18 +123,15 @@ def plan_json(view: JobView) -> dict[str, Any]:
 
 def cluster_overview_json(view: JobView) -> dict[str, Any]:
     """`/overview`: Flink's cluster overview of this endpoint's one job."""
-    running = view.state not in ENDED
+    running = not JobStatus.ended(view.state)
     return {
         "jobs-running": int(running),
-        "jobs-finished": int(view.state == "FINISHED"),
-        "jobs-cancelled": int(view.state == "CANCELED"),
-        "jobs-failed": int(view.state == "FAILED"),
+        "jobs-finished": int(view.state == JobStatus.FINISHED),
+        "jobs-cancelled": int(view.state == JobStatus.CANCELED),
+        "jobs-failed": int(view.state == JobStatus.FAILED),
         "slots-total": sum(v.parallelism for v in view.vertices),
         "spark_ui": view.spark_ui,
     }
-
-
-ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 
 def config_json(view: JobView) -> dict[str, Any]:
@@ -174,7 +171,7 @@ def restart_state_json(view: JobView) -> dict[str, Any]:
     """The strategy's settings, the restarts so far, its limit, the last and next delay and,
     for the failure-rate strategy, the failures within its window now."""
     strategy = view.restart_strategy
-    restarts = [e for e in view.exceptions if e.recovery != "none"]
+    restarts = [e for e in view.exceptions if e.recovery != Recovery.NONE]
     kind = strategy.get("type")
     state: dict[str, Any] = {
         **strategy,
@@ -249,9 +246,10 @@ def _subtask_status(job_state: str, registered: bool) -> str:
     >>> _subtask_status("RUNNING", True), _subtask_status("DEPLOYING", False)
     ('RUNNING', 'SCHEDULED')
     """
-    if registered or job_state in ENDED:
+    if registered or JobStatus.ended(job_state):
         return job_state
-    return "SCHEDULED" if job_state in ("CREATED", "DEPLOYING", "RESTARTING") else job_state
+    deploying = (JobStatus.CREATED, JobStatus.DEPLOYING, JobStatus.RESTARTING)
+    return "SCHEDULED" if job_state in deploying else job_state
 
 
 # ---- checkpoint statistics ---------------------------------------------------------------------

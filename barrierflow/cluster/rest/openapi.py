@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from barrierflow.cluster.jobmaster.views import Recovery
 from barrierflow.cluster.rest.routes import DECLARED, Declared, QueryParameter, Response
 
 __all__ = ["EXTRA_PATHS", "OPENAPI_VERSION", "openapi_spec"]
@@ -155,7 +156,7 @@ _SCHEMAS: dict[str, Any] = {
             "exceptionName": _STR_OR_NULL,
             "taskName": _STR_OR_NULL,
             "stacktrace": _STR_OR_NULL,
-            "recovery": {"type": "string", "enum": ["in-place", "new-stage", "none"]},
+            "recovery": {"type": "string", "enum": [r.value for r in Recovery]},
             "delay_ms": _INT_OR_NULL,
             "explanation": _STR,
         }
