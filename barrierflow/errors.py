@@ -31,6 +31,7 @@ BarrierflowError
   IllegalCheckpointTransitionError  a pending checkpoint was asked for a status it cannot reach
   IllegalCheckpointStatsTransitionError  a checkpoint's statistics were asked for such a status
   CheckpointCoordinatorStateError   the checkpoint coordinator got an event its status forbids
+  IllegalTaskPhaseTransitionError   a task was asked to move to a phase its phase cannot reach
   ChaosError                        `barrierflow chaos` could not run as asked (not a verdict)
   JobLookupError                    a command's JOB names no running job, or more than one
   RemoteJobError                    a request to a job's REST endpoint failed (one line)
@@ -173,6 +174,10 @@ class IllegalCheckpointStatsTransitionError(BarrierflowError):
 
 class CheckpointCoordinatorStateError(BarrierflowError):
     """The coordinator got an event its status does not allow (e.g. a savepoint after failover)."""
+
+
+class IllegalTaskPhaseTransitionError(BarrierflowError):
+    """A task was asked to move to a phase its phase cannot reach (a bug in the task)."""
 
 
 class ChaosError(BarrierflowError):

@@ -12,6 +12,11 @@ The task delegates: the `OperatorChain` runs the operators, the
 `CheckpointedInputGate` queues input and consults the barrier handler, and the
 `SubtaskCheckpointCoordinator` snapshots, reports and keeps channel state. An attempt
 can be torn down and the next one deployed in the same process (`restart`).
+
+Where an attempt stands is one `TaskPhase` (`runtime.task_phase`, with its allowed moves).
+The mail handlers live in `runtime.task_mails` (`TaskMailHandlers`) and the reports to the
+JobMaster in `runtime.task_reports` (`TaskReports`), base classes of `StreamTask`; this
+module keeps the lifecycle, the mailbox loop and the end of input.
 """
 
 from __future__ import annotations
@@ -28,12 +33,7 @@ from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow._scheduler import Scheduler
 from barrierflow.checkpoint.chaos_faults import TransientFaults
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
-from barrierflow.errors import (
-    BarrierflowError,
-    ChannelLostError,
-    ChaosFailure,
-    StreamCorruptionError,
-)
+from barrierflow.errors import BarrierflowError, ChaosFailure, StreamCorruptionError
 from barrierflow.runtime import mails
 from barrierflow.runtime import task_messages as msg
 from barrierflow.runtime.attempt_outcome import AttemptEnd, AttemptEnded, TaskCancelled
@@ -58,15 +58,14 @@ from barrierflow.runtime.operator_chain import OperatorChain, operator_context
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader
 from barrierflow.runtime.subtask_checkpoint import SubtaskCheckpointCoordinator
+from barrierflow.runtime.task_mails import TaskMailHandlers
+from barrierflow.runtime.task_phase import TaskPhase
+from barrierflow.runtime.task_reports import TaskReports
 
 log = logging.getLogger(__name__)
 
-FIRST_RATE_MS = 200
-"""How soon the second metrics report follows the first, as the task runs (see
-`_report_metrics`)."""
 
-
-class StreamTask:
+class StreamTask(TaskMailHandlers, TaskReports):
     """Runs one subtask, one attempt at a time, until it finishes, is cancelled, or fails."""
 
     def __init__(
@@ -92,6 +91,8 @@ class StreamTask:
         self.mailbox = mailbox
         self._clock = clock
         self.uploader = SnapshotUploader(send_rpc, clock)
+        self._phase = TaskPhase.RUNNING
+        """Where the current attempt stands; `restart` moves it from TORN_DOWN to RUNNING."""
         self._handlers: dict[type, Callable[[Any], None]] = {
             mails.InputReceived: self._on_input,
             mails.CreditReceived: self._on_credit,
@@ -126,20 +127,15 @@ class StreamTask:
         self._server: DataServer | None = None
         self._deploy: msg.DeployTask | None = None
         self._output_targets: list[SubtaskId] = []
-        self._finished = False
         self._finished_at = 0.0
         self._gone_inputs: set[int] = set()
         """Input channels lost after the final checkpoint: their upstream will send nothing."""
         self._held_actions: list[mails.RunAction] = []
         """Operator actions that came after the final checkpoint's snapshot: they run only if
         that checkpoint aborts."""
-        self._source_exhausted = False
-        self._end_of_input_unsent = False
-        """The source ended; EndOfInput waits until the chain accepts input (drained)."""
         self._source_waiting = False
         self._next_wakeup_ms: int | None = None
         self._last_flush = self._clock.monotonic()
-        self._torn_down = False
 
     def _checkpoint_coordinator(self) -> SubtaskCheckpointCoordinator:
         key_range = self.descriptor.key_group_range
@@ -220,13 +216,14 @@ class StreamTask:
         self.tear_down()
         if not self.uploader.is_alive:
             self.uploader = SnapshotUploader(self._send_rpc, self._clock)
+        self._phase = self._phase.to(TaskPhase.RUNNING)
         self._prepare(settings)
 
     def tear_down(self) -> None:
         """Abort the chain unless it closed, and close the channels and the data server."""
-        if self._torn_down:
+        if self._phase is TaskPhase.TORN_DOWN:
             return
-        self._torn_down = True
+        self._phase = self._phase.to(TaskPhase.TORN_DOWN)
         self.checkpoints.close()
         self.chain.abort()
         if self._server is not None:
@@ -286,13 +283,18 @@ class StreamTask:
         self.uploader.close()
         self._send(self.metrics_report())
         self._send(msg.TaskFinished(self.settings.attempt, self.partition))
+        self._phase = self._phase.to(TaskPhase.FINISHED)
 
     # ---- the mailbox loop ------------------------------------------------------------------
 
     def _loop(self) -> None:
         timeout_s = self.settings.buffer_timeout_ms / 1000
         self.metrics.time.start()
-        while not (self._finished and self.chain.accepts_input() and self._inputs_released()):
+        while not (
+            self._phase.final_checkpoint_done
+            and self.chain.accepts_input()
+            and self._inputs_released()
+        ):
             try:
                 if self._can_work():
                     mail = self.mailbox.get_nowait()
@@ -304,7 +306,7 @@ class StreamTask:
             except queue.Empty:
                 pass
             self._source_waiting = False  # waited a moment: ask the source again
-            if self._finished:
+            if self._phase.final_checkpoint_done:
                 continue
             self.scheduler.run_due()
             if self.checkpoints.holds_final_snapshot:  # nothing may follow the final barrier
@@ -357,12 +359,12 @@ class StreamTask:
         """Whether the loop may do a unit of work: never after the final checkpoint's barrier
         (an upstream's end of partition, which counts as MAX_WATERMARK, would fire windows
         whose output no savepoint holds), nor while backpressured or held up."""
-        if self._finished or self.checkpoints.holds_final_snapshot:
+        if self._phase.final_checkpoint_done or self.checkpoints.holds_final_snapshot:
             return False
         if self.writer.is_backpressured() or not self.chain.accepts_input():
             return False
         if self.chain.source is not None:
-            return not self._source_exhausted and not self._source_waiting
+            return not self._phase.source_ended and not self._source_waiting
         return self.gate is not None and self.gate.has_available()
 
     def _step_source(self) -> None:
@@ -380,7 +382,7 @@ class StreamTask:
         source = self.chain.source
         if source is None:
             raise StreamCorruptionError("StopSources reached a task without a source")
-        if self._source_exhausted:
+        if self._phase.source_ended:
             return  # it ended on its own: EndOfInput is sent or on its way
         source.stop(drain)
         self._source_ended()
@@ -388,14 +390,13 @@ class StreamTask:
 
     def _source_ended(self) -> None:
         """The source reads nothing more; EndOfInput goes once the chain holds nothing back."""
-        self._source_exhausted = True
-        self._end_of_input_unsent = True
+        self._phase = self._phase.to(TaskPhase.INPUT_ENDED)
 
     def _report_end_of_input(self) -> None:
         """Tell the JobMaster the source ended once the chain holds nothing back (async calls
         in flight), so the final checkpoint's barrier follows every result."""
-        if self._end_of_input_unsent and self.chain.accepts_input():
-            self._end_of_input_unsent = False
+        if self._phase is TaskPhase.INPUT_ENDED and self.chain.accepts_input():
+            self._phase = self._phase.to(TaskPhase.INPUT_REPORTED)
             self._send(msg.EndOfInput(self.settings.attempt, self.partition))
 
     def _step_input(self) -> None:
@@ -420,195 +421,3 @@ class StreamTask:
         elif kind is CheckpointBarrier:
             self.checkpoints.note_barrier(element)  # no-op if noted on arrival
         self.checkpoints.act(polled.decisions)
-
-    # ---- mails -------------------------------------------------------------------------------
-
-    def handle(self, mail: Any) -> None:
-        """Handle one mail; refuse one of another attempt, fail on an unknown type."""
-        handler = self._handlers.get(type(mail))
-        if handler is None:
-            raise StreamCorruptionError(f"unknown mail {mail!r}")
-        if mail.attempt is not None and mail.attempt != self.attempt:
-            log.info("refused a mail of attempt %s: %r", mail.attempt, mail)
-            return
-        handler(mail)
-
-    def _on_input(self, mail: mails.InputReceived) -> None:
-        gate = self.gate
-        if gate is None:
-            raise StreamCorruptionError(f"input on channel {mail.channel} of a source task")
-        if mail.frame is not None:
-            self.metrics.bytes_in += len(mail.frame)
-        arrival = gate.received(mail.channel, mail.element, mail.frame, self._clock.epoch_millis())
-        if type(mail.element) is CheckpointBarrier and gate.announces_barriers:
-            self.checkpoints.note_barrier(mail.element)
-        if arrival.persist_for is not None and arrival.frame is not None:
-            self.checkpoints.persist_input(arrival.persist_for, mail.channel, arrival.frame)
-        self.checkpoints.act(arrival.decisions)
-
-    def _on_credit(self, mail: mails.CreditReceived) -> None:
-        self.writer.channels[mail.channel].add_credit(mail.credit)
-
-    def _on_channel_connected(self, mail: mails.ChannelConnected) -> None:
-        assert self.gate is not None
-        self.gate.connected(mail.channel, mail.connection)
-
-    def _on_input_lost(self, mail: mails.InputChannelLost) -> None:
-        gate = self.gate
-        if self._finished:
-            self._gone_inputs.add(mail.channel)
-            return
-        if gate is not None and gate.has_ended(mail.channel):
-            return
-        upstream = self.descriptor.inputs[mail.channel].upstream
-        raise ChannelLostError(
-            f"lost the input channel from subtask {upstream} "
-            f"('{self.descriptor.vertex_name_of(upstream)}'): it failed or was cancelled"
-        )
-
-    def _on_output_lost(self, mail: mails.OutputChannelLost) -> None:
-        if self._finished:
-            return
-        target = self._output_targets[mail.channel]
-        raise ChannelLostError(
-            f"lost the output channel to subtask {target} "
-            f"('{self.descriptor.vertex_name_of(target)}'): it failed or was cancelled"
-        )
-
-    def _on_action(self, mail: mails.RunAction) -> None:
-        """Run an operator's action (an async I/O outcome), unless the final checkpoint's
-        snapshot is taken: what it emits would follow the final barrier, though the snapshot
-        holds its input (a stop with savepoint without drain). It waits: it runs if that
-        checkpoint aborts, and is dropped when the task finishes."""
-        if self.checkpoints.holds_final_snapshot:
-            self._held_actions.append(mail)
-        else:
-            mail.action()
-
-    def _on_input_failed(self, mail: mails.InputFailed) -> None:
-        raise mail.error
-
-    def _on_output_failed(self, mail: mails.OutputFailed) -> None:
-        raise mail.error
-
-    def _on_snapshot_failed(self, mail: mails.SnapshotFailed) -> None:
-        raise mail.error
-
-    def _on_rpc_lost(self, mail: mails.RpcLost) -> None:
-        raise TaskCancelled("lost the connection to the JobMaster")
-
-    def _on_rpc(self, mail: mails.RpcReceived) -> None:
-        message = mail.message
-        if not isinstance(message, msg.JOBMASTER_TO_TASK):
-            raise StreamCorruptionError(f"unknown message from the JobMaster: {message!r}")
-        if isinstance(message, msg.DeployTask):
-            self._deploy = message
-        elif isinstance(message, msg.TriggerCheckpoint):
-            self._source_waiting = False
-            if self.chain.source is None:
-                raise StreamCorruptionError("a checkpoint trigger reached a task without a source")
-            self.checkpoints.trigger(
-                CheckpointBarrier(
-                    message.checkpoint_id,
-                    message.timestamp,
-                    message.is_savepoint,
-                    message.is_final,
-                    message.target,
-                )
-            )
-        elif isinstance(message, msg.NotifyCheckpointComplete):
-            self.checkpoints.notify_complete(message.checkpoint_id)
-            if message.is_final:
-                self._finished = True
-                self._finished_at = self._clock.monotonic()
-        elif isinstance(message, msg.NotifyCheckpointAborted):
-            self.checkpoints.notify_aborted(message.checkpoint_id)
-            if not self.checkpoints.holds_final_snapshot:  # the task goes on
-                held, self._held_actions = self._held_actions, []
-                for action in held:
-                    action.action()
-        elif isinstance(message, msg.CancelTask):
-            raise TaskCancelled(message.reason)
-        elif isinstance(message, msg.EndAttempt):
-            raise AttemptEnded(message.reason)
-        elif isinstance(message, msg.InjectFailure):
-            raise ChaosFailure(message.reason)
-        elif isinstance(message, msg.StopSources):
-            self._stop_source(message.drain)
-        elif isinstance(message, msg.RestartTask):  # the next attempt follows this one's end
-            raise StreamCorruptionError(f"attempt {message.attempt} reached a running attempt")
-
-    # ---- talking to the JobMaster ------------------------------------------------------------
-
-    def metrics_report(self) -> msg.TaskMetricsReport:
-        """This attempt's metrics now (runtime/metrics)."""
-        chain = self.chain
-        return msg.TaskMetricsReport(
-            self.attempt,
-            self.partition,
-            self._clock.epoch_millis(),
-            self.metrics.report_values(
-                chain.metrics,
-                [operator.metric_group for operator in chain.operators],
-                records_out=chain.records_out(),
-                bytes_out=self.writer.bytes_sent(),
-            ),
-        )
-
-    def _report_metrics(self, first: bool = False) -> None:
-        """Send the metrics heartbeat, and schedule the next one. The first (as the task
-        runs) is followed within FIRST_RATE_MS, not a whole interval later: rates come from
-        two reports of the same attempt, so an attempt's rates show a moment after it runs."""
-        self._send(self.metrics_report())
-        interval = self.settings.metrics_interval_ms
-        if interval > 0:
-            delay = min(interval, FIRST_RATE_MS) if first else interval
-            self.scheduler.schedule(delay, self._report_metrics, "metrics report")
-
-    def _schedule_latency_marker(self) -> None:
-        """A source task emits a latency marker every `latency_interval_ms` (if > 0)."""
-        interval = self.settings.latency_interval_ms
-        if interval > 0 and self.chain.source is not None:
-            self.scheduler.schedule(interval, self._emit_latency_marker, "latency marker")
-
-    def _emit_latency_marker(self) -> None:
-        """Emit a latency marker after the records the source emitted so far, and schedule the
-        next, until the source's input ended. None after the final checkpoint's barrier:
-        nothing may follow it (one follows again if that checkpoint aborts)."""
-        if self._source_exhausted:
-            return
-        if not self.checkpoints.holds_final_snapshot:
-            subtask = self.subtask
-            self.chain.emit_latency_marker(
-                LatencyMarker(self._clock.epoch_millis(), subtask.vertex_id, subtask.subtask_index)
-            )
-        self._schedule_latency_marker()
-
-    def _report_failure(self, error: Exception) -> bool:
-        """Tell the JobMaster why this task failed; True if it heard it (then the Spark task
-        ends quietly instead of adding a second copy of the traceback to the executor log)."""
-        name = self.descriptor.vertex_name
-        position = (self.subtask.subtask_index + 1, self.descriptor.parallelism)
-        # The JobMaster reports every failure in one line, naming the root cause; this line
-        # is for the executor's log only (INFO), or a warning when the JobMaster is gone.
-        log.info("task %s (%d/%d) failed: %s", name, *position, error)
-        source = self.chain.source
-        position = None if source is None else source.failed_at
-        try:
-            self._send(
-                msg.TaskFailed(
-                    self.settings.attempt,
-                    self.partition,
-                    msg.TaskFailure.of(error, name, position),
-                )
-            )
-        except TaskCancelled:
-            return False
-        return True
-
-    def _send(self, message: Any) -> None:
-        """Send on the mailbox thread; a lost JobMaster cancels the task."""
-        try:
-            self._send_rpc(message)
-        except OSError as error:
-            raise TaskCancelled(f"lost the connection to the JobMaster: {error}") from error

@@ -22,8 +22,10 @@ from barrierflow.runtime.mails import CreditReceived, InputChannelLost, InputRec
 from barrierflow.runtime.network import codec, task_channels
 from barrierflow.runtime.operators.base import StreamOperator
 from barrierflow.runtime.partitioners import ForwardPartitioner
-from barrierflow.runtime.task import FIRST_RATE_MS, StreamTask
+from barrierflow.runtime.task import StreamTask
 from barrierflow.runtime.task_messages import DeployTask, TaskFinished, TaskMetricsReport
+from barrierflow.runtime.task_phase import TaskPhase
+from barrierflow.runtime.task_reports import FIRST_RATE_MS
 
 
 class _Wire:
@@ -98,6 +100,7 @@ def test_output_emitted_in_close_goes_out_before_the_end_of_partition(monkeypatc
     # issue 9, defect 7: the end of partition was broadcast before the chain closed, so what
     # an operator emitted in close() came after it (and was lost downstream).
     task, wire, sent = deployed_task(monkeypatch)
+    task._phase = TaskPhase.FINISHING  # the final checkpoint completed
     task._finish()
     assert [codec.decode(frame) for frame in wire.sent] == [
         RecordBatch(["last words"]),
@@ -144,7 +147,7 @@ def test_a_task_does_no_work_and_does_not_finish_while_an_operator_refuses_input
         closed_when_accepting_again.append(hasattr(operator, "closed"))
         operator.accepting = True
 
-    task._finished = True  # the final checkpoint completed meanwhile
+    task._phase = TaskPhase.FINISHING  # the final checkpoint completed meanwhile
     task.mailbox.put(RunAction(0, accept_again, "the operator's last result arrived"))
     task._loop()  # returns only once the operator accepts input again
     assert closed_when_accepting_again == [False]
@@ -157,7 +160,7 @@ def test_a_task_ends_only_after_every_upstream_ended_its_partition(monkeypatch):
     # channels while an upstream had not yet heard it; the upstream lost its output channel
     # and the finished job failed over ("lost the output channel to subtask 1.1").
     task, _, _ = deployed_task(monkeypatch, inputs=2)
-    task._finished = True  # the final checkpoint completed
+    task._phase = TaskPhase.FINISHING  # the final checkpoint completed
     assert not task._inputs_released()
     task.handle(InputReceived(0, 0, EndOfPartition(), codec.encode_event(EndOfPartition())))
     assert not task._inputs_released()
@@ -168,7 +171,7 @@ def test_a_task_ends_only_after_every_upstream_ended_its_partition(monkeypatch):
 
 def test_a_task_waits_for_its_inputs_ends_only_so_long(monkeypatch):
     task, _, _ = deployed_task(monkeypatch, inputs=1)
-    task._finished = True
+    task._phase = TaskPhase.FINISHING
     task._finished_at = task._clock.monotonic()
     assert not task._inputs_released()
     task._clock.advance(int(task.settings.connect_timeout_s * 1000) + 1)
