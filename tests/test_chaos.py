@@ -216,3 +216,27 @@ def _dead(pid: int, within_s: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_runs_checkpoint_storage_wins_over_the_jobs_own(tmp_path):
+    """`barrierflow chaos` hands each run's folder to the environment explicitly
+    (`command_line_defaults.checkpoint_storage`): a job file that names its own storage
+    still checkpoints into the run's folder, and outside the run into its own."""
+    from barrierflow import StreamExecutionEnvironment
+    from barrierflow.api.environment import JobDefined
+    from barrierflow.api.job_file import command_line_settings
+
+    def storage_of_the_defined_job(**settings) -> str:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.enable_checkpointing(100)
+        env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "own"))
+        env.from_collection([1, 2]).print()
+        defined = []
+        capture = command_line_settings(define_only=lambda g, s: defined.append(s), **settings)
+        with capture, pytest.raises(JobDefined):
+            env.execute("storage")
+        return defined[0].checkpoint_storage
+
+    run = str(tmp_path / "chaos" / "checkpoints")
+    assert storage_of_the_defined_job(checkpoint_storage=run) == run
+    assert storage_of_the_defined_job() == str(tmp_path / "own")

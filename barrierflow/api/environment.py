@@ -691,7 +691,7 @@ checkpoint reads of the restore that follows (the driver's `_metadata`, every ta
 files: retried with backoff) and the next `_metadata` write (that checkpoint aborts).
 driver: SIGKILL of the whole driver (its Python process, Spark's JVM, the Python workers
 and stream tasks), then a new driver runs the job file again and restores the newest
-checkpoint (cluster/chaos_faults.py, chaos.py)."""
+checkpoint (cluster/chaos_faults.py, chaos/drivers.py)."""
 
 DEFAULT_FAILURE_KINDS = ("exception", "kill", "executor")
 """`barrierflow chaos`'s default: one attempt failure each, which every master can take. jvm
