@@ -33,7 +33,7 @@ from barrierflow.graph.job_graph import SubtaskId
 from barrierflow.runtime import task_messages as msg
 
 if TYPE_CHECKING:
-    from barrierflow.cluster.jobmaster.job_master import JobMaster
+    from barrierflow.cluster.jobmaster.hosts import AttemptHost
     from barrierflow.cluster.jobmaster.restore_point import RestorePoint
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class Attempt:
 
     def __init__(
         self,
-        master: JobMaster,
+        master: AttemptHost,
         number: int,
         splits: dict[SubtaskId, list[SourceSplit]],
         latest: RestorePoint | None,

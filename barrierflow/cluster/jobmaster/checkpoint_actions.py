@@ -38,7 +38,7 @@ from barrierflow.runtime import task_messages as msg
 
 if TYPE_CHECKING:
     from barrierflow.cluster.jobmaster.attempt import Attempt
-    from barrierflow.cluster.jobmaster.job_master import JobMaster
+    from barrierflow.cluster.jobmaster.hosts import CheckpointHost
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,9 @@ def write_savepoint_metadata(folder: _fs.Location, metadata: dict[str, Any]) -> 
 class CheckpointActions:
     """Executes `CoordinatorAction`s of one attempt's coordinator, in the order given."""
 
-    def __init__(self, master: JobMaster, attempt: Attempt, coordinator: cc.CheckpointCoordinator):
+    def __init__(
+        self, master: CheckpointHost, attempt: Attempt, coordinator: cc.CheckpointCoordinator
+    ) -> None:
         self._master = master
         self._attempt = attempt
         self.coordinator = coordinator
