@@ -28,19 +28,16 @@ partition.
 
 from __future__ import annotations
 
-from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.barriers.decisions import (
     NOTHING,
     AbortCheckpoint,
     Decision,
     TriggerCheckpoint,
 )
+from barrierflow.runtime.barriers.ledger import ChannelLedger
 from barrierflow.runtime.elements import CancelCheckpointMarker, CheckpointBarrier
 
 __all__ = ["CheckpointBarrierAligner"]
-
-_NONE_SEEN = -1
-"""Below every checkpoint id: what `_latest` and the last barrier of a channel start at."""
 
 
 class CheckpointBarrierAligner:
@@ -64,30 +61,16 @@ class CheckpointBarrierAligner:
     frozenset()
     """
 
-    __slots__ = (
-        "_aligning",
-        "_blocked",
-        "_blocked_count",
-        "_channel_count",
-        "_ended",
-        "_last_barrier",
-        "_latest",
-        "_open_count",
-    )
+    __slots__ = ("_aligning", "_blocked", "_blocked_count", "_channel_count", "_ledger")
 
     def __init__(self, channel_count: int) -> None:
-        if channel_count < 1:
-            raise ValueError(f"an aligner needs at least one input channel, not {channel_count}")
+        self._ledger = ChannelLedger(channel_count, "an aligner")
+        """Open channels, each channel's last barrier, the newest id seen."""
         self._channel_count = channel_count
         self._blocked = [False] * channel_count
         self._blocked_count = 0
-        self._ended = [False] * channel_count
-        self._open_count = channel_count
-        self._last_barrier = [_NONE_SEEN] * channel_count
         self._aligning: CheckpointBarrier | None = None
         """The first barrier of the checkpoint being aligned; None between alignments."""
-        self._latest = _NONE_SEEN
-        """The newest checkpoint id seen in a barrier or cancellation marker."""
 
     # ---- read-only views ---------------------------------------------------------------------
 
@@ -103,7 +86,7 @@ class CheckpointBarrierAligner:
     @property
     def latest_checkpoint_id(self) -> int | None:
         """The newest checkpoint id seen in any barrier or cancellation marker, or None."""
-        return None if self._latest == _NONE_SEEN else self._latest
+        return self._ledger.latest_checkpoint_id
 
     @property
     def blocked_channels(self) -> frozenset[int]:
@@ -113,24 +96,15 @@ class CheckpointBarrierAligner:
     @property
     def open_channel_count(self) -> int:
         """How many channels have not delivered their end of partition."""
-        return self._open_count
+        return self._ledger.open_channel_count
 
     # ---- events ------------------------------------------------------------------------------
 
     def on_barrier(self, channel: int, barrier: CheckpointBarrier) -> tuple[Decision, ...]:
         """Channel `channel` delivered `barrier`."""
-        self._check_open(channel, f"the barrier of checkpoint {barrier.checkpoint_id}")
         checkpoint_id = barrier.checkpoint_id
-        last = self._last_barrier[channel]
-        if checkpoint_id <= last:
-            raise StreamCorruptionError(
-                f"channel {channel} delivered the barrier of checkpoint {checkpoint_id} "
-                + ("twice" if checkpoint_id == last else f"after that of checkpoint {last}")
-            )
-        self._last_barrier[channel] = checkpoint_id
-        if checkpoint_id > self._latest:
+        if self._ledger.barrier(channel, checkpoint_id):  # newer than every id seen
             subsumed = self._abort_alignment_as_subsumed()
-            self._latest = checkpoint_id
             self._aligning = barrier
             return subsumed + self._block(channel)
         if self._aligning is not None and checkpoint_id == self._aligning.checkpoint_id:
@@ -141,11 +115,9 @@ class CheckpointBarrierAligner:
         self, channel: int, marker: CancelCheckpointMarker
     ) -> tuple[Decision, ...]:
         """Channel `channel` delivered `marker`: an upstream task aborted that checkpoint."""
-        self._check_open(channel, f"the cancellation marker of checkpoint {marker.checkpoint_id}")
         checkpoint_id = marker.checkpoint_id
-        if checkpoint_id > self._latest:
+        if self._ledger.cancel_marker(channel, checkpoint_id):  # newer than every id seen
             subsumed = self._abort_alignment_as_subsumed()
-            self._latest = checkpoint_id
             return (*subsumed, AbortCheckpoint.on_cancellation_barrier(checkpoint_id))
         if self._aligning is not None and checkpoint_id == self._aligning.checkpoint_id:
             self._release()
@@ -154,28 +126,20 @@ class CheckpointBarrierAligner:
 
     def on_end_of_partition(self, channel: int) -> tuple[Decision, ...]:
         """Channel `channel` ended: nothing more comes on it, so it is no longer waited for."""
-        self._check_open(channel, "a second end of partition")
-        self._ended[channel] = True
-        self._open_count -= 1
+        self._ledger.end(channel)
         if self._blocked[channel]:
             # Only reachable if the caller polled a blocked channel; stay consistent anyway.
             self._blocked[channel] = False
             self._blocked_count -= 1
         if self._aligning is None:
             return NOTHING
-        if self._open_count == 0:
+        if self._ledger.open_channel_count == 0:
             checkpoint_id = self._aligning.checkpoint_id
             self._release()
             return (AbortCheckpoint.input_ended(checkpoint_id),)
         return self._trigger_if_aligned()
 
     # ---- internals ---------------------------------------------------------------------------
-
-    def _check_open(self, channel: int, what: str) -> None:
-        if not 0 <= channel < self._channel_count:
-            raise ValueError(f"channel {channel} is not one of the {self._channel_count} inputs")
-        if self._ended[channel]:
-            raise StreamCorruptionError(f"channel {channel} delivered {what} after it ended")
 
     def _block(self, channel: int) -> tuple[Decision, ...]:
         self._blocked[channel] = True
@@ -184,7 +148,7 @@ class CheckpointBarrierAligner:
 
     def _trigger_if_aligned(self) -> tuple[Decision, ...]:
         # Blocked channels are always open, so equal counts mean every open channel is blocked.
-        if self._aligning is None or self._blocked_count < self._open_count:
+        if self._aligning is None or self._blocked_count < self._ledger.open_channel_count:
             return NOTHING
         barrier = self._aligning
         self._release()

@@ -29,22 +29,19 @@ partition.
 
 from __future__ import annotations
 
-from barrierflow.errors import StreamCorruptionError
 from barrierflow.runtime.barriers.decisions import (
     NOTHING,
     AbortCheckpoint,
     Decision,
     TriggerCheckpoint,
 )
+from barrierflow.runtime.barriers.ledger import ChannelLedger
 from barrierflow.runtime.elements import CancelCheckpointMarker, CheckpointBarrier
 
 __all__ = ["MAX_CHECKPOINTS_TO_TRACK", "CheckpointBarrierTracker"]
 
 MAX_CHECKPOINTS_TO_TRACK = 50
 """Pending checkpoints kept at most; beyond it the oldest is dropped silently (as in Flink)."""
-
-_NONE_SEEN = -1
-"""Below every checkpoint id: what `_latest` and the last barrier of a channel start at."""
 
 
 class _PendingCheckpoint:
@@ -82,19 +79,13 @@ class CheckpointBarrierTracker:
     ()
     """
 
-    __slots__ = ("_channel_count", "_ended", "_last_barrier", "_latest", "_open_count", "_pending")
+    __slots__ = ("_ledger", "_pending")
 
     def __init__(self, channel_count: int) -> None:
-        if channel_count < 1:
-            raise ValueError(f"a tracker needs at least one input channel, not {channel_count}")
-        self._channel_count = channel_count
-        self._ended = [False] * channel_count
-        self._open_count = channel_count
-        self._last_barrier = [_NONE_SEEN] * channel_count
+        self._ledger = ChannelLedger(channel_count, "a tracker")
+        """Open channels, each channel's last barrier, the newest id seen."""
         self._pending: dict[int, _PendingCheckpoint] = {}
         """Pending checkpoints by id, oldest first (ids are added in increasing order)."""
-        self._latest = _NONE_SEEN
-        """The newest checkpoint id seen in a barrier or cancellation marker."""
 
     # ---- read-only views ---------------------------------------------------------------------
 
@@ -110,31 +101,23 @@ class CheckpointBarrierTracker:
     @property
     def open_channel_count(self) -> int:
         """How many channels have not delivered their end of partition."""
-        return self._open_count
+        return self._ledger.open_channel_count
 
     # ---- events ------------------------------------------------------------------------------
 
     def on_barrier(self, channel: int, barrier: CheckpointBarrier) -> tuple[Decision, ...]:
         """Channel `channel` delivered `barrier`."""
-        self._check_open(channel, f"the barrier of checkpoint {barrier.checkpoint_id}")
         checkpoint_id = barrier.checkpoint_id
-        last = self._last_barrier[channel]
-        if checkpoint_id <= last:
-            raise StreamCorruptionError(
-                f"channel {channel} delivered the barrier of checkpoint {checkpoint_id} "
-                + ("twice" if checkpoint_id == last else f"after that of checkpoint {last}")
-            )
-        self._last_barrier[channel] = checkpoint_id
+        newest = self._ledger.barrier(channel, checkpoint_id)
         pending = self._pending.get(checkpoint_id)
         if pending is None:
-            if checkpoint_id <= self._latest:
+            if not newest:
                 return NOTHING
-            self._latest = checkpoint_id
             pending = self._pending[checkpoint_id] = _PendingCheckpoint(barrier)
             if len(self._pending) > MAX_CHECKPOINTS_TO_TRACK:
                 del self._pending[next(iter(self._pending))]
         pending.arrived.add(channel)
-        if len(pending.arrived) < self._open_count:
+        if not self._ledger.all_open(pending.arrived):
             return NOTHING
         return (self._trigger(checkpoint_id),)
 
@@ -142,11 +125,10 @@ class CheckpointBarrierTracker:
         self, channel: int, marker: CancelCheckpointMarker
     ) -> tuple[Decision, ...]:
         """Channel `channel` delivered `marker`: an upstream task aborted that checkpoint."""
-        self._check_open(channel, f"the cancellation marker of checkpoint {marker.checkpoint_id}")
         checkpoint_id = marker.checkpoint_id
-        if checkpoint_id not in self._pending and checkpoint_id <= self._latest:
+        newest = self._ledger.cancel_marker(channel, checkpoint_id)
+        if checkpoint_id not in self._pending and not newest:
             return NOTHING
-        self._latest = max(self._latest, checkpoint_id)
         older = [pending_id for pending_id in self._pending if pending_id < checkpoint_id]
         for pending_id in older:
             del self._pending[pending_id]
@@ -158,29 +140,21 @@ class CheckpointBarrierTracker:
 
     def on_end_of_partition(self, channel: int) -> tuple[Decision, ...]:
         """Channel `channel` ended: nothing more comes on it, so it is no longer waited for."""
-        self._check_open(channel, "a second end of partition")
-        self._ended[channel] = True
-        self._open_count -= 1
+        self._ledger.end(channel)
         for pending in self._pending.values():
             pending.arrived.discard(channel)
-        if self._open_count == 0:
+        if self._ledger.open_channel_count == 0:
             aborted = tuple(AbortCheckpoint.input_ended(pending_id) for pending_id in self._pending)
             self._pending.clear()
             return aborted
         complete = [
             pending_id
             for pending_id, pending in self._pending.items()
-            if len(pending.arrived) == self._open_count
+            if self._ledger.all_open(pending.arrived)
         ]
         return tuple(self._trigger(pending_id) for pending_id in complete)
 
     # ---- internals ---------------------------------------------------------------------------
-
-    def _check_open(self, channel: int, what: str) -> None:
-        if not 0 <= channel < self._channel_count:
-            raise ValueError(f"channel {channel} is not one of the {self._channel_count} inputs")
-        if self._ended[channel]:
-            raise StreamCorruptionError(f"channel {channel} delivered {what} after it ended")
 
     def _trigger(self, checkpoint_id: int) -> TriggerCheckpoint:
         """Trigger a pending checkpoint and silently drop every older one (it cannot complete)."""

@@ -76,12 +76,10 @@ from barrierflow.runtime.barriers.decisions import (
     TriggerCheckpoint,
     TriggerUnaligned,
 )
+from barrierflow.runtime.barriers.ledger import ChannelLedger
 from barrierflow.runtime.elements import CancelCheckpointMarker, CheckpointBarrier
 
 __all__ = ["CheckpointBarrierUnaligner", "Phase"]
-
-_NONE_SEEN = -1
-"""Below every checkpoint id: what `_latest` and the last barrier of a channel start at."""
 
 
 class Phase(enum.Enum):
@@ -146,21 +144,12 @@ class CheckpointBarrierUnaligner:
     ((), ())
     """
 
-    __slots__ = (
-        "_channel_count",
-        "_ended",
-        "_last_announced",
-        "_latest",
-        "_open_count",
-        "_pending",
-        "_timeout_ms",
-        "_unpolled",
-    )
+    __slots__ = ("_channel_count", "_ledger", "_pending", "_timeout_ms", "_unpolled")
 
     def __init__(self, channel_count: int, *, aligned_timeout_ms: int) -> None:
         """Use `unaligned` or `alternating`; `aligned_timeout_ms` 0 means unaligned at once."""
-        if channel_count < 1:
-            raise ValueError(f"an unaligner needs at least one input channel, not {channel_count}")
+        self._ledger = ChannelLedger(channel_count, "an unaligner")
+        """Open channels, each channel's last announced barrier, the newest id seen."""
         if isinstance(aligned_timeout_ms, bool) or not isinstance(aligned_timeout_ms, int):
             raise TypeError(
                 f"the aligned timeout is whole milliseconds, not {aligned_timeout_ms!r}"
@@ -169,15 +158,10 @@ class CheckpointBarrierUnaligner:
             raise ValueError(f"the aligned timeout cannot be negative: {aligned_timeout_ms} ms")
         self._channel_count = channel_count
         self._timeout_ms = aligned_timeout_ms
-        self._ended = [False] * channel_count
-        self._open_count = channel_count
-        self._last_announced = [_NONE_SEEN] * channel_count
         self._unpolled: list[deque[int]] = [deque() for _ in range(channel_count)]
         """Per channel, the ids of the barriers announced and not yet polled, oldest first."""
         self._pending: _Pending | None = None
         """The checkpoint being aligned or persisted; None between checkpoints."""
-        self._latest = _NONE_SEEN
-        """The newest checkpoint id seen in an announced barrier or a cancellation marker."""
 
     @classmethod
     def unaligned(cls, channel_count: int) -> CheckpointBarrierUnaligner:
@@ -214,7 +198,7 @@ class CheckpointBarrierUnaligner:
         return (
             pending is not None
             and pending.phase is Phase.UNALIGNED
-            and not self._ended[channel]
+            and self._ledger.is_open(channel)
             and channel not in pending.arrived
         )
 
@@ -241,12 +225,12 @@ class CheckpointBarrierUnaligner:
     @property
     def latest_checkpoint_id(self) -> int | None:
         """The newest checkpoint id seen in any barrier or cancellation marker, or None."""
-        return None if self._latest == _NONE_SEEN else self._latest
+        return self._ledger.latest_checkpoint_id
 
     @property
     def open_channel_count(self) -> int:
         """How many channels have not delivered their end of partition."""
-        return self._open_count
+        return self._ledger.open_channel_count
 
     # ---- events ------------------------------------------------------------------------------
 
@@ -260,19 +244,11 @@ class CheckpointBarrierUnaligner:
         aligned timeout, as Flink does; without it the timeout counts from this task's first
         barrier. Clock skew between machines only moves the switch earlier or later.
         """
-        self._check_open(channel, f"the barrier of checkpoint {barrier.checkpoint_id}")
         checkpoint_id = barrier.checkpoint_id
-        last = self._last_announced[channel]
-        if checkpoint_id <= last:
-            raise StreamCorruptionError(
-                f"channel {channel} delivered the barrier of checkpoint {checkpoint_id} "
-                + ("twice" if checkpoint_id == last else f"after that of checkpoint {last}")
-            )
-        self._last_announced[channel] = checkpoint_id
+        newest = self._ledger.barrier(channel, checkpoint_id)
         self._unpolled[channel].append(checkpoint_id)
-        if checkpoint_id > self._latest:
+        if newest:
             subsumed = self._abort_current_as_subsumed()
-            self._latest = checkpoint_id
             return subsumed + self._start(channel, barrier, now_ms)
         pending = self._pending
         if pending is None or pending.checkpoint_id != checkpoint_id:
@@ -284,7 +260,7 @@ class CheckpointBarrierUnaligner:
 
     def on_barrier(self, channel: int, barrier: CheckpointBarrier) -> tuple[Decision, ...]:
         """The task polled `barrier` from `channel`: every element queued before it is processed."""
-        self._check_open(channel, f"the barrier of checkpoint {barrier.checkpoint_id}")
+        self._ledger.check_open(channel, f"the barrier of checkpoint {barrier.checkpoint_id}")
         checkpoint_id = barrier.checkpoint_id
         unpolled = self._unpolled[channel]
         if not unpolled or unpolled[0] != checkpoint_id:
@@ -323,11 +299,9 @@ class CheckpointBarrierUnaligner:
         self, channel: int, marker: CancelCheckpointMarker
     ) -> tuple[Decision, ...]:
         """The task polled `marker` from `channel`: an upstream task aborted that checkpoint."""
-        self._check_open(channel, f"the cancellation marker of checkpoint {marker.checkpoint_id}")
         checkpoint_id = marker.checkpoint_id
-        if checkpoint_id > self._latest:
+        if self._ledger.cancel_marker(channel, checkpoint_id):  # newer than every id seen
             subsumed = self._abort_current_as_subsumed()
-            self._latest = checkpoint_id
             return (*subsumed, AbortCheckpoint.on_cancellation_barrier(checkpoint_id))
         if self._pending is not None and checkpoint_id == self._pending.checkpoint_id:
             self._pending = None
@@ -336,15 +310,14 @@ class CheckpointBarrierUnaligner:
 
     def on_end_of_partition(self, channel: int) -> tuple[Decision, ...]:
         """The task polled the end of `channel`: nothing more comes on it."""
-        self._check_open(channel, "a second end of partition")
+        self._ledger.check_open(channel, "a second end of partition")
         if self._unpolled[channel]:
             raise StreamCorruptionError(
                 f"channel {channel} ended before the barrier of checkpoint "
                 f"{self._unpolled[channel][0]} that arrived on it was polled"
             )
         was_persisting = self.is_persisting(channel)
-        self._ended[channel] = True
-        self._open_count -= 1
+        self._ledger.end(channel)
         pending = self._pending
         if pending is None:
             return NOTHING
@@ -353,18 +326,12 @@ class CheckpointBarrierUnaligner:
         if pending.phase is Phase.UNALIGNED:
             stop = (StopPersisting(channel, pending.checkpoint_id),) if was_persisting else NOTHING
             return stop + self._complete_if_collected()
-        if self._open_count == 0:
+        if self._ledger.open_channel_count == 0:
             self._pending = None
             return (AbortCheckpoint.input_ended(pending.checkpoint_id),)
         return self._trigger_if_aligned()
 
     # ---- internals ---------------------------------------------------------------------------
-
-    def _check_open(self, channel: int, what: str) -> None:
-        if not 0 <= channel < self._channel_count:
-            raise ValueError(f"channel {channel} is not one of the {self._channel_count} inputs")
-        if self._ended[channel]:
-            raise StreamCorruptionError(f"channel {channel} delivered {what} after it ended")
 
     def _start(
         self, channel: int, barrier: CheckpointBarrier, now_ms: int | None
@@ -401,9 +368,7 @@ class CheckpointBarrierUnaligner:
         pending = self._pending
         assert pending is not None and pending.phase is Phase.ALIGNING
         checkpoint_id = pending.checkpoint_id
-        channels = frozenset(
-            c for c in range(self._channel_count) if not self._ended[c] and c not in pending.blocked
-        )
+        channels = frozenset(c for c in self._ledger.open_channels if c not in pending.blocked)
         pending.phase = Phase.UNALIGNED
         pending.blocked.clear()
         return (
@@ -416,7 +381,7 @@ class CheckpointBarrierUnaligner:
         pending = self._pending
         assert pending is not None and pending.phase is Phase.UNALIGNED
         # Arrived channels are always open, so equal counts mean every open channel arrived.
-        if len(pending.arrived) < self._open_count:
+        if not self._ledger.all_open(pending.arrived):
             return NOTHING
         self._pending = None
         return (ChannelStateComplete(pending.checkpoint_id),)
@@ -424,7 +389,7 @@ class CheckpointBarrierUnaligner:
     def _trigger_if_aligned(self) -> tuple[Decision, ...]:
         pending = self._pending
         assert pending is not None and pending.phase is Phase.ALIGNING
-        if len(pending.blocked) < self._open_count:
+        if not self._ledger.all_open(pending.blocked):
             return NOTHING
         self._pending = None
         return (TriggerCheckpoint(pending.barrier),)

@@ -20,7 +20,6 @@ from scenario import (
     open_channels,
     pending,
     play,
-    raises,
 )
 
 from barrierflow.runtime.barriers.decisions import TriggerCheckpoint
@@ -215,45 +214,6 @@ SCENARIOS = [
         ],
         decisions=[2],
     ),
-    Scenario(
-        "a barrier after the end of its channel is corruption",
-        channels=2,
-        steps=[end(ch=0), raises(barrier(1, ch=0), "channel 0 .*checkpoint 1 after it ended")],
-        decisions=[],
-    ),
-    Scenario(
-        "a cancellation marker after the end of its channel is corruption",
-        channels=2,
-        steps=[end(ch=1), raises(cancel(1, ch=1), "channel 1 .*checkpoint 1 after it ended")],
-        decisions=[],
-    ),
-    Scenario(
-        "a second end of partition on one channel is corruption",
-        channels=2,
-        steps=[end(ch=1), raises(end(ch=1), "channel 1 .*second end of partition")],
-        decisions=[],
-    ),
-    Scenario(
-        "the same barrier twice on one channel is corruption",
-        channels=2,
-        steps=[barrier(1, ch=0), raises(barrier(1, ch=0), "channel 0 .*checkpoint 1 twice")],
-        decisions=[],
-    ),
-    Scenario(
-        "the same barrier twice on a single channel is corruption",
-        channels=1,
-        steps=[barrier(1, ch=0), raises(barrier(1, ch=0), "channel 0 .*checkpoint 1 twice")],
-        decisions=[1],
-    ),
-    Scenario(
-        "an older barrier after a newer one on one channel is corruption",
-        channels=2,
-        steps=[
-            barrier(2, ch=1),
-            raises(barrier(1, ch=1), "channel 1 .*checkpoint 1 after that of checkpoint 2"),
-        ],
-        decisions=[],
-    ),
 ]  # fmt: skip
 
 
@@ -267,20 +227,6 @@ def test_a_new_tracker_blocks_nothing_and_has_nothing_pending() -> None:
     assert [tracker.is_blocked(c) for c in range(3)] == [False, False, False]
     assert tracker.pending_checkpoint_ids == ()
     assert tracker.open_channel_count == 3
-
-
-@pytest.mark.parametrize("channel_count", [0, -1])
-def test_a_tracker_needs_at_least_one_channel(channel_count: int) -> None:
-    with pytest.raises(ValueError, match="at least one input channel"):
-        CheckpointBarrierTracker(channel_count)
-
-
-@pytest.mark.parametrize("channel", [-1, 2])
-def test_a_channel_outside_the_inputs_is_refused(channel: int) -> None:
-    tracker = CheckpointBarrierTracker(2)
-    with pytest.raises(ValueError, match=f"channel {channel} is not one of the 2 inputs"):
-        tracker.on_barrier(channel, CheckpointBarrier(1, 0))
-    assert tracker.pending_checkpoint_ids == ()
 
 
 def test_the_trigger_forwards_the_first_barrier_of_the_checkpoint() -> None:
