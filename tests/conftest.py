@@ -75,10 +75,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
 
 
 # Session fixtures of the real servers, started only when a test asks for them.
-from nats_server import nats_server  # noqa: E402, F401
-from pg_server import postgres_server  # noqa: E402, F401
-from s3_fault_proxy import s3_faults  # noqa: E402, F401
-from s3_server import s3_server  # noqa: E402, F401
+from support.nats_server import nats_server  # noqa: E402, F401
+from support.pg_server import postgres_server  # noqa: E402, F401
+from support.s3_fault_proxy import s3_faults  # noqa: E402, F401
+from support.s3_server import s3_server  # noqa: E402, F401
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import queue
 import re
 import socket
 import threading
-import time
 
 import pytest
+from support.waiting import BOUND_S, run_bounded, wait_for
 
 from barrierflow.cluster.mails import TaskConnectionLost, TaskMessageReceived
 from barrierflow.cluster.rpc import RpcClient, RpcServer
@@ -69,35 +69,7 @@ def test_a_peer_without_the_secret_is_refused_before_any_message_is_read(server)
 # stalled peer kept every other task waiting for its challenge, and close() left that thread
 # blocked in accept().
 
-BOUND_S = 5.0
 HANDSHAKE_LOGGER = "barrierflow.runtime.network.handshake"
-
-
-def wait_for(condition, timeout=BOUND_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def run_bounded(action, timeout=BOUND_S):
-    """`action()` on a helper thread; its result or exception, or AssertionError if it hangs."""
-    outcome: list = []
-
-    def run():
-        try:
-            outcome.append((True, action()))
-        except BaseException as error:
-            outcome.append((False, error))
-
-    threading.Thread(target=run, daemon=True).start()
-    assert wait_for(lambda: outcome, timeout), f"still blocked after {timeout} s"
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
 
 
 def new_threads(before, *prefixes):

@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
 from barrierflow.connectors.discarding import DiscardingSink

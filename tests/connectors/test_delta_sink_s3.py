@@ -15,7 +15,7 @@ deltalake = pytest.importorskip("deltalake")
 
 def storage_options(s3_server) -> dict[str, str]:
     """What `deltalake` (object_store) needs to reach the test server."""
-    from s3_server import ACCESS_KEY, REGION, SECRET_KEY
+    from support.s3_server import ACCESS_KEY, REGION, SECRET_KEY
 
     return {
         "AWS_ENDPOINT_URL": f"http://{s3_server.endpoint}",

@@ -207,7 +207,7 @@ def test_the_dead_letter_tables_uncommitted_files_go_too(tmp_path):
 
 
 def test_uncommitted_files_in_a_bucket_go_at_the_next_restore(s3_server):
-    from s3_server import ACCESS_KEY, REGION, SECRET_KEY
+    from support.s3_server import ACCESS_KEY, REGION, SECRET_KEY
 
     options = {
         "AWS_ENDPOINT_URL": f"http://{s3_server.endpoint}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from operator_harness import started_source
+from support.operator_harness import started_source
 
 from barrierflow._clock import ManualClock
 from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter, Source, SourceSplit

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_harness import started_source
+from support.operator_harness import started_source
 
 from barrierflow import Duration, WatermarkStrategy
 from barrierflow._clock import ManualClock

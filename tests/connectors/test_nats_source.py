@@ -9,8 +9,8 @@ import socket
 import time
 
 import pytest
-from nats_server import start_nats_server
-from operator_harness import started_source
+from support.nats_server import start_nats_server
+from support.operator_harness import started_source
 
 from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter, SourceSplit, SplitBatch
 from barrierflow.connectors.nats import NatsSource

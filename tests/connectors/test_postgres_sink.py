@@ -1,4 +1,4 @@
-"""PostgresSink against a real PostgreSQL (tests/pg_server.py): modes, the transaction steps,
+"""PostgresSink against a real PostgreSQL (support/pg_server.py): modes, the transaction steps,
 recovery by the restored state (also after a change of parallelism, and across lineages),
 configuration errors and rows that do not fit the table."""
 
@@ -352,7 +352,7 @@ def test_a_fresh_start_rolls_back_every_leftover_of_the_job(postgres_server, pg,
 
 
 def test_a_database_that_is_down_at_start_is_named(job):
-    from pg_server import _free_port
+    from support.pg_server import _free_port
 
     port = _free_port()
     sink = insert(f"postgresql://postgres@127.0.0.1:{port}/postgres", "counts")
@@ -379,7 +379,7 @@ def test_upserts_need_a_unique_index_on_the_key_columns(postgres_server, events)
 
 
 def test_a_server_without_prepared_transactions_is_told_what_to_set():
-    from pg_server import running_postgres
+    from support.pg_server import running_postgres
 
     with running_postgres(max_prepared_transactions=0) as dsn:
         with psycopg.connect(dsn, autocommit=True) as connection:

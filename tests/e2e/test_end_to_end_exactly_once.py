@@ -2,7 +2,7 @@
 Lake, exactly once while task processes are killed at random moments; and a database that
 goes away mid-run fails attempts until it is back, then the job finishes exactly once.
 
-The servers are real (tests/nats_server.py, tests/pg_server.py) and the APIs are the ones the
+The servers are real (support/nats_server.py, support/pg_server.py) and the APIs are the ones the
 issue names. The input is deterministic, so the expected contents are computed independently
 of the job: the upserted table holds each word's total, the Delta table one row per
 (word, n) for n = 1..total (`running_count_rows`).
@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pg_server import postgres_server_process
+from support.pg_server import postgres_server_process
 
 from barrierflow import RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow.chaos import FailureInjector, plan_failures

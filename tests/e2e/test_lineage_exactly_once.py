@@ -1,5 +1,5 @@
 """Exactly once through a job's moves and fallbacks (issue 21, items 1 and 6), on Spark with a
-FileSink, a DeltaSink and a PostgresSink in insert mode (tests/pg_server.py) side by side.
+FileSink, a DeltaSink and a PostgresSink in insert mode (tests/support/pg_server.py) side by side.
 
 - A savepoint restored into an empty checkpoint folder (a job moved to new storage), with a
   failure before and one after the first new checkpoint: every sink holds exactly the rows

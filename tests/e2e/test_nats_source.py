@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 import pytest
-from nats_server import start_nats_server
+from support.nats_server import start_nats_server
 
 from barrierflow import WatermarkStrategy
 from barrierflow.connectors.base import DEAD_LETTERS

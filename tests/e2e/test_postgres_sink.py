@@ -1,4 +1,4 @@
-"""A keyed running count into PostgreSQL (tests/pg_server.py) with a task killed mid-run: the
+"""A keyed running count into PostgreSQL (support/pg_server.py) with a task killed mid-run: the
 upserted table holds exactly the final counts, the inserted table every (word, n) once, and
 no prepared transaction is left behind."""
 

@@ -1,5 +1,5 @@
 """Faults of checkpoint storage are not damage, and never fatal (issue 21, items 2 and 4), on
-Spark with an S3-compatible server behind a fault-injecting proxy (tests/s3_fault_proxy.py):
+Spark with an S3-compatible server behind a fault-injecting proxy (tests/support/s3_fault_proxy.py):
 a 503 and a 403 reading `_metadata` and state files at a restore, on DELETEs of retention
 and on the copies of a FileSink commit (the S3 client retries a 503 itself; a 403, a
 permission fluke, reaches barrierflow), and a failed `_metadata` write. Each time the job

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow import StreamExecutionEnvironment
 from barrierflow.nexmark.model import Auction, Bid, Person

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from operator_harness import ManualClock as OperatorClock
-from operator_harness import started_source
+from support.clocks import ManualClock as OperatorClock
+from support.operator_harness import started_source
 
 from barrierflow._clock import ManualClock
 from barrierflow.chaos.run_placement import check_run

@@ -7,13 +7,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 import pytest
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow.core.functions import KeyedProcessFunction
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.columnar import ColumnarBatch, is_record_batch, to_arrow
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOperator, MapOperator
-from tests.operator_harness import ManualClock, started
 
 
 class Bid(NamedTuple):

@@ -15,14 +15,24 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.clocks import ManualClock
+from support.ttl import (
+    NEVER,
+    ON_READ,
+    ON_WRITE,
+    RETURN_EXPIRED,
+    T0,
+    TTL,
+    clock_at,
+    config,
+    with_ttl,
+)
 
 from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from barrierflow.errors import StreamCorruptionError
 from barrierflow.state import (
     ListStateDescriptor,
     MapStateDescriptor,
-    StateTtlConfig,
-    Time,
     ValueStateDescriptor,
 )
 from barrierflow.state.backend import canonical_bytes
@@ -33,20 +43,6 @@ from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
 from barrierflow.state.ttl import records_processed, ttl_record
 
 MAX_P = 128
-TTL = 100
-T0 = 1_000
-ON_READ = StateTtlConfig.UpdateType.OnReadAndWrite
-ON_WRITE = StateTtlConfig.UpdateType.OnCreateAndWrite
-NEVER = StateTtlConfig.StateVisibility.NeverReturnExpired
-RETURN_EXPIRED = StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
-
-
-class Clock:
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 @pytest.fixture(params=["hashmap", "rocksdb"])
@@ -69,24 +65,7 @@ def backends(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
         backend.dispose()
 
 
-def config(
-    update: StateTtlConfig.UpdateType = ON_WRITE, visibility: StateTtlConfig.StateVisibility = NEVER
-) -> StateTtlConfig.Builder:
-    return (
-        StateTtlConfig.new_builder(Time.milliseconds(TTL))
-        .set_update_type(update)
-        .set_state_visibility(visibility)
-        .disable_cleanup_in_background()
-    )
-
-
-def with_ttl(descriptor: Any, builder: StateTtlConfig.Builder | None) -> Any:
-    if builder is not None:
-        descriptor.enable_time_to_live(builder.build())
-    return descriptor
-
-
-def batch_value(backend: Any, clock: Clock, builder: Any, name: str = "v") -> BatchValueState:
+def batch_value(backend: Any, clock: ManualClock, builder: Any, name: str = "v") -> BatchValueState:
     handle = keyed_state_handle(backend, with_ttl(ValueStateDescriptor(name), builder), clock)
     return BatchValueState(handle, max_parallelism=backend.max_parallelism)
 
@@ -101,7 +80,7 @@ def raw_value(backend: Any, key: Any, name: str = "v") -> Any:
 
 
 def test_batched_values_expire_exactly_ttl_after_their_write(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_value(backend, clock, config())
     state.put_many(["a", "b", 3], [1, 2, 3])
     assert raw_value(backend, "a") == ttl_record(1, T0)
@@ -118,7 +97,7 @@ def test_batched_values_expire_exactly_ttl_after_their_write(backends: Any) -> N
 
 
 def test_batched_put_none_and_remove_many_remove(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_value(backend, clock, config())
     state.put_many(["a", "b", "c"], [1, 2, 3])
     state.put_many(["a", "c"], [None, 30])
@@ -128,7 +107,7 @@ def test_batched_put_none_and_remove_many_remove(backends: Any) -> None:
 
 
 def test_on_read_and_write_a_batched_read_extends_only_the_keys_read(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_value(backend, clock, config(ON_READ))
     state.put_many(["a", "b"], ["x", "y"])
     clock.now = T0 + 60
@@ -145,7 +124,7 @@ def test_on_read_and_write_a_batched_read_extends_only_the_keys_read(backends: A
 
 
 def test_return_expired_if_not_cleaned_up_returns_an_expired_value_once(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_value(backend, clock, config(visibility=RETURN_EXPIRED))
     state.put_many(["a", "b"], [1, 2])
     clock.now = T0 + TTL
@@ -156,7 +135,7 @@ def test_return_expired_if_not_cleaned_up_returns_an_expired_value_once(backends
 
 
 def test_never_return_expired_with_duplicates_and_arrow_keys(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_value(backend, clock, config())
     state.put_many(pa.array([5, 6]), ["five", "six"])
     clock.now = T0 + 50
@@ -166,7 +145,7 @@ def test_never_return_expired_with_duplicates_and_arrow_keys(backends: Any) -> N
 
 
 def test_a_restore_never_returns_batched_values_that_expired(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_value(backend, clock, config())
     state.put_many(["old"], [1])
     clock.now = T0 + 50
@@ -198,7 +177,7 @@ def test_batched_ttl_calls_read_and_store_what_per_key_calls_do(
 ) -> None:
     """Any sequence of batched calls gives the results, and leaves the stored records, of
     the per-key TTL handle doing the same calls key by key in order."""
-    batched_backend, single_backend, clock = backends(), backends(), Clock()
+    batched_backend, single_backend, clock = backends(), backends(), clock_at()
     try:
         batched = batch_value(batched_backend, clock, config(update, visibility))
         single = keyed_state_handle(
@@ -235,7 +214,7 @@ def test_batched_ttl_calls_read_and_store_what_per_key_calls_do(
 def test_batched_calls_run_the_sweep_once_per_key(backends: Any) -> None:
     """Incremental cleanup checks `size` other keys per access; a batched call for n keys is
     n accesses (the value state's sweep checks them in one multi-get)."""
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_value(backend, clock, config().cleanup_incrementally(2, False))
     old = [f"old-{i}" for i in range(10)]
     state.put_many(old, list(range(10)))
@@ -251,19 +230,19 @@ def test_batched_calls_run_the_sweep_once_per_key(backends: Any) -> None:
 # ---- batched list state ---------------------------------------------------------------------
 
 
-def batch_list(backend: Any, clock: Clock, builder: Any) -> BatchListState:
+def batch_list(backend: Any, clock: ManualClock, builder: Any) -> BatchListState:
     handle = keyed_state_handle(backend, with_ttl(ListStateDescriptor("l"), builder), clock)
     return BatchListState(handle, backend)
 
 
-def batch_map(backend: Any, clock: Clock, builder: Any) -> BatchMapState:
+def batch_map(backend: Any, clock: ManualClock, builder: Any) -> BatchMapState:
     handle = keyed_state_handle(backend, with_ttl(MapStateDescriptor("m"), builder), clock)
     return BatchMapState(handle, backend)
 
 
 @pytest.mark.parametrize("ttl", [None, config()], ids=["plain", "ttl"])
 def test_batched_list_state_event_by_event(backends: Any, ttl: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_list(backend, clock, ttl)
     assert state.get_many(["a", "b"]) == [[], []]
     state.add_many(["a", "b", "a"], [1, 2, 3])  # in order: a gets 1 then 3
@@ -282,7 +261,7 @@ def test_batched_list_state_event_by_event(backends: Any, ttl: Any) -> None:
 
 
 def test_batched_list_elements_expire_one_by_one(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_list(backend, clock, config())
     state.add_many(["a", "b"], ["early", "early"])
     clock.now = T0 + 50
@@ -298,7 +277,7 @@ def test_batched_list_and_map_calls_keep_the_current_key_and_check_keys_first(
     backends: Any,
 ) -> None:
     mine = KeyGroupRange(0, 63)
-    backend, clock = backends(mine), Clock()
+    backend, clock = backends(mine), clock_at()
     lists, maps = batch_list(backend, clock, None), batch_map(backend, clock, None)
     inside = [k for k in range(1000) if assign_to_key_group(k, MAX_P) <= 63][:3]
     outside = next(k for k in range(1000) if assign_to_key_group(k, MAX_P) > 63)
@@ -320,7 +299,7 @@ def test_batched_list_and_map_calls_keep_the_current_key_and_check_keys_first(
 
 @pytest.mark.parametrize("ttl", [None, config()], ids=["plain", "ttl"])
 def test_batched_map_state_event_by_event(backends: Any, ttl: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_map(backend, clock, ttl)
     state.put_many(["a", "a", "b"], ["x", "y", "x"], [1, 2, 3])
     assert state.get_many(["a", "b", "b", "c"], ["y", "x", "y", "x"]) == [2, 3, None, None]
@@ -339,7 +318,7 @@ def test_batched_map_state_event_by_event(backends: Any, ttl: Any) -> None:
 def test_batched_map_entries_expire_one_by_one_and_on_read_extends_them(
     backends: Any,
 ) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = batch_map(backend, clock, config(ON_READ))
     state.put_many(["a", "a"], ["read", "unread"], [1, 2])
     clock.now = T0 + 60
@@ -360,7 +339,7 @@ def test_the_sweep_runs_on_every_record_only_when_asked(backends: Any, kind: str
     """With run_cleanup_for_every_record, every key selection (a record) checks `size` keys,
     even when the record never touches the state; without it, only accesses do."""
     for per_record, name in ((True, "every"), (False, "accesses")):
-        backend, clock = backends(), Clock()
+        backend, clock = backends(), clock_at()
         builder = config().cleanup_incrementally(2, per_record)
         if kind == "value":
             descriptor: Any = ValueStateDescriptor(name)
@@ -382,7 +361,7 @@ def test_the_sweep_runs_on_every_record_only_when_asked(backends: Any, kind: str
 
 
 def test_a_batch_of_records_runs_the_sweep_once_per_record(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     builder = config().cleanup_incrementally(1, True)
     state = batch_value(backend, clock, builder)
     state.put_many([f"k{i}" for i in range(8)], list(range(8)))
@@ -396,7 +375,7 @@ def test_a_batch_of_records_runs_the_sweep_once_per_record(backends: Any) -> Non
 
 
 def test_per_record_sweeps_of_several_states_each_check_their_own_keys(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     values = keyed_state_handle(
         backend, with_ttl(ValueStateDescriptor("v"), config().cleanup_incrementally(1, True)), clock
     )

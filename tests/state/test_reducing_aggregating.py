@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow.errors import ConfigurationError
 from barrierflow.functions import AggregateFunction, KeyedProcessFunction

@@ -10,6 +10,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.clocks import ManualClock
+from support.ttl import (
+    ON_READ,
+    ON_WRITE,
+    RETURN_EXPIRED,
+    T0,
+    TTL,
+    clock_at,
+    config,
+    with_ttl,
+)
 
 from barrierflow import _fs
 from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend
@@ -31,21 +42,6 @@ from barrierflow.state.key_groups import (
     key_group_range_for_subtask,
 )
 from barrierflow.state.ttl import ttl_record
-
-TTL = 100
-T0 = 1_000
-ON_READ = StateTtlConfig.UpdateType.OnReadAndWrite
-ON_WRITE = StateTtlConfig.UpdateType.OnCreateAndWrite
-NEVER = StateTtlConfig.StateVisibility.NeverReturnExpired
-RETURN_EXPIRED = StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
-
-
-class Clock:
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def new_backend(kind: str, folder: Any, key_groups: KeyGroupRange | None = None) -> Any:
@@ -84,25 +80,6 @@ def snapshot_bytes(backend: Any) -> bytes:
         return snapshot.write(None)
     finally:
         snapshot.release()
-
-
-def config(
-    update: StateTtlConfig.UpdateType = ON_WRITE,
-    visibility: StateTtlConfig.StateVisibility = NEVER,
-    ttl: int = TTL,
-) -> StateTtlConfig.Builder:
-    return (
-        StateTtlConfig.new_builder(Time.milliseconds(ttl))
-        .set_update_type(update)
-        .set_state_visibility(visibility)
-        .set_ttl_time_characteristic(StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
-        .disable_cleanup_in_background()
-    )
-
-
-def with_ttl(descriptor: Any, builder: StateTtlConfig.Builder) -> Any:
-    descriptor.enable_time_to_live(builder.build())
-    return descriptor
 
 
 def raw(backend: Any, name: str, key: Any, how: str = "value") -> Any:
@@ -168,7 +145,7 @@ def test_a_descriptor_with_ttl_pickles_with_its_config() -> None:
 
 
 def test_update_type_disabled_means_no_ttl(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     descriptor = with_ttl(
         ValueStateDescriptor("v"),
         StateTtlConfig.new_builder(TTL).set_update_type(StateTtlConfig.UpdateType.Disabled),
@@ -187,7 +164,7 @@ def test_update_type_disabled_means_no_ttl(backends: Any) -> None:
 def test_a_value_expires_exactly_ttl_after_its_write_and_reads_do_not_extend_it(
     backends: Any,
 ) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config()), clock)
     backend.set_current_key("a")
     state.update("x")
@@ -204,7 +181,7 @@ def test_a_value_expires_exactly_ttl_after_its_write_and_reads_do_not_extend_it(
 
 
 def test_each_key_has_its_own_expiry(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config()), clock)
     backend.set_current_key("a")
     state.update(1)
@@ -221,7 +198,7 @@ def test_each_key_has_its_own_expiry(backends: Any) -> None:
 
 
 def test_on_read_and_write_a_read_extends_the_value(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config(ON_READ)), clock)
     backend.set_current_key("a")
     state.update("x")
@@ -235,7 +212,7 @@ def test_on_read_and_write_a_read_extends_the_value(backends: Any) -> None:
 
 
 def test_return_expired_if_not_cleaned_up_returns_it_once(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(
         backend, with_ttl(ValueStateDescriptor("v"), config(ON_READ, RETURN_EXPIRED)), clock
     )
@@ -248,7 +225,7 @@ def test_return_expired_if_not_cleaned_up_returns_it_once(backends: Any) -> None
 
 
 def test_clear_and_update_none_remove_the_value(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config()), clock)
     backend.set_current_key("a")
     state.update(1)
@@ -264,7 +241,7 @@ def test_clear_and_update_none_remove_the_value(backends: Any) -> None:
 
 @pytest.mark.parametrize("update", [ON_WRITE, ON_READ])
 def test_list_elements_expire_one_by_one(backends: Any, update: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(ListStateDescriptor("l"), config(update)), clock)
     backend.set_current_key("a")
     state.add("first")
@@ -292,7 +269,7 @@ def test_list_elements_expire_one_by_one(backends: Any, update: Any) -> None:
 
 
 def test_a_list_with_return_expired_returns_the_expired_elements_once(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(
         backend, with_ttl(ListStateDescriptor("l"), config(ON_WRITE, RETURN_EXPIRED)), clock
     )
@@ -306,7 +283,7 @@ def test_a_list_with_return_expired_returns_the_expired_elements_once(backends: 
 
 
 def test_list_update_replaces_with_fresh_timestamps_and_refuses_none(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(ListStateDescriptor("l"), config()), clock)
     backend.set_current_key("a")
     state.add(1)
@@ -326,7 +303,7 @@ def test_list_update_replaces_with_fresh_timestamps_and_refuses_none(backends: A
 
 
 def test_map_entries_expire_one_by_one(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(MapStateDescriptor("m"), config()), clock)
     backend.set_current_key("a")
     state.put("x", 1)
@@ -348,7 +325,7 @@ def test_map_entries_expire_one_by_one(backends: Any) -> None:
 
 
 def test_map_on_read_and_write_extends_only_the_entries_read(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(MapStateDescriptor("m"), config(ON_READ)), clock)
     backend.set_current_key("a")
     state.put_all({"x": 1, "y": 2})
@@ -365,7 +342,7 @@ def test_map_on_read_and_write_extends_only_the_entries_read(backends: Any) -> N
 
 
 def test_a_map_with_return_expired_returns_an_expired_entry_once(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(
         backend, with_ttl(MapStateDescriptor("m"), config(ON_WRITE, RETURN_EXPIRED)), clock
     )
@@ -398,7 +375,7 @@ class Average:
 
 
 def test_reducing_and_aggregating_state_start_over_once_expired(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     total = keyed_state_handle(
         backend, with_ttl(ReducingStateDescriptor("sum", lambda a, b: a + b), config()), clock
     )
@@ -424,7 +401,7 @@ def test_reducing_and_aggregating_state_start_over_once_expired(backends: Any) -
 # ---- snapshots and restore ----------------------------------------------------------------
 
 
-def _fill(backend: Any, clock: Clock, builder: StateTtlConfig.Builder) -> dict[str, Any]:
+def _fill(backend: Any, clock: ManualClock, builder: StateTtlConfig.Builder) -> dict[str, Any]:
     """Keys "old" written at T0 and "new" at T0 + 50 in a value, a list and a map state."""
     states = {
         "v": keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), builder), clock),
@@ -441,12 +418,12 @@ def _fill(backend: Any, clock: Clock, builder: StateTtlConfig.Builder) -> dict[s
 
 
 def test_a_restore_keeps_the_unexpired_and_never_returns_the_expired(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     _fill(backend, clock, config())
     data = snapshot_bytes(backend)
     restored = backends()
     restored.restore([data])
-    later = Clock(T0 + TTL)  # the restore happens after "old" expired
+    later = clock_at(T0 + TTL)  # the restore happens after "old" expired
     states = _fill_handles(restored, later, config())
     restored.set_current_key("old")
     assert (states["v"].value(), states["l"].get(), states["m"].items()) == (None, [], [])
@@ -461,7 +438,7 @@ def test_a_restore_keeps_the_unexpired_and_never_returns_the_expired(backends: A
 
 
 def test_a_restore_into_another_key_group_range_keeps_each_records_time(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     states = _fill(backend, clock, config())
     keys = [f"k{i}" for i in range(40)]
     clock.now = T0 + 10
@@ -470,7 +447,7 @@ def test_a_restore_into_another_key_group_range_keeps_each_records_time(backends
         states["v"].update(key)
     data = snapshot_bytes(backend)
     halves = [backends(KeyGroupRange(0, 63)), backends(KeyGroupRange(64, 127))]
-    later = Clock(T0 + 10 + TTL - 1)
+    later = clock_at(T0 + 10 + TTL - 1)
     seen = []
     for half in halves:
         half.restore([data])
@@ -482,7 +459,9 @@ def test_a_restore_into_another_key_group_range_keeps_each_records_time(backends
     assert sorted(seen) == sorted([("old", None), ("new", "new"), *((k, k) for k in keys)])
 
 
-def _fill_handles(backend: Any, clock: Clock, builder: StateTtlConfig.Builder) -> dict[str, Any]:
+def _fill_handles(
+    backend: Any, clock: ManualClock, builder: StateTtlConfig.Builder
+) -> dict[str, Any]:
     return {
         "v": keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), builder), clock),
         "l": keyed_state_handle(backend, with_ttl(ListStateDescriptor("l"), builder), clock),
@@ -494,11 +473,11 @@ def test_full_snapshot_cleanup_leaves_expired_entries_out_of_the_snapshot(
     backends: Any,
 ) -> None:
     plain, cleaned = backends(), backends()
-    _fill(plain, Clock(), config())
-    _fill(cleaned, Clock(), config().cleanup_full_snapshot())
+    _fill(plain, clock_at(), config())
+    _fill(cleaned, clock_at(), config().cleanup_full_snapshot())
     many = [f"k{i}" for i in range(200)]
     for backend, builder in ((plain, config()), (cleaned, config().cleanup_full_snapshot())):
-        clock = Clock(T0)
+        clock = clock_at(T0)
         value = _fill_handles(backend, clock, builder)["v"]
         for key in many:
             backend.set_current_key(key)
@@ -506,7 +485,7 @@ def test_full_snapshot_cleanup_leaves_expired_entries_out_of_the_snapshot(
     # at T0 + TTL: "old" and the 200 keys expired, "new" not; nothing was read since
     plain_clock_now = T0 + TTL
     for backend, builder in ((plain, config()), (cleaned, config().cleanup_full_snapshot())):
-        _fill_handles(backend, Clock(plain_clock_now), builder)  # the filter reads this clock
+        _fill_handles(backend, clock_at(plain_clock_now), builder)  # the filter reads this clock
     plain_bytes, cleaned_bytes = snapshot_bytes(plain), snapshot_bytes(cleaned)
     assert len(cleaned_bytes) < len(plain_bytes) / 3
     # the live state is untouched: the expired records are still stored, just not written
@@ -522,7 +501,7 @@ def test_full_snapshot_cleanup_leaves_expired_entries_out_of_the_snapshot(
 
 
 def test_full_snapshot_cleanup_drops_expired_list_elements_and_map_entries(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     builder = config().cleanup_full_snapshot()
     states = _fill_handles(backend, clock, builder)
     backend.set_current_key("a")
@@ -542,7 +521,7 @@ def test_full_snapshot_cleanup_drops_expired_list_elements_and_map_entries(backe
 
 
 def test_incremental_cleanup_removes_other_keys_expired_values(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     builder = config().cleanup_incrementally(3, False)
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), builder), clock)
     keys = [f"k{i}" for i in range(10)]
@@ -566,7 +545,7 @@ def test_incremental_cleanup_removes_other_keys_expired_values(backends: Any) ->
 def test_incremental_cleanup_of_lists_and_maps_removes_only_expired_entries(
     backends: Any,
 ) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     builder = config().cleanup_incrementally(10, False)
     states = _fill_handles(backend, clock, builder)
     for key in ("a", "b"):
@@ -588,7 +567,7 @@ def test_incremental_cleanup_of_lists_and_maps_removes_only_expired_entries(
 
 
 def test_without_background_cleanup_expired_values_stay_until_read(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config()), clock)
     for key in ("a", "b", "c"):
         backend.set_current_key(key)
@@ -600,7 +579,7 @@ def test_without_background_cleanup_expired_values_stay_until_read(backends: Any
 
 
 def test_the_compaction_filter_strategy_runs_the_incremental_sweep(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     builder = config().cleanup_in_rocksdb_compact_filter(1000)
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), builder), clock)
     for key in ("a", "b", "c"):
@@ -616,7 +595,7 @@ def test_the_compaction_filter_strategy_runs_the_incremental_sweep(backends: Any
 
 
 def test_state_written_without_ttl_read_with_ttl_is_a_clear_restore_error(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     backend.set_current_key("a")
     backend.get_value_state(ValueStateDescriptor("v")).update(5)
     restored = backends()
@@ -638,7 +617,7 @@ def test_window_state_refuses_a_ttl() -> None:
 
 
 def test_the_sweep_resumes_when_the_earliest_value_it_saw_expires(backends: Any) -> None:
-    backend, clock = backends(), Clock()
+    backend, clock = backends(), clock_at()
     builder = config().cleanup_incrementally(2, False)
     state = keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), builder), clock)
     for key in ("a", "b", "c"):
@@ -661,7 +640,7 @@ def test_the_sweep_resumes_when_the_earliest_value_it_saw_expires(backends: Any)
 RESCALE_KEYS = [f"user-{i}" for i in range(60)]
 
 
-def _rescale_handles(backend: Any, clock: Clock) -> dict[str, Any]:
+def _rescale_handles(backend: Any, clock: ManualClock) -> dict[str, Any]:
     """A TTL handle of every kind over `backend` (background cleanup off: only reads clean)."""
     return {
         "v": keyed_state_handle(backend, with_ttl(ValueStateDescriptor("v"), config()), clock),
@@ -736,7 +715,7 @@ def test_every_ttl_state_kind_through_checkpoints_at_2_then_3_then_1_subtasks(
 ) -> None:
     made: list[Any] = []
     try:
-        clock = Clock(T0)
+        clock = clock_at(T0)
         two = _subtasks(settings, tmp_path, 2, made)
         for at, keys in ((T0, RESCALE_KEYS), (T0 + 60, RESCALE_KEYS[::2])):
             clock.now = at

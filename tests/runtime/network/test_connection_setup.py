@@ -14,15 +14,8 @@ import re
 import threading
 
 import pytest
-from peers import (
-    BOUND_S,
-    read_until_closed,
-    run_bounded,
-    silent_server,
-    stalled_peer,
-    threads_started_since,
-    wait_for,
-)
+from peers import read_until_closed, silent_server, stalled_peer, threads_started_since
+from support.waiting import BOUND_S, run_bounded, wait_for
 
 from barrierflow.errors import ConnectionSetupError, StreamCorruptionError
 from barrierflow.runtime.mails import ChannelConnected, CreditReceived, OutputChannelLost

@@ -16,7 +16,8 @@ import asyncio
 import threading
 
 import pytest
-from operator_harness import ManualClock, QueuedMailbox, started
+from support.clocks import ManualClock
+from support.operator_harness import QueuedMailbox, started
 
 from barrierflow import AsyncDataStream
 from barrierflow.functions import AsyncFunction

@@ -3,7 +3,8 @@ map/filter/flat_map/reduce, and assign_timestamps_and_watermarks mid-pipeline.""
 
 from __future__ import annotations
 
-from operator_harness import ManualClock, context, fire_due, started
+from support.clocks import ManualClock
+from support.operator_harness import context, fire_due, started
 
 from barrierflow import Duration, WatermarkStrategy
 from barrierflow.runtime.batch import RecordBatch

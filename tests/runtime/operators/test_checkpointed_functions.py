@@ -5,7 +5,8 @@ cannot host one refuse it when the job is defined, naming the function (issue 11
 from __future__ import annotations
 
 import pytest
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow import AsyncDataStream, StreamExecutionEnvironment
 from barrierflow.errors import JobDefinitionError

@@ -3,7 +3,8 @@ and timers of a KeyedCoProcessFunction, and their snapshot and restore (no Spark
 
 from __future__ import annotations
 
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow import OutputTag
 from barrierflow.core.co_functions import _CoMapAsProcess

@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pytest
-from operator_harness import ManualClock, ScriptedReader, ScriptedSource, fire_due, started
+from support.clocks import ManualClock
+from support.operator_harness import ScriptedReader, ScriptedSource, fire_due, started
 
 from barrierflow import Duration, WatermarkStrategy
 from barrierflow.connectors.base import SplitBatch

@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow import OutputTag
 from barrierflow.connectors.base import DEAD_LETTERS, DeadLetter

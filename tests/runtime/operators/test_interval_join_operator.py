@@ -4,7 +4,8 @@ rescaling (no Spark)."""
 
 from __future__ import annotations
 
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow import OutputTag
 from barrierflow.functions import ProcessJoinFunction

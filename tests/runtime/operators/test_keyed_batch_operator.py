@@ -20,7 +20,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from operator_harness import ManualClock, context
+from support.clocks import ManualClock
+from support.operator_harness import context
 
 from barrierflow.core.state_backends import (
     EmbeddedRocksDBStateBackend,

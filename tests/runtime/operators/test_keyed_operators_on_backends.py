@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_harness import ManualClock, context
+from support.clocks import ManualClock
+from support.operator_harness import context
 
 from barrierflow import _fs
 from barrierflow.core.state_backends import (

@@ -3,7 +3,8 @@ timestamps, and timers surviving snapshot and restore (no Spark)."""
 
 from __future__ import annotations
 
-from operator_harness import ManualClock, fire_due, started
+from support.clocks import ManualClock
+from support.operator_harness import fire_due, started
 
 from barrierflow import OutputTag
 from barrierflow.functions import KeyedProcessFunction, TimeDomain

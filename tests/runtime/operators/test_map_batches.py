@@ -7,7 +7,8 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from operator_harness import ManualClock, started
+from support.clocks import ManualClock
+from support.operator_harness import started
 
 from barrierflow.core.functions import Function
 from barrierflow.runtime.batch import RecordBatch

@@ -12,7 +12,8 @@ import threading
 from dataclasses import replace
 
 import pytest
-from operator_harness import ManualClock, QueuedMailbox
+from support.clocks import ManualClock
+from support.operator_harness import QueuedMailbox
 
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink

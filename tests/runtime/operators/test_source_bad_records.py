@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import pytest
-from operator_harness import ManualClock, ScriptedReader, ScriptedSource, started
+from support.clocks import ManualClock
+from support.operator_harness import ScriptedReader, ScriptedSource, started
 
 from barrierflow import WatermarkStrategy
 from barrierflow.connectors.base import DEAD_LETTERS, BadRecord, DeadLetter, SplitBatch

@@ -5,7 +5,8 @@ job's error names the record's position (issue 21, item 7). No Spark."""
 from __future__ import annotations
 
 import pytest
-from operator_harness import ManualClock, ScriptedReader, ScriptedSource, started
+from support.clocks import ManualClock
+from support.operator_harness import ScriptedReader, ScriptedSource, started
 
 from barrierflow import WatermarkStrategy
 from barrierflow.connectors.base import SplitBatch

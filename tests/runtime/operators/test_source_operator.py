@@ -6,7 +6,8 @@ exact records, watermarks and statuses that come out, then that nothing else did
 
 from __future__ import annotations
 
-from operator_harness import ManualClock, ScriptedReader, ScriptedSource, fire_due, started
+from support.clocks import ManualClock
+from support.operator_harness import ScriptedReader, ScriptedSource, fire_due, started
 
 from barrierflow import Duration, WatermarkStrategy
 from barrierflow.connectors.base import SplitBatch

@@ -3,7 +3,8 @@ records out; window contents and timers surviving snapshot, restore and rescalin
 
 from __future__ import annotations
 
-from operator_harness import ManualClock, fire_due, started
+from support.clocks import ManualClock
+from support.operator_harness import fire_due, started
 
 from barrierflow import OutputTag
 from barrierflow.api.all_windowed_stream import _KeylessProcess

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from s3_server import S3Server
+
+from support.s3_server import S3Server
 
 ANSWERS = {
     503: ("Slow Down", "SlowDown", "Please reduce your request rate."),

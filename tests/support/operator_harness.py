@@ -14,20 +14,7 @@ from barrierflow.runtime.mailbox_executor import NO_MAILBOX, MailboxExecutor
 from barrierflow.runtime.operators.base import OperatorContext, RestoredState, StreamOperator
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.state.key_groups import KeyGroupRange
-
-
-class ManualClock:
-    """Processing time in milliseconds that moves only when a test says so."""
-
-    def __init__(self, now: int = 0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, millis: int) -> int:
-        self.now += millis
-        return self.now
+from support.clocks import ManualClock
 
 
 def context(
