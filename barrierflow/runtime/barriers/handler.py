@@ -11,6 +11,8 @@ EXACTLY_ONCE             yes, timeout >0  `CheckpointBarrierUnaligner.alternatin
 =======================  ===============  =================================================
 
 As in Flink, the aligned checkpoint timeout only matters with unaligned checkpoints enabled.
+Every handler keeps which channels are open, each channel's last barrier and the newest id
+seen in one `ChannelLedger` (`barriers/ledger.py`), so the channel-order rules are one code.
 
 >>> from barrierflow.core.checkpointing_mode import CheckpointingMode
 >>> type(barrier_handler_for(CheckpointingMode.EXACTLY_ONCE, False, 0, 2)).__name__
