@@ -246,6 +246,7 @@ def operator_context(
         attempt=settings.attempt,
         deployment_id=settings.deployment_id,
         processing_time=clock.epoch_millis,
+        clock=clock,
         auto_watermark_interval_ms=descriptor.auto_watermark_interval_ms,
         mailbox=mailbox,
         job_name=descriptor.job_name,

@@ -166,6 +166,7 @@ def _clean_up_sink(
             attempt=attempt,
             deployment_id=deployment_id,
             processing_time=clock.epoch_millis,
+            clock=clock,
             job_name=graph.job_name,
             restored_checkpoint_id=point.checkpoint_id if point is not None else None,
             lineage=lineage,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from barrierflow import _fs
+from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.core.metrics import MetricGroup
 from barrierflow.core.state_backends import HashMapStateBackend, StateBackend
 from barrierflow.errors import (
@@ -66,6 +67,9 @@ class OperatorContext:
     deployment_id: str
     processing_time: Callable[[], int] = field(default=_no_processing_time, compare=False)
     """The task's processing-time clock: epoch milliseconds (a manual clock in tests)."""
+    clock: Clock = field(default=SYSTEM_CLOCK, compare=False)
+    """The task's clock itself (`processing_time` is its `epoch_millis`): handed on to what
+    reads time for an operator, e.g. a sink's writer (`SinkContext.clock`)."""
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
     """How often periodic watermark generators are asked for a watermark."""
     mailbox: MailboxExecutor = field(default=NO_MAILBOX, compare=False)

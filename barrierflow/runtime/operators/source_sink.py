@@ -352,6 +352,7 @@ class SinkOperator(StreamOperator):
                 lineage=context.lineage,
                 abandoned_above=context.abandoned_above,
                 max_parallelism=context.max_parallelism,
+                clock=context.clock,
             )
         )
         mine = [

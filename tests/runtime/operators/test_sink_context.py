@@ -1,12 +1,16 @@
-"""A sink's writer learns the job's name and the checkpoint its attempt restored: from the
-descriptor and the DeployTask through the operator context into the SinkContext."""
+"""A sink's writer learns the job's name, the checkpoint its attempt restored and the task's
+clock: from the descriptor, the DeployTask and the task through the operator context into
+the SinkContext."""
 
 from __future__ import annotations
 
 import queue
 from typing import Any
 
+from support.clocks import ManualClock
+
 from barrierflow import StreamExecutionEnvironment
+from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
 from barrierflow.graph.deployment import build_task_descriptors
 from barrierflow.runtime import task_messages as msg
@@ -30,7 +34,9 @@ class ContextRecordingSink(Sink):
         return _Writer()
 
 
-def deployed_sink_context(tmp_path, restore_checkpoint_id: int | None) -> SinkContext:
+def deployed_sink_context(
+    tmp_path, restore_checkpoint_id: int | None, clock: Clock = SYSTEM_CLOCK
+) -> SinkContext:
     CONTEXTS.clear()
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
@@ -47,7 +53,7 @@ def deployed_sink_context(tmp_path, restore_checkpoint_id: int | None) -> SinkCo
         checkpoint_dir=tmp_path.as_uri(),
         partitions=(subtask,),
     )
-    task = StreamTask(descriptor, settings, 0, lambda message: None, queue.SimpleQueue())
+    task = StreamTask(descriptor, settings, 0, lambda message: None, queue.SimpleQueue(), clock)
     try:
         task.deploy_and_restore(msg.DeployTask(3, {}, [], restore_checkpoint_id, {}))
     finally:
@@ -65,3 +71,10 @@ def test_a_restored_attempt_tells_its_sink_the_job_name_and_the_restored_checkpo
 def test_a_fresh_start_has_no_restored_checkpoint(tmp_path):
     context = deployed_sink_context(tmp_path, restore_checkpoint_id=None)
     assert (context.job_name, context.restored_checkpoint_id) == ("nightly totals", None)
+
+
+def test_the_sink_reads_time_from_the_tasks_clock(tmp_path):
+    clock = ManualClock(1_000)
+    context = deployed_sink_context(tmp_path, restore_checkpoint_id=None, clock=clock)
+    clock.advance(250)
+    assert (context.clock.epoch_millis(), context.clock.monotonic()) == (1_250, 0.25)
