@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from pyspark import cloudpickle
+from support.clocks import ManualClock
 
 from barrierflow.core.time import Duration
 from barrierflow.core.watermark_strategy import (
@@ -43,19 +44,6 @@ class RecordingOutput(WatermarkOutput):
     def pop_all(self) -> list[Watermark | str]:
         emitted, self.emitted = self.emitted, []
         return emitted
-
-
-class ManualClock:
-    """A clock in milliseconds that moves only when the test says so."""
-
-    def __init__(self, now: int = 0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, millis: int) -> None:
-        self.now += millis
 
 
 class CountingGenerator(WatermarkGenerator):

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.clocks import ManualClock
 
 from barrierflow.core.time import Duration
 from barrierflow.core.watermark_strategy import (
@@ -73,19 +74,6 @@ class ScriptedGenerator(WatermarkGenerator):
                 assert isinstance(action, Watermark)
                 output.emit_watermark(action)
         self.periodic = []
-
-
-class ManualClock:
-    """A clock in milliseconds that moves only when the test says so."""
-
-    def __init__(self, now: int = 0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, millis: int) -> None:
-        self.now += millis
 
 
 def scripted() -> tuple[SplitWatermarkMultiplexer, RecordingOutput, list[ScriptedGenerator]]:
