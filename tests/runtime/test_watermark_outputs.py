@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.clocks import ManualClock
+from support.outputs import RecordingOutput
 
 from barrierflow.core.time import Duration
 from barrierflow.core.watermark_strategy import (
@@ -23,23 +24,6 @@ from barrierflow.runtime.watermarks import MIN_WATERMARK
 IDLE = StreamStatus.IDLE
 ACTIVE = StreamStatus.ACTIVE
 W = Watermark
-
-
-class RecordingOutput:
-    """Collects what the multiplexer emits, in order."""
-
-    def __init__(self) -> None:
-        self.emitted: list[Watermark | StreamStatus] = []
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.emitted.append(watermark)
-
-    def emit_stream_status(self, status: StreamStatus) -> None:
-        self.emitted.append(status)
-
-    def pop_all(self) -> list[Watermark | StreamStatus]:
-        emitted, self.emitted = self.emitted, []
-        return emitted
 
 
 class ScriptedGenerator(WatermarkGenerator):

@@ -11,29 +11,13 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.outputs import RecordingOutput
 
 from barrierflow.runtime.elements import StreamStatus, Watermark
 from barrierflow.runtime.watermarks import MIN_WATERMARK, StatusWatermarkValve
 
 IDLE = StreamStatus.IDLE
 ACTIVE = StreamStatus.ACTIVE
-
-
-class RecordingOutput:
-    """Collects what the valve emits, in order."""
-
-    def __init__(self) -> None:
-        self.emitted: list[Watermark | StreamStatus] = []
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.emitted.append(watermark)
-
-    def emit_stream_status(self, status: StreamStatus) -> None:
-        self.emitted.append(status)
-
-    def pop_all(self) -> list[Watermark | StreamStatus]:
-        emitted, self.emitted = self.emitted, []
-        return emitted
 
 
 @dataclass(frozen=True)
