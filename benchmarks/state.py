@@ -21,15 +21,16 @@
    size it names, and its pause; their mean and max as % of the full checkpoint (`full`
    when the backend writes everything each time; `--incremental` asks the rocksdb backend
    for incremental checkpoints, where compactions make the uploads uneven: take rounds
-   enough to include them). Then the keyed-count loop runs over the N keys
-   (keys spread as in `keyed_count.py`) for `--seconds` without snapshots, and again with
-   a snapshot taken every 1 s (once the previous write has finished: one checkpoint at a
-   time) whose write runs on a second thread, as the task's uploader does: records/s of
-   both, and the longest gap between two batches of 100 records of the loop while a write
-   runs (the stall the write causes through the GIL; the snapshot's own pause is not in it),
-   next to the longest gap without snapshots. Also records per CPU second of the process
-   (all its threads), which another process's load changes less than records/s on a
-   shared machine. Peak RSS: the child's `ru_maxrss`.
+   enough to include them). Then the keyed-count loop runs over the N keys (keys spread
+   as in `keyed_count.py`, in batches of 100 handed first to the backend's `prefetch`
+   when it has one, as the keyed operators do) for `--seconds` without snapshots, and
+   again with a snapshot taken every 1 s (once the previous write has finished: one
+   checkpoint at a time) whose write runs on a second thread, as the task's uploader
+   does: records/s of both, and the longest gap between two batches of 100 records of the
+   loop while a write runs (the stall the write causes through the GIL; the snapshot's
+   own pause is not in it), next to the longest gap without snapshots. Also records per
+   CPU second of the process (all its threads), which another process's load changes
+   less than records/s on a shared machine. Peak RSS: the child's `ru_maxrss`.
 2. Job level (`--job`): the keyed running count of `keyed_count.py` (parallelism 2,
    `--records` generated records over N keys, key_by + reduce, a filter in front of an
    exactly-once FileSink) on real Spark, with each backend (`env.set_state_backend`),
@@ -230,10 +231,13 @@ def keyed_count_loop(
     next_snapshot = started + 1.0
     deadline = started + seconds
     give_up = started + 10 * seconds
+    prefetch = backend.prefetch if getattr(backend, "prefetches", False) else None
     while True:
-        for _ in range(BATCH):
-            key = f"key-{(index * 2654435761) % keys}"
-            index += 1
+        batch = [f"key-{((index + i) * 2654435761) % keys}" for i in range(BATCH)]
+        index += BATCH
+        if prefetch is not None:  # as the keyed operators do per batch (keyed.batch_keys)
+            prefetch(batch)
+        for key in batch:
             set_key(key)
             update(value() + 1)
         records += BATCH

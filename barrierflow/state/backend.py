@@ -24,7 +24,7 @@ checkpoint's `write(folder)` may instead name native files it uploaded into `fol
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -90,6 +90,17 @@ class KeyedStateBackend(Protocol):
     @property
     def current_key_group(self) -> int | None:
         """The key group of the current key, or None before the first `set_current_key`."""
+        ...
+
+    prefetches: bool
+    """Whether `prefetch` is worth calling: True for a backend whose reads cost a store
+    lookup (the on-disk one), False where `prefetch` does nothing (the heap)."""
+
+    def prefetch(self, keys: Sequence[Any]) -> None:
+        """Bring the value state of `keys`, the keys of a batch about to be processed record
+        by record, into memory in one multi-get, so each record's `value()` finds it there.
+        Only a hint: what is read afterwards is exactly what it would be without the call
+        (a key written since, or outside the key groups, is left alone)."""
         ...
 
     def get_value_state(self, descriptor: ValueStateDescriptor) -> ValueState:

@@ -10,6 +10,7 @@ its states, and the checks of a restored header, with one wording of their error
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from barrierflow.core.state_descriptors import StateDescriptor, StateKind
@@ -45,6 +46,13 @@ class KeyScope:
             self._routing_error(key, index + self._start)
         self._current_key = key
         self._current_index = index
+
+    prefetches = False
+    """Whether `prefetch` does anything: operators compute a batch's keys ahead of its
+    records only for a backend that says so (the on-disk one)."""
+
+    def prefetch(self, keys: Sequence[Any]) -> None:
+        """Nothing to bring closer: a backend that holds its state in memory reads it as fast."""
 
     @property
     def current_key(self) -> Any:

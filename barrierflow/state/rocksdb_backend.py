@@ -52,7 +52,7 @@ import shutil
 import struct
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rocksdict import (
@@ -76,6 +76,7 @@ from barrierflow.state.key_scope import (
     NO_KEY,
     KeyScope,
 )
+from barrierflow.state.rocksdb_cache import cache_key
 from barrierflow.state.rocksdb_db import (
     Batcher,
     db_options,
@@ -228,12 +229,51 @@ class RocksDBKeyedStateBackend(KeyScope):
         for state in self._value_states:
             state.flush()
 
+    @property
+    def prefetches(self) -> bool:  # type: ignore[override]
+        """Whether a value state with a write-back cache exists (what `prefetch` fills)."""
+        return self._write_cache_entries > 0 and bool(self._value_states)
+
+    def prefetch(self, keys: Sequence[Any]) -> None:
+        """Read the value of every key of `keys` that a value state's cache lacks, one
+        multi-get per state, into the cache (clean), so the batch's records then hit it.
+        A key already cached is left alone: its cached value may be a write RocksDB does
+        not have yet. Keys outside this backend's key groups, or that cannot be encoded,
+        are skipped (their `set_current_key` / `value()` raises as without a prefetch)."""
+        states = self._value_states
+        if not states or self._write_cache_entries <= 0:
+            return
+        wanted: dict[Any, tuple[int, Any]] = {}
+        """cache key -> (key-group index, the key): each distinct key once."""
+        max_p, start, count = self.max_parallelism, self._start, self._count
+        for key in keys:
+            cls = type(key)
+            if cls is str or cls is int:
+                cached = key
+            else:
+                try:
+                    cached = cache_key(key)
+                except Exception:  # the record's own value() names the problem
+                    continue
+            if cached in wanted:
+                continue
+            try:
+                index = stable_hash(key) % max_p - start
+            except Exception:
+                continue
+            if 0 <= index < count:
+                wanted[cached] = (index, key)
+        if wanted:
+            for state in states:
+                state.prefetch(wanted)
+
     def _forget_cached(self) -> None:
         """Flush and forget every cached value (the database is about to change under the
         caches: a restore)."""
         for state in self._value_states:
             state.flush()
             state._cache.drop()
+            state._fetched = {}
 
     # ---- registering states ----------------------------------------------------------------
 

@@ -27,6 +27,7 @@ cache key). Equal cache keys therefore mean equal RocksDB keys, and the reverse.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from rocksdict import Rdict, WriteBatch
@@ -115,23 +116,15 @@ class WriteBackCache:
         over = len(values) - self.limit
         if over <= 0:
             return
-        count = over + self.limit // 16
-        victims = []
-        for cached in values:
-            victims.append(cached)
-            if len(victims) >= count:
-                break
         dirty = self.dirty
-        batch: WriteBatch | None = None
-        for cached in victims:
+        evicted = []
+        for cached in list(islice(values, over + self.limit // 16)):
             value = values.pop(cached)
-            index = dirty.pop(cached, None)
-            if index is not None:
-                if batch is None:
-                    batch = WriteBatch(raw_mode=True)
-                self._add(batch, cached, index, value)
-        if batch is not None:
-            db.write(batch)
+            where = dirty.pop(cached, None)
+            if where is not None:
+                evicted.append((cached, where, value))
+        if evicted:
+            self._write(db, evicted)
 
     def flush(self, db: Rdict) -> bool:
         """Write every dirty entry in one WriteBatch (they stay cached, clean); whether
@@ -139,11 +132,8 @@ class WriteBackCache:
         dirty = self.dirty
         if not dirty:
             return False
-        batch = WriteBatch(raw_mode=True)
         values = self.values
-        for cached, index in dirty.items():
-            self._add(batch, cached, index, values[cached])
-        db.write(batch)
+        self._write(db, [(cached, where, values[cached]) for cached, where in dirty.items()])
         dirty.clear()
         return True
 
@@ -153,14 +143,20 @@ class WriteBackCache:
         self.values.clear()
         self.dirty.clear()
 
-    def _add(self, batch: WriteBatch, cached: Any, where: int | bytes, value: Any) -> None:
-        if type(where) is bytes:
-            db_key = where
-        else:
-            db_key = self._prefixes[where] + (cached if type(cached) is bytes else key_part(cached))
-        if value is None:
-            batch.delete(db_key)
-        elif type(value) is Encoded:
-            batch.put(db_key, bytes(value))
-        else:
-            batch.put(db_key, encode_value(value))
+    def _write(self, db: Rdict, entries: list[tuple[Any, int | bytes, Any]]) -> None:
+        """Write (cache key, RocksDB key or key-group index, value) entries in one WriteBatch
+        (a value None deletes)."""
+        batch = WriteBatch(raw_mode=True)
+        prefixes = self._prefixes
+        for cached, where, value in entries:
+            if type(where) is bytes:
+                db_key = where
+            else:
+                db_key = prefixes[where] + (cached if type(cached) is bytes else key_part(cached))
+            if value is None:
+                batch.delete(db_key)
+            elif type(value) is Encoded:
+                batch.put(db_key, bytes(value))
+            else:
+                batch.put(db_key, encode_value(value))
+        db.write(batch)

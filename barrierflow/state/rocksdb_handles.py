@@ -76,13 +76,16 @@ class RocksState:
 class RocksValueState(RocksState, ValueState):
     """Value state through a write-back cache (`rocksdb_cache.py`)."""
 
-    __slots__ = ("_cache", "_dirty", "_values")
+    __slots__ = ("_cache", "_dirty", "_fetched", "_values")
 
     def __init__(self, backend: RocksDBKeyedStateBackend, name: str, state_id: int) -> None:
         super().__init__(backend, name, state_id)
         self._cache = WriteBackCache(self._prefixes, 0)
         self._values = self._cache.values
         self._dirty = self._cache.dirty
+        self._fetched: dict[Any, bytes] = {}
+        """The RocksDB key of each key the last `prefetch` read (cache key -> RocksDB key):
+        an `update()` of one marks it dirty with it, so the flush encodes no key again."""
 
     def value(self) -> Any:
         backend = self._backend
@@ -110,6 +113,34 @@ class RocksValueState(RocksState, ValueState):
             self._cache.make_room(backend._db)
         return value
 
+    def prefetch(self, wanted: dict[Any, tuple[int, Any]]) -> None:
+        """Cache, clean, the stored values of the keys of `wanted` (cache key -> (key-group
+        index, key)) this cache lacks, read in one multi-get (`backend.prefetch`). Only
+        absent keys are read: a cached entry may be newer than RocksDB (dirty), and every
+        key not cached has its latest value in RocksDB (writes either go through the cache
+        or drop its entry). Large values stay uncached, as `_load` leaves them."""
+        values = self._values
+        missing = [cached for cached in wanted if cached not in values]
+        if not missing:
+            return
+        prefixes = self._prefixes
+        db_keys = []
+        for cached in missing:
+            index, key = wanted[cached]
+            db_keys.append(prefixes[index] + (cached if type(cached) is bytes else key_part(key)))
+        raws = self._backend._db.get(db_keys)
+        fetched = self._fetched = dict(zip(missing, db_keys, strict=True))
+        for cached, raw in zip(missing, raws, strict=True):
+            if raw is None:
+                values[cached] = None
+            elif len(raw) <= LARGE_VALUE:
+                value = decode_value(raw)
+                values[cached] = value if type(value) in IMMUTABLE else from_raw(raw)
+            else:
+                del fetched[cached]
+        if len(values) > self._cache.limit:
+            self._cache.make_room(self._backend._db)
+
     def update(self, value: Any) -> None:
         backend = self._backend
         cached = backend._cache_key
@@ -126,7 +157,10 @@ class RocksValueState(RocksState, ValueState):
         values[cached] = value
         index = backend._current_index
         part = backend._key_part  # made when value() missed: the flush needs no new one
-        self._dirty[cached] = index if part is None else self._prefixes[index] + part
+        if part is None:  # the RocksDB key made by the last prefetch, else made at the flush
+            self._dirty[cached] = self._fetched.get(cached, index)
+        else:
+            self._dirty[cached] = self._prefixes[index] + part
         if len(values) > self._cache.limit:
             self._cache.make_room(backend._db)
 

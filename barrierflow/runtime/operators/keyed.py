@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,20 @@ def operator_local_dir(context: OperatorContext, uid: str) -> Path | None:
     return Path(context.local_dir) / f"{safe}-{digest}"
 
 
+def batch_keys(backend: KeyedStateBackend, values: list[Any], get_key: Any) -> Iterable[Any]:
+    """The keys of a batch's records, in order: computed lazily, record by record, unless
+    the backend prefetches (`KeyedStateBackend.prefetch`); then all at once and handed to
+    its prefetch first, so each record's state read finds its value in memory. The key
+    selector runs once per record either way (a selector that raises fails the batch, as
+    it does record by record: the guarded paths, which send such records to dead letters,
+    do not prefetch)."""
+    if not backend.prefetches:
+        return map(get_key, values)
+    keys = list(map(get_key, values))
+    backend.prefetch(keys)
+    return keys
+
+
 class _Triggerable:
     """The timer service's callback: scopes state to the timer's key, then asks the operator."""
 
@@ -216,8 +231,9 @@ class KeyedReduceOperator(KeyedOperator):
         set_key, value_of, update = backend.set_current_key, state.value, state.update
         out = []
         append = out.append
-        for value in batch.values:
-            set_key(get_key(value))
+        values = batch.values
+        for value, key in zip(values, batch_keys(backend, values, get_key), strict=True):
+            set_key(key)
             current = value_of()
             result = value if current is None else reduce(current, value)
             update(result)
@@ -353,16 +369,18 @@ class KeyedFunctionOperator(KeyedOperator):
         assert backend is not None
         ctx.domain = TimeDomain.EVENT_TIME
         timestamps = batch.timestamps
+        values = batch.values
+        keys = batch_keys(backend, values, get_key)
         if timestamps is None:
             ctx.current_timestamp = ctx.output_timestamp = None
-            for value in batch.values:
-                backend.set_current_key(get_key(value))
+            for value, key in zip(values, keys, strict=True):
+                backend.set_current_key(key)
                 produced = process(value, ctx)
                 if produced is not None:
                     emitter.add_all(produced, None)
         else:
-            for value, timestamp in zip(batch.values, timestamps, strict=True):
-                backend.set_current_key(get_key(value))
+            for value, key, timestamp in zip(values, keys, timestamps, strict=True):
+                backend.set_current_key(key)
                 stamp = None if timestamp == NO_TIMESTAMP else timestamp
                 ctx.current_timestamp = ctx.output_timestamp = stamp
                 produced = process(value, ctx)
