@@ -5,7 +5,6 @@ keys(), the batched path) seeing the cached writes; TTL expiry through the cache
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,23 +22,6 @@ from barrierflow.state.rocksdb_encoding import decode_value, key_part, state_pre
 
 MAX_P = 128
 ALL = KeyGroupRange(0, MAX_P - 1)
-
-
-@pytest.fixture
-def make_rocks(tmp_path: Any) -> Iterator[Any]:
-    made: list[RocksDBKeyedStateBackend] = []
-
-    def make(entries: int = 4, key_groups: KeyGroupRange = ALL) -> RocksDBKeyedStateBackend:
-        settings = EmbeddedRocksDBStateBackend(
-            block_cache_mb=8, write_buffer_mb=8, write_cache_entries=entries
-        )
-        backend = RocksDBKeyedStateBackend(key_groups, MAX_P, settings, str(tmp_path / "local"))
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.dispose()
 
 
 def in_db(backend: RocksDBKeyedStateBackend, key: Any, state_id: int = 0) -> Any:

@@ -11,41 +11,21 @@ heap backend (whose prefetch does nothing): every read must be the expected valu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend
 from barrierflow.state import StateTtlConfig, Time, ValueStateDescriptor
 from barrierflow.state.backend import canonical_bytes
 from barrierflow.state.handles import keyed_state_handle
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
-from barrierflow.state.rocksdb_backend import RocksDBKeyedStateBackend
 from barrierflow.state.rocksdb_cache import LARGE_VALUE
 from barrierflow.state.rocksdb_encoding import key_part, state_prefix
 
 MAX_P = 128
 ALL = KeyGroupRange(0, MAX_P - 1)
 BIG = "x" * (LARGE_VALUE + 1)
-
-
-@pytest.fixture
-def make_rocks(tmp_path: Any) -> Iterator[Any]:
-    made: list[RocksDBKeyedStateBackend] = []
-
-    def make(entries: int = 4, key_groups: KeyGroupRange = ALL) -> RocksDBKeyedStateBackend:
-        settings = EmbeddedRocksDBStateBackend(
-            block_cache_mb=8, write_buffer_mb=8, write_cache_entries=entries
-        )
-        backend = RocksDBKeyedStateBackend(key_groups, MAX_P, settings, str(tmp_path / "local"))
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.dispose()
 
 
 # One scenario: steps in order. ("put", key, value), ("prefetch", keys), ("read", key,
