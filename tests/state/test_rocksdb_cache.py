@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.clocks import ManualClock
 
 from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend
 from barrierflow.errors import ConfigurationError
@@ -235,17 +236,9 @@ def test_the_limit_is_shared_by_the_value_states(make_rocks):
     assert first._cache.limit == second._cache.limit == 5
 
 
-class Clock:
-    def __init__(self, now: int) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def test_ttl_expiry_through_the_cache(make_rocks):
     rocks = make_rocks(entries=2)
-    clock = Clock(1_000)
+    clock = ManualClock(1_000)
     ttl = StateTtlConfig.new_builder(Time.milliseconds(100)).build()
     descriptor = ValueStateDescriptor("count")
     descriptor.enable_time_to_live(ttl)

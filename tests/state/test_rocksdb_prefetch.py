@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.clocks import ManualClock
 
 from barrierflow.state import StateTtlConfig, Time, ValueStateDescriptor
 from barrierflow.state.backend import canonical_bytes
@@ -233,17 +234,9 @@ def test_no_cache_no_prefetch(make_rocks):
     assert not state._values
 
 
-class Clock:
-    def __init__(self, now: int) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def test_an_expired_value_prefetched_is_not_returned_nor_restored(make_rocks):
     rocks = make_rocks(entries=2)
-    clock = Clock(1_000)
+    clock = ManualClock(1_000)
     ttl = StateTtlConfig.new_builder(Time.milliseconds(100)).build()
     descriptor = ValueStateDescriptor("count")
     descriptor.enable_time_to_live(ttl)
