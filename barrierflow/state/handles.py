@@ -37,14 +37,12 @@ from barrierflow.state.ttl import (
     Clock,
     IncrementalSweep,
     SnapshotFilter,
-    TtlListState,
-    TtlMapState,
-    TtlValueState,
     live_list,
     live_map,
     live_value,
     sweep_on_every_record,
 )
+from barrierflow.state.ttl_states import TtlListState, TtlMapState, TtlValueState
 from barrierflow.state.values import State
 
 if TYPE_CHECKING:
