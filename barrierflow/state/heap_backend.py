@@ -35,7 +35,7 @@ Pickle holds only user keys and values; restore unpickles only the sections of
 key groups in the restoring backend's range. The heap backend writes no side files:
 a checkpoint's `write(folder)` is the same envelope as a savepoint's `write(None)`,
 unless changelog checkpoints are on (`changelog=True`, `heap_changelog.py`): then each
-key group of each state stays behind a `_TrackedGroup` recording the keys that change,
+key group of each state stays behind a `TrackedGroup` recording the keys that change,
 and a checkpoint's `write(folder, shared)` uploads only a delta into `shared`.
 
 >>> from barrierflow.state import ValueStateDescriptor
@@ -55,10 +55,6 @@ and a checkpoint's `write(folder, shared)` uploads only a delta into `shared`.
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import marshal
-import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +67,15 @@ from barrierflow.core.state_descriptors import (
     ValueStateDescriptor,
 )
 from barrierflow.errors import ConfigurationError, StateRestoreError
-from barrierflow.state.batched import key_group_indices
 from barrierflow.state.heap_sections import MARSHAL_TAG, decode_section, encode_section
+from barrierflow.state.heap_tables import (
+    HeapListState,
+    HeapMapState,
+    HeapState,
+    HeapValueState,
+    SharedGroup,
+    StateTable,
+)
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import (
     KEYED_STATE_VERSION,
@@ -80,7 +83,7 @@ from barrierflow.state.key_scope import (
     KeyScope,
 )
 from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
-from barrierflow.state.values import ListState, MapState, ValueState, list_values
+from barrierflow.state.values import ListState, MapState, ValueState
 
 if TYPE_CHECKING:
     from barrierflow import _fs
@@ -93,24 +96,6 @@ _NO_KEY = NO_KEY
 
 _EMPTY: dict[Any, Any] = {}
 """What a snapshot holds for a key group that was empty when it was taken (never changed)."""
-
-_IMMUTABLE = frozenset(
-    {
-        int,
-        float,
-        complex,
-        bool,
-        str,
-        bytes,
-        type(None),
-        decimal.Decimal,
-        datetime.datetime,
-        datetime.date,
-        datetime.time,
-        datetime.timedelta,
-    }
-)
-"""Types of values that cannot change in place: handed out as they are, never copied."""
 
 
 class HeapKeyedStateBackend(KeyScope):
@@ -140,8 +125,8 @@ class HeapKeyedStateBackend(KeyScope):
                 f"key-group range {key_group_range} does not fit max parallelism {max_parallelism}"
             )
         super().__init__(key_group_range, max_parallelism)
-        self._tables: dict[str, _Table] = {}
-        self._states: dict[str, _HeapState] = {}
+        self._tables: dict[str, StateTable] = {}
+        self._states: dict[str, HeapState] = {}
         self._filters: dict[str, Callable[[Any], Any]] = {}
         """Per state, what snapshots write instead of each value (`set_snapshot_filter`)."""
         self._changelog: DirtyLog | None = None
@@ -168,29 +153,29 @@ class HeapKeyedStateBackend(KeyScope):
 
     def get_value_state(self, descriptor: ValueStateDescriptor) -> ValueState:
         """The `ValueState` named by `descriptor` (the same object on every call)."""
-        return self._state(descriptor, ValueStateDescriptor, _HeapValueState)  # type: ignore[return-value]
+        return self._state(descriptor, ValueStateDescriptor, HeapValueState)  # type: ignore[return-value]
 
     def get_list_state(self, descriptor: ListStateDescriptor) -> ListState:
         """The `ListState` named by `descriptor` (the same object on every call)."""
-        return self._state(descriptor, ListStateDescriptor, _HeapListState)  # type: ignore[return-value]
+        return self._state(descriptor, ListStateDescriptor, HeapListState)  # type: ignore[return-value]
 
     def get_map_state(self, descriptor: MapStateDescriptor) -> MapState:
         """The `MapState` named by `descriptor` (the same object on every call)."""
-        return self._state(descriptor, MapStateDescriptor, _HeapMapState)  # type: ignore[return-value]
+        return self._state(descriptor, MapStateDescriptor, HeapMapState)  # type: ignore[return-value]
 
     def _state(
         self,
         descriptor: StateDescriptor,
         expected: type[StateDescriptor],
-        implementation: type[_HeapState],
-    ) -> _HeapState:
+        implementation: type[HeapState],
+    ) -> HeapState:
         name = self._declared(descriptor, expected)
         state = self._states.get(name)
         if state is not None:
             return state
         table = self._tables.get(name)
         if table is None:
-            table = self._tables[name] = _Table(self._count, self._changelog is not None)
+            table = self._tables[name] = StateTable(self._count, self._changelog is not None)
         state = self._states[name] = implementation(self, table)
         return state
 
@@ -240,7 +225,7 @@ class HeapKeyedStateBackend(KeyScope):
                 groups.append(entries)
                 shared = reads[index]
                 if type(shared) is dict:
-                    _SharedGroup(table, index, snapshot)
+                    SharedGroup(table, index, snapshot)
                 else:
                     shared.share(snapshot)
             held.append(groups)
@@ -309,7 +294,7 @@ class HeapKeyedStateBackend(KeyScope):
             raise StateRestoreError(f"malformed keyed-state header: {error!r}") from error
         for name, _ in states:
             if name not in self._tables:
-                self._tables[name] = _Table(self._count, self._changelog is not None)
+                self._tables[name] = StateTable(self._count, self._changelog is not None)
         return states, key_groups
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
@@ -484,401 +469,3 @@ def decode_key_group(
             f"one dict for each of {len(state_names)} states"
         )
     return per_state
-
-
-# ---- copy-on-write ------------------------------------------------------------------------
-
-
-class _Table:
-    """One state's key groups: the live dicts, and per key group what reads and writes go
-    through: the live dict itself, or its `_SharedGroup` while a snapshot holds it."""
-
-    __slots__ = ("live", "reads", "writes")
-
-    def __init__(self, count: int, tracked: bool = False) -> None:
-        self.live: list[dict[Any, Any]] = [{} for _ in range(count)]
-        self.reads: list[Any] = list(self.live)
-        self.writes: list[Any] = list(self.live)
-        if tracked:  # changelog checkpoints: every access goes through a `_TrackedGroup`
-            for index in range(count):
-                _TrackedGroup(self, index)
-
-    def writable(self, index: int) -> dict[Any, Any]:
-        """Key group `index`'s live dict, copied first if a snapshot holds it."""
-        target = self.writes[index]
-        return target if type(target) is dict else target.writable()
-
-
-class _SharedGroup:
-    """Key group `index` of one state while snapshots hold its dict or values in it.
-
-    Stands in the table's `reads` and `writes` in place of the live dict, so the hot
-    path (a list index and a dict operation) is unchanged and only the first accesses
-    after a snapshot pay: the first write copies the dict (then `writes` holds the copy),
-    the first read of a mutable value copies the value. Mailbox thread only; the
-    holders' `released` flags are set by the uploader thread, and a flag read as not
-    yet set only costs a copy that was not needed.
-    """
-
-    __slots__ = ("_dict_shared", "_holders", "_index", "_live", "_owned", "_table")
-
-    def __init__(self, table: _Table, index: int, holder: HeapKeyedStateSnapshot) -> None:
-        self._table = table
-        self._index = index
-        self._live = table.live[index]
-        """`table.live[index]` (kept equal by `writable`): one lookup less per access."""
-        self._holders = [holder]
-        self._dict_shared = True
-        """The live dict is one a snapshot holds: copy it before a write."""
-        self._owned: set[Any] = set()
-        """Keys whose value no snapshot holds (copied or written since the snapshot)."""
-        table.reads[index] = table.writes[index] = self
-
-    def share(self, holder: HeapKeyedStateSnapshot) -> None:
-        """Another snapshot holds the live dict (and every value in it) too."""
-        self._holders = [h for h in self._holders if not h.released]
-        self._holders.append(holder)
-        self._dict_shared = True
-        if self._owned:  # freed with the snapshot (uploader thread), not in the barrier's pause
-            holder._garbage.append(self._owned)
-            self._owned = set()
-        table = self._table
-        table.reads[self._index] = table.writes[self._index] = self
-
-    def _unshare_if_released(self) -> bool:
-        """Every holder is released: put the live dict back in place of this (no copy)."""
-        for holder in self._holders:
-            if not holder.released:
-                return False
-        table, index = self._table, self._index
-        table.reads[index] = table.writes[index] = self._live
-        return True
-
-    def writable(self) -> dict[Any, Any]:
-        """The live dict, made a copy of its own first if a snapshot holds it."""
-        if self._dict_shared and not self._unshare_if_released():
-            table, index = self._table, self._index
-            self._live = table.live[index] = table.writes[index] = dict(self._live)
-            self._dict_shared = False
-        return self._live
-
-    # the read path: ValueState.value, the reads (and in-place writes) of list and map state
-    def get(self, key: Any) -> Any:
-        value = self._live.get(key)
-        if value is None or type(value) in _IMMUTABLE or key in self._owned:
-            return value
-        return self._held(key, value)
-
-    def _held(self, key: Any, value: Any) -> Any:
-        """`value` of `key`, which a snapshot may hold: as it is if it cannot change in
-        place (a tuple of such values) or no snapshot holds it any more, else a copy of
-        its own that replaces it in the live dict."""
-        if _immutable(value):  # not remembered: `share` would clear that set at the barrier
-            return value
-        if self._unshare_if_released():
-            return value
-        copied = _copy(value)
-        if copied is not value:
-            self.writable()[key] = copied
-            self._owned.add(key)
-        return copied
-
-    # the write path: ValueState.update, clear, a list or map state's new entry
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.writable()[key] = value
-        self._owned.add(key)
-
-    def pop(self, key: Any, default: Any = None) -> Any:
-        return self.writable().pop(key, default)
-
-
-class _TrackedGroup(_SharedGroup):
-    """Changelog checkpoints (`heap_changelog.py`): key group `index` of one state, in the
-    table's `reads` and `writes` for good, recording in `dirty` every key written, cleared
-    or whose mutable value was handed out (it may be changed in place). The ONE write
-    path: ValueState, ListState and MapState handles and the batched `get_many` /
-    `put_many` / `remove_many` all read through `reads[index].get` and write through
-    `writes[index][key] = value` / `.pop(key)`, so each marks its keys dirty here.
-    Copy-on-write as `_SharedGroup` while snapshots hold the dict."""
-
-    __slots__ = ("dirty",)
-
-    def __init__(self, table: _Table, index: int) -> None:
-        self._table = table
-        self._index = index
-        self._live = table.live[index]
-        self._holders = []
-        self._dict_shared = False
-        self._owned = set()
-        self.dirty: set[Any] = set()
-        """Keys changed since the last snapshot (swapped out by `snapshot`)."""
-        table.reads[index] = table.writes[index] = self
-
-    def _unshare_if_released(self) -> bool:
-        """Every holder is released: the live dict is ours again (this stays in place)."""
-        for holder in self._holders:
-            if not holder.released:
-                return False
-        if self._holders:
-            self._holders = []
-            self._dict_shared = False
-        return True
-
-    def writable(self) -> dict[Any, Any]:
-        """The live dict, copied first if a snapshot holds it; unlike `_SharedGroup`'s,
-        this stays in `writes` (later writes must still be recorded)."""
-        if self._dict_shared and not self._unshare_if_released():
-            self._live = self._table.live[self._index] = dict(self._live)
-            self._dict_shared = False
-        return self._live
-
-    def get(self, key: Any) -> Any:
-        value = self._live.get(key)
-        if value is None or type(value) in _IMMUTABLE or key in self._owned:
-            return value  # (an owned key's mutable value is dirty already)
-        if not self._holders:
-            if not _immutable(value):
-                self.dirty.add(key)
-            return value
-        if not _immutable(value):
-            self.dirty.add(key)
-        return self._held(key, value)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.dirty.add(key)
-        if self._dict_shared:
-            self.writable()[key] = value
-        else:
-            self._live[key] = value
-        if self._holders:
-            self._owned.add(key)
-
-    def pop(self, key: Any, default: Any = None) -> Any:
-        self.dirty.add(key)
-        return self.writable().pop(key, default)
-
-
-_TUPLE_KINDS: dict[type, bool] = {tuple: True}
-"""Per tuple type seen, whether its instances are plain tuples (no instance dict, as a
-named tuple's): immutable when their items are."""
-
-
-def _immutable(value: Any) -> bool:
-    """Whether `value` cannot change in place: an `_IMMUTABLE` type, or a tuple (or named
-    tuple) of such values, at any depth."""
-    kind = type(value)
-    if kind in _IMMUTABLE:
-        return True
-    plain = _TUPLE_KINDS.get(kind)
-    if plain is None:
-        plain = _TUPLE_KINDS[kind] = issubclass(kind, tuple) and kind.__dictoffset__ == 0
-    if not plain:
-        return False
-    for item in value:  # noqa: SIM110 (a loop: no generator per read, the hot path)
-        if type(item) not in _IMMUTABLE and not _immutable(item):
-            return False
-    return True
-
-
-def _copy(value: Any) -> Any:
-    """A copy of `value` sharing nothing mutable with it: what a restore would give
-    (marshal's round trip for builtin types, else pickle's). A value that cannot be
-    pickled is handed out as it is (its snapshot's write fails on it, naming state and
-    key)."""
-    try:
-        return marshal.loads(marshal.dumps(value, 4))
-    except (ValueError, TypeError):
-        pass
-    try:
-        return pickle.loads(pickle.dumps(value, protocol=5))
-    except Exception:
-        return value
-
-
-# ---- the state handles ----------------------------------------------------------------------
-
-
-class _HeapState:
-    """Base of the heap state handles: the backend (for the current key) and the state's
-    per-key-group read and write paths (`_Table.reads`, `_Table.writes`)."""
-
-    __slots__ = ("_backend", "_reads", "_writes")
-
-    def __init__(self, backend: HeapKeyedStateBackend, table: _Table) -> None:
-        self._backend = backend
-        self._reads = table.reads
-        self._writes = table.writes
-
-    def _current(self) -> Any:
-        """The current key's entry (a copy of its own if a snapshot holds it), or None."""
-        backend = self._backend
-        try:
-            return self._reads[backend._current_index].get(backend._current_key)
-        except TypeError as error:
-            backend._explain_key_error(error)
-            raise
-
-    def _put(self, value: Any) -> None:
-        backend = self._backend
-        self._writes[backend._current_index][backend._current_key] = value
-
-    def clear(self) -> None:
-        backend = self._backend
-        try:
-            self._writes[backend._current_index].pop(backend._current_key, None)
-        except TypeError as error:
-            backend._explain_key_error(error)
-            raise
-
-
-class _HeapValueState(_HeapState, ValueState):
-    __slots__ = ()
-
-    value = _HeapState._current  # the hot path: no call in between
-
-    def update(self, value: Any) -> None:
-        backend = self._backend
-        try:
-            if value is None:
-                self._writes[backend._current_index].pop(backend._current_key, None)
-            else:
-                self._writes[backend._current_index][backend._current_key] = value
-        except TypeError as error:
-            backend._explain_key_error(error)
-            raise
-
-    # batched access (`state/batched.py`): one pass of dict operations through the same
-    # per-key-group read and write paths as value() and update(), so copy-on-write holds
-    def get_many(self, keys: Any, key_groups: Any = None) -> list[Any]:
-        backend = self._backend
-        indices = key_group_indices(
-            keys, key_groups, backend.key_group_range, backend.max_parallelism
-        )
-        reads = self._reads
-        try:
-            return [reads[index].get(key) for index, key in zip(indices, keys, strict=True)]
-        except TypeError as error:
-            raise _unhashable(keys, error) from error
-
-    def put_many(self, keys: Any, values: Any, key_groups: Any = None) -> None:
-        backend = self._backend
-        indices = key_group_indices(
-            keys, key_groups, backend.key_group_range, backend.max_parallelism
-        )
-        writes = self._writes
-        try:
-            for index, key, value in zip(indices, keys, values, strict=True):
-                if value is None:
-                    writes[index].pop(key, None)
-                else:
-                    writes[index][key] = value
-        except TypeError as error:
-            raise _unhashable(keys, error) from error
-
-    def remove_many(self, keys: Any, key_groups: Any = None) -> None:
-        backend = self._backend
-        indices = key_group_indices(
-            keys, key_groups, backend.key_group_range, backend.max_parallelism
-        )
-        writes = self._writes
-        try:
-            for index, key in zip(indices, keys, strict=True):
-                writes[index].pop(key, None)
-        except TypeError as error:
-            raise _unhashable(keys, error) from error
-
-
-def _unhashable(keys: Any, error: TypeError) -> ConfigurationError:
-    """A batched access failed on an unhashable key: name it (as `_explain_key_error`)."""
-    for key in keys:
-        try:
-            hash(key)
-        except TypeError:
-            return ConfigurationError(
-                f"keyed state needs a hashable key; key {key!r:.200} is a "
-                f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
-            )
-    return ConfigurationError(f"batched keyed state access failed: {error}")
-
-
-class _HeapListState(_HeapState, ListState):
-    __slots__ = ()
-
-    def get(self) -> list[Any]:
-        values = self._current()
-        return [] if values is None else list(values)
-
-    def add(self, value: Any) -> None:
-        if value is None:
-            raise ValueError("cannot add None to a ListState")
-        values = self._current()
-        if values is None:
-            self._put([value])
-        else:
-            values.append(value)
-
-    def add_all(self, values: Iterable[Any] | None) -> None:
-        new = list_values(values)
-        if not new:
-            return
-        current = self._current()
-        if current is None:
-            self._put(new)
-        else:
-            current.extend(new)
-
-    def update(self, values: Iterable[Any] | None) -> None:
-        new = list_values(values)
-        if new:
-            self._current()  # checks the key
-            self._put(new)
-        else:
-            self.clear()
-
-
-class _HeapMapState(_HeapState, MapState):
-    __slots__ = ()
-
-    def _for_writing(self) -> dict[Any, Any]:
-        current = self._current()
-        if current is None:
-            current = {}
-            self._put(current)
-        return current
-
-    def get(self, key: Any) -> Any:
-        current = self._current()
-        return None if current is None else current.get(key)
-
-    def put(self, key: Any, value: Any) -> None:
-        self._for_writing()[key] = value
-
-    def put_all(self, mapping: dict[Any, Any]) -> None:
-        if mapping:
-            self._for_writing().update(mapping)
-
-    def remove(self, key: Any) -> None:
-        current = self._current()
-        if current is not None:
-            current.pop(key, None)
-            if not current:
-                self.clear()
-
-    def contains(self, key: Any) -> bool:
-        current = self._current()
-        return current is not None and key in current
-
-    def keys(self) -> list[Any]:
-        current = self._current()
-        return [] if current is None else list(current)
-
-    def values(self) -> list[Any]:
-        current = self._current()
-        return [] if current is None else list(current.values())
-
-    def items(self) -> list[tuple[Any, Any]]:
-        current = self._current()
-        return [] if current is None else list(current.items())
-
-    def is_empty(self) -> bool:
-        return not self._current()

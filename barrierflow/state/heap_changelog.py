@@ -3,7 +3,7 @@
 With `env.enable_changelog_state_backend(True)` (PyFlink's name; Flink's changelog state
 backend, Spark's RocksDB changelog checkpointing) the heap backend records, per state and
 key group, the keys written, cleared or handed out mutable since the last snapshot (its
-`_TrackedGroup`), and a checkpoint's `write` uploads into the job folder's `shared/` only
+`TrackedGroup`), and a checkpoint's `write` uploads into the job folder's `shared/` only
 a delta: per key group, each dirty key's value as the snapshot's copy-on-write version
 holds it, or a tombstone where it holds none. The checkpoint's keyed section is then a
 small "heap-changelog" manifest naming a chain: one base (a full canonical "keyed-state"
