@@ -9,7 +9,12 @@ from barrierflow.api.checkpoint_config import (
 )
 from barrierflow.api.connected_streams import ConnectedStreams
 from barrierflow.api.datastream import DataStream, DataStreamSink, KeyedStream
-from barrierflow.api.environment import JobClient, JobExecutionResult, StreamExecutionEnvironment
+from barrierflow.api.environment import (
+    JobClient,
+    JobExecutionResult,
+    JobStatus,
+    StreamExecutionEnvironment,
+)
 from barrierflow.api.execution_config import ExecutionConfig
 from barrierflow.api.joins import CoGroupedStreams, JoinedStreams
 from barrierflow.api.windowed_stream import WindowedStream
@@ -44,6 +49,7 @@ __all__ = [
     "HashMapStateBackend",
     "JobClient",
     "JobExecutionResult",
+    "JobStatus",
     "JoinedStreams",
     "KeyedStream",
     "OutputTag",

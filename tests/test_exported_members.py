@@ -26,6 +26,7 @@ PUBLIC = {
         "HashMapStateBackend",
         "JobClient",
         "JobExecutionResult",
+        "JobStatus",
         "JoinedStreams",
         "KeyedStream",
         "OutputTag",
