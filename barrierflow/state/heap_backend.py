@@ -81,6 +81,7 @@ from barrierflow.state.key_scope import (
     KEYED_STATE_VERSION,
     NO_KEY,
     KeyScope,
+    unhashable_key,
 )
 from barrierflow.state.rocksdb_encoding import NATIVE_KIND, section_kind
 from barrierflow.state.values import ListState, MapState, ValueState
@@ -143,11 +144,7 @@ class HeapKeyedStateBackend(KeyScope):
         try:
             hash(self._current_key)
         except TypeError:
-            raise ConfigurationError(
-                f"keyed state needs a hashable key; key {self._current_key!r:.200} is a "
-                f"{type(self._current_key).__name__}. Return a tuple instead of a list "
-                "from the key selector"
-            ) from error
+            raise unhashable_key(self._current_key) from error
 
     # ---- registering states ----------------------------------------------------------------
 

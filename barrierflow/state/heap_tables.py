@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from barrierflow.errors import ConfigurationError
 from barrierflow.state.batched import key_group_indices
+from barrierflow.state.key_scope import unhashable_key
 from barrierflow.state.values import ListState, MapState, ValueState, list_values
 
 if TYPE_CHECKING:
@@ -348,10 +349,7 @@ def _unhashable(keys: Any, error: TypeError) -> ConfigurationError:
         try:
             hash(key)
         except TypeError:
-            return ConfigurationError(
-                f"keyed state needs a hashable key; key {key!r:.200} is a "
-                f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
-            )
+            return unhashable_key(key)
     return ConfigurationError(f"batched keyed state access failed: {error}")
 
 

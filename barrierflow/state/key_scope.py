@@ -125,6 +125,15 @@ KEYED_STATE_VERSION = 1
 """Schema of the keyed-state header and sections. Readers take 1 up to this."""
 
 
+def unhashable_key(key: Any) -> ConfigurationError:
+    """The error for a key the state cannot hold because it is unhashable (a list from the key
+    selector, most often), worded once for both backends."""
+    return ConfigurationError(
+        f"keyed state needs a hashable key; key {key!r:.200} is a "
+        f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
+    )
+
+
 def check_keyed_header_version(header: Any) -> None:
     """Refuse a keyed-state header that is no map, or of a version this release cannot read."""
     if not isinstance(header, dict):

@@ -75,6 +75,7 @@ from barrierflow.state.key_groups import KeyGroupRange, stable_hash
 from barrierflow.state.key_scope import (
     NO_KEY,
     KeyScope,
+    unhashable_key,
 )
 from barrierflow.state.rocksdb_cache import cache_key
 from barrierflow.state.rocksdb_db import (
@@ -197,10 +198,7 @@ class RocksDBKeyedStateBackend(KeyScope):
         try:
             part = key_part(key)
         except TypeError as error:
-            raise ConfigurationError(
-                f"keyed state needs a hashable key; key {key!r:.200} is a "
-                f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
-            ) from error
+            raise unhashable_key(key) from error
         except Exception as error:
             raise ConfigurationError(
                 f"key {key!r:.200} of type {type(key).__qualname__} cannot be pickled, so the "

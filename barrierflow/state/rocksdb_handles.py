@@ -13,6 +13,7 @@ from rocksdict import (
 
 from barrierflow.errors import ConfigurationError
 from barrierflow.state.batched import key_group_indices
+from barrierflow.state.key_scope import unhashable_key
 from barrierflow.state.rocksdb_cache import (
     IMMUTABLE,
     LARGE_VALUE,
@@ -246,10 +247,7 @@ def _bad_key(keys: Any, error: Exception) -> ConfigurationError:
         try:
             key_part(key)
         except TypeError:
-            return ConfigurationError(
-                f"keyed state needs a hashable key; key {key!r:.200} is a "
-                f"{type(key).__name__}. Return a tuple instead of a list from the key selector"
-            )
+            return unhashable_key(key)
         except Exception as failure:
             return ConfigurationError(
                 f"key {key!r:.200} of type {type(key).__qualname__} cannot be pickled, so the "
