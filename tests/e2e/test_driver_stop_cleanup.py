@@ -32,7 +32,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.chaos]
 
 RECORDS = 6_000
 RATE = 400
-"""About 15 s of input: the strike comes after a few checkpoints, the rest after the rerun."""
+"""About 15 s of input: the strike comes after a few checkpoints, the rest after the rerun
+(which reads it at full speed: only the struck driver needs time to strike in)."""
 SLOW_SNAPSHOT_S = 1.5
 WAIT_S = 300.0
 """A driver starts Spark, then deploys: over a minute each on a busy 2-core machine."""
@@ -68,11 +69,12 @@ JOB = textwrap.dedent(
 
 
     dsn, table, out, job_name = sys.argv[1:5]
+    rate = None if sys.argv[5:] == ["--full-speed"] else {RATE}
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     env.enable_checkpointing(200)
     numbers = env.from_source(
-        DataGeneratorSource(int, {RECORDS}, records_per_second={RATE}),
+        DataGeneratorSource(int, {RECORDS}, records_per_second=rate),
         WatermarkStrategy.no_watermarks(),
         "numbers",
     ).uid("numbers")
@@ -163,9 +165,10 @@ class StoppedDriver:
         return table, read_rows(self.out)
 
     def rerun(self) -> None:
-        """The job file again, in this process (the test session's Spark), to its end."""
+        """The job file again, in this process (the test session's Spark), to its end, its
+        input unpaced."""
         with command_line_settings(checkpoint_dir=str(self.tmp_path / "checkpoints")):
-            run_job_file(self.job_file, self.args)
+            run_job_file(self.job_file, [*self.args, "--full-speed"])
 
 
 def assert_exactly_once(job: StoppedDriver) -> None:

@@ -60,8 +60,9 @@ def driver_python(tmp_path_factory) -> Path:
     return python
 
 
-def barrierflow_run(python: Path, cluster: StandaloneCluster | None, *args: str, timeout=240):
-    """`barrierflow run` of the job on `cluster`, or on the embedded local[*] if None."""
+def start_run(python: Path, cluster: StandaloneCluster | None, *args: str) -> subprocess.Popen:
+    """`barrierflow run` of the job on `cluster`, or on the embedded local[*] if None, started
+    (`finish` waits for it)."""
     master = [] if cluster is None else ["--master", cluster.master_url]
     env = {
         **os.environ,
@@ -69,11 +70,27 @@ def barrierflow_run(python: Path, cluster: StandaloneCluster | None, *args: str,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
     }
-    return subprocess.run(
+    return subprocess.Popen(
         [str(python), "-m", "barrierflow.cli", "run", str(JOB), *master,
          "--conf", f"spark.pyspark.python={sys.executable}", *args],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
     )  # fmt: skip
+
+
+def finish(run: subprocess.Popen, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Wait for a started run (killed if it outlasts `timeout`), with its output."""
+    try:
+        stdout, stderr = run.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        run.communicate()
+        raise
+    return subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
+
+
+def barrierflow_run(python: Path, cluster: StandaloneCluster | None, *args: str, timeout=240):
+    """`barrierflow run` of the job on `cluster`, or on the embedded local[*] if None."""
+    return finish(start_run(python, cluster, *args), timeout)
 
 
 def test_without_py_files_the_job_fails_at_once_naming_the_module_only_the_driver_has(
@@ -96,14 +113,24 @@ def test_word_count_and_windows_on_the_standalone_cluster_write_exactly_the_expe
 ):
     helper = tmp_path / "driver_only_helpers.py"
     helper.write_text(HELPER)
-    outputs = {}
-    for where, on in (("cluster", cluster), ("local", None)):  # the same job on local[*]
+    outputs, runs = {}, {}
+    # The same job on local[*] too, the two drivers side by side (each mostly waits for its
+    # Spark to start).
+    for where, on in (("cluster", cluster), ("local", None)):
         out = outputs[where] = tmp_path / where
-        result = barrierflow_run(
+        runs[where] = start_run(
             driver_python, on, "-p", str(PARALLELISM), "--py-files", str(helper),
             "--", str(out), str(RECORDS), "--shout",
         )  # fmt: skip
-        assert result.returncode == 0, result.stderr[-4000:]
+    try:
+        results = {where: finish(run, timeout=420) for where, run in runs.items()}
+    finally:
+        for run in runs.values():  # the other one, if waiting for one failed
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+    for where, result in results.items():
+        assert result.returncode == 0, f"{where}: {result.stderr[-4000:]}"
     want = expected(RECORDS, str.upper)
     for table in ("counts", "windows"):
         on_cluster = read_rows(outputs["cluster"] / table)
