@@ -75,6 +75,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:
 
 
 # Session fixtures of the real servers, started only when a test asks for them.
+from support.kafka_cluster import kafka_cluster  # noqa: E402, F401
 from support.nats_server import nats_server  # noqa: E402, F401
 from support.pg_server import postgres_server  # noqa: E402, F401
 from support.s3_fault_proxy import s3_faults  # noqa: E402, F401

@@ -8,6 +8,7 @@ test, at any depth, imports `from support.clocks import ManualClock` the same wa
 - `ttl`: the state TTL scenarios' constants, clock and config.
 - `outputs`: outputs recording the watermarks and statuses emitted.
 - `operator_harness`: drive one operator (or a short chain) directly, no Spark.
-- `pg_server`, `nats_server`, `s3_server`, `s3_fault_proxy`: real servers started for a
-  test session (fixtures registered in `tests/conftest.py`).
+- `pg_server`, `nats_server`, `s3_server`, `s3_fault_proxy`, `kafka_cluster` (librdkafka's
+  mock cluster): real servers started for a test session (fixtures registered in
+  `tests/conftest.py`).
 """
