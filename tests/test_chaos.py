@@ -3,11 +3,13 @@ comparison and its report, and the redirection of a run's outputs."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
 from barrierflow._fs import Location
 from barrierflow.chaos.check import MARKER, ChaosCheck, _prepare_workdir
 from barrierflow.chaos.comparison import FailureRecord, compare_outputs, verdict_lines
@@ -129,6 +131,61 @@ def test_a_work_folder_with_other_files_is_refused_and_an_earlier_checks_is_reus
     (workdir / "chaos" / "old").write_text("")
     _prepare_workdir(workdir)
     assert not (workdir / "chaos").exists() and (workdir / MARKER).exists()
+
+
+def _graph_placement(graph):
+    """(the sink's output path, the generator's rate) of a one-source, one-sink job graph."""
+    operators = [op.transformation for vertex in graph.vertices for op in vertex.operators]
+    sink = next(t.sink for t in operators if t.kind == "sink")
+    source = next(t.source for t in operators if t.kind == "source")
+    return sink.output.path, source.records_per_second
+
+
+def _build_job(name: str, ready: threading.Barrier) -> object:
+    """A job built in two halves around `ready`, so two builders interleave."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = env.from_source(
+        DataGeneratorSource(str, 10, records_per_second=5),
+        WatermarkStrategy.no_watermarks(),
+        "gen",
+    )
+    ready.wait(timeout=30)
+    stream.sink_to(FileSink.for_rows(f"/data/{name}"))
+    ready.wait(timeout=30)
+    return env.get_job_graph(name)
+
+
+def test_two_jobs_built_at_once_in_one_process_keep_their_own_placement(tmp_path):
+    """The placement is the building run's, not the process's: three jobs built at the same
+    time on three threads (two check runs and one without) each carry their own paths and
+    rates, and a run's end leaves the others' in force."""
+    ready = threading.Barrier(3)
+    graphs: dict[str, object] = {}
+
+    def build(name: str, root: Path | None, full_speed: bool) -> None:
+        try:
+            if root is None:
+                graphs[name] = _build_job(name, ready)
+                return
+            with check_run(root, full_speed=full_speed):
+                graphs[name] = _build_job(name, ready)
+        except BaseException as error:  # the assertion below names it
+            graphs[name] = error
+            ready.abort()
+
+    threads = [
+        threading.Thread(target=build, args=("a", tmp_path / "a", True)),
+        threading.Thread(target=build, args=("b", tmp_path / "b", False)),
+        threading.Thread(target=build, args=("plain", None, False)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not [g for g in graphs.values() if isinstance(g, BaseException)], graphs
+    assert _graph_placement(graphs["a"]) == (str(tmp_path / "a" / "outputs" / "data" / "a"), None)
+    assert _graph_placement(graphs["b"]) == (str(tmp_path / "b" / "outputs" / "data" / "b"), 5)
+    assert _graph_placement(graphs["plain"]) == ("/data/plain", 5)
 
 
 def test_check_runs_do_not_nest(tmp_path):

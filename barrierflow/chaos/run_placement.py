@@ -9,7 +9,9 @@ writes a path rebased under `root/outputs/`, a database sink (naming its table t
 environment `root/checkpoints` as its checkpoint storage itself (check.py).
 With `full_speed`, generator sources ignore their rate (`Source.pace`): a rate only paces
 a run so that failures fit in it, and a job whose output depended on its pace could not be
-checked by comparing two runs anyway. One run at a time per process.
+checked by comparing two runs anyway. The placement is the building thread's
+(connectors/placement.py), so a job built meanwhile on another thread keeps its own; the check
+itself runs one at a time per process (it sets the command line's settings and `sys.argv`).
 
 >>> from barrierflow.connectors.base import Sink, Source
 >>> with check_run(Path("/work/chaos"), full_speed=True):

@@ -8,11 +8,18 @@ their contracts (`Sink.output_location`, `Sink.output_table`, `Source.pace`) or 
 The connectors know only this contract: what a placement does (rebasing, table suffixes,
 dropped pace) is the installing tool's (chaos/run_placement.py). Outside `placed` the
 placement is `AS_WRITTEN`.
+
+The placement belongs to the run that builds a job, not to the process: `placed` sets it in
+the current `contextvars` context (the building thread, or asyncio task), and connectors
+resolve it when they are constructed, so each job carries its own resolved paths, tables and
+rates in its graph. Two jobs built at the same time on two threads, one under a placement
+and one without, or under two placements, never see each other's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -60,24 +67,29 @@ class AsWritten:
 
 AS_WRITTEN = AsWritten()
 
-_installed: Placement | None = None
-"""The placement `placed` installed, None outside it. One build at a time per process: a
-job file builds its sinks and sources on the thread that runs it."""
+_installed: contextvars.ContextVar[Placement | None] = contextvars.ContextVar(
+    "barrierflow_placement", default=None
+)
+"""The placement `placed` installed in this context, None outside it. A job file builds its
+sinks and sources on the thread that runs it, so that thread's context is the job's run; a
+thread started elsewhere starts without one (`AS_WRITTEN`)."""
 
 
 def placement() -> Placement:
-    """The placement in force for the job being built."""
-    return AS_WRITTEN if _installed is None else _installed
+    """The placement in force for the job being built in this context."""
+    installed = _installed.get()
+    return AS_WRITTEN if installed is None else installed
 
 
 @contextlib.contextmanager
 def placed(run: Placement) -> Iterator[None]:
-    """Jobs built inside the block take their outputs and rates from `run`."""
-    global _installed
-    if _installed is not None:
-        raise RuntimeError(f"a placement is already in force: {_installed!r}")
-    _installed = run
+    """Jobs built inside the block, in this context, take their outputs and rates from
+    `run`; a job built meanwhile on another thread keeps its own placement."""
+    installed = _installed.get()
+    if installed is not None:
+        raise RuntimeError(f"a placement is already in force: {installed!r}")
+    token = _installed.set(run)
     try:
         yield
     finally:
-        _installed = None
+        _installed.reset(token)
