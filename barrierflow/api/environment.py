@@ -350,6 +350,9 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
     def execute(self, job_name: str = "barrierflow job") -> JobExecutionResult:
         """Run the job until its input ends (bounded) or it is cancelled; raise if it fails.
 
+        The steps defined so far make the job and are then cleared (as PyFlink does): a file
+        that calls `execute()` three times runs three different pipelines.
+
         On the main thread, SIGTERM and SIGINT (Ctrl-C) stop the job in order and then exit
         the process with one line and status 143 or 130 (api/driver_signals.py)."""
         client = self.execute_async(job_name)
@@ -378,6 +381,8 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
         # Refuse impossible combinations (AT_LEAST_ONCE + unaligned) before anything runs.
         barrier_handler_for(config.mode, config.unaligned, config.aligned_timeout_ms, 1)
         graph = self.get_job_graph(job_name)
+        # As PyFlink: execute() starts a fresh job; the next one is built from new steps only.
+        self._transformations = []
         enabled = config.is_checkpointing_enabled()
         storage = command_line_defaults.checkpoint_storage or config.get_checkpoint_storage()
         savepoint_dir = config.default_savepoint_dir or os.path.join(storage, "savepoints")
