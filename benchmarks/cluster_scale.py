@@ -201,7 +201,9 @@ def run_once(
         ):
             raise SystemExit(f"{subtasks} subtasks: only {client.completed_checkpoints} completed")
         sent_1, received_1 = counter.snapshot()
-        client.stop_with_savepoint(os.path.join(workdir, "savepoints"), timeout=START_TIMEOUT_S)
+        client.stop_with_savepoint(
+            False, os.path.join(workdir, "savepoints"), timeout=START_TIMEOUT_S
+        ).result()
         result = client.wait(START_TIMEOUT_S)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -456,14 +457,44 @@ def _exit_stopped(
 
 @dataclass(frozen=True)
 class JobExecutionResult:
+    """What a finished job returns (PyFlink's JobExecutionResult, plus its checkpoints)."""
+
     job_name: str
     net_runtime_ms: int
     checkpoints: list[Any]
     """CheckpointStats of every completed checkpoint, in order."""
     restarts: int
+    job_id: str = ""
 
     def get_net_runtime(self) -> int:
         return self.net_runtime_ms
+
+    def get_job_id(self) -> str:
+        return self.job_id
+
+    def get_all_accumulator_results(self) -> dict[str, Any]:
+        """Always empty: barrierflow has no accumulators (user metrics are its counters)."""
+        return {}
+
+    def get_accumulator_result(self, accumulator_name: str) -> Any:
+        """None: barrierflow has no accumulators (see `get_all_accumulator_results`)."""
+        return None
+
+
+def _in_background(name: str, work: Callable[[], Any]) -> Future[Any]:
+    """A future completed by `work()` on a daemon thread: what PyFlink's JobClient methods
+    return (its CompletableFuture has the same `result`, `exception`, `done`, `cancel`)."""
+    future: Future[Any] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as error:
+            future.set_exception(error)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 class JobClient:
@@ -490,6 +521,7 @@ class JobClient:
                 int((time.monotonic() - self._started) * 1000),
                 stats,
                 self._master.status.attempt,
+                self._master.job_id,
             )
         except BaseException as error:
             self._error = error
@@ -551,31 +583,81 @@ class JobClient:
     def job_graph(self) -> JobGraph:
         return self._master.graph
 
-    def cancel(self, reason: str = "cancelled by the user") -> None:
-        """Cancel the job (it ends CANCELED; `wait` raises JobExecutionError naming `reason`)."""
-        self._master.request_cancel(reason)
+    def cancel(self, reason: str = "cancelled by the user") -> Future[None]:
+        """Cancel the job (it ends CANCELED; `wait` raises JobExecutionError naming `reason`).
 
-    def trigger_savepoint(self, savepoint_dir: str | None = None, timeout: float = 300.0) -> str:
-        """Take a savepoint of the running job into a new folder below `savepoint_dir` (None:
-        the checkpoint config's default savepoint folder) and return that folder's URI, once
-        it completed. The job runs on. Raises SavepointError if it failed (the job was not
-        RUNNING, the folder is not writable, a task declined, it timed out) and TimeoutError
-        if it did not end within `timeout` seconds."""
-        trigger_id = self._master.trigger_savepoint(savepoint_dir)
-        return self._savepoint_location(trigger_id, timeout, "savepoint")
+        Returns a future (PyFlink's shape) done once the job has ended."""
+        self._master.request_cancel(reason)
+        return _in_background("cancel", lambda: self._thread.join())
+
+    def get_job_execution_result(self) -> Future[JobExecutionResult]:
+        """A future of the job's JobExecutionResult (PyFlink's shape): done when the job
+        ends, its `result()` raising as `wait()` does if the job failed or was cancelled."""
+        return _in_background("job-execution-result", self.wait)
+
+    def trigger_savepoint(
+        self, savepoint_directory: str | None = None, *, timeout: float = 300.0
+    ) -> Future[str]:
+        """Take a savepoint of the running job into a new folder below `savepoint_directory`
+        (None: the checkpoint config's default savepoint folder). Returns a future (PyFlink's
+        shape) of that folder's URI, done once the savepoint completed; the job runs on. Its
+        `result()` raises SavepointError if the savepoint failed (the job was not RUNNING,
+        the folder is not writable, a task declined, it timed out) and TimeoutError if it
+        did not end within `timeout` seconds."""
+        folder = _savepoint_folder(savepoint_directory)
+        trigger_id = self._master.trigger_savepoint(folder)
+        return _in_background(
+            "savepoint", lambda: self._savepoint_location(trigger_id, timeout, "savepoint")
+        )
 
     def stop_with_savepoint(
-        self, savepoint_dir: str | None = None, drain: bool = False, timeout: float = 300.0
-    ) -> str:
-        """Stop the job with a savepoint (Flink's stop-with-savepoint) and return the
-        savepoint folder's URI once the job ended FINISHED: the sources stop (with `drain`,
-        event time first advances to the end, so every window fires), the savepoint is
-        the final checkpoint, and two-phase-commit sinks commit up to it. If the savepoint
-        fails, the job fails over and runs on, and SavepointError says why."""
-        trigger_id = self._master.stop_with_savepoint(savepoint_dir, drain)
-        location = self._savepoint_location(trigger_id, timeout, "stop with savepoint")
-        self._thread.join(timeout)  # the operation completes as the job ends FINISHED
-        return location
+        self,
+        advance_to_end_of_event_time: bool = False,
+        savepoint_directory: str | None = None,
+        *,
+        drain: bool | None = None,
+        savepoint_dir: str | None = None,
+        timeout: float = 300.0,
+    ) -> Future[str]:
+        """Stop the job with a savepoint (Flink's stop-with-savepoint), in PyFlink's argument
+        order. Returns a future of the savepoint folder's URI, done once the job ended
+        FINISHED: the sources stop (with `advance_to_end_of_event_time`, event time first
+        advances to the end, so every window fires), the savepoint is the final checkpoint,
+        and two-phase-commit sinks commit up to it. If the savepoint fails, the job fails over
+        and runs on, and the future's `result()` raises SavepointError saying why.
+
+        `drain=` and `savepoint_dir=` are the keywords of barrierflow's earlier order, kept.
+
+        >>> JobClient.stop_with_savepoint(None, "/savepoints")
+        Traceback (most recent call last):
+        ...
+        barrierflow.errors.ConfigurationError: stop_with_savepoint(advance_to_end_of_event_time, \
+savepoint_directory) takes a bool first, got '/savepoints'; pass the folder as \
+savepoint_directory=...
+        """
+        if not isinstance(advance_to_end_of_event_time, bool):
+            raise ConfigurationError(
+                "stop_with_savepoint(advance_to_end_of_event_time, savepoint_directory) takes a "
+                f"bool first, got {advance_to_end_of_event_time!r}; pass the folder as "
+                "savepoint_directory=..."
+            )
+        if drain is not None:
+            advance_to_end_of_event_time = bool(drain)
+        if savepoint_dir is not None:
+            if savepoint_directory is not None:
+                raise ConfigurationError(
+                    "stop_with_savepoint got both savepoint_directory and savepoint_dir; pass one"
+                )
+            savepoint_directory = savepoint_dir
+        folder = _savepoint_folder(savepoint_directory)
+        trigger_id = self._master.stop_with_savepoint(folder, advance_to_end_of_event_time)
+
+        def stopped() -> str:
+            location = self._savepoint_location(trigger_id, timeout, "stop with savepoint")
+            self._thread.join(timeout)  # the operation completes as the job ends FINISHED
+            return location
+
+        return _in_background("stop-with-savepoint", stopped)
 
     def _savepoint_location(self, trigger_id: str, timeout: float, what: str) -> str:
         from barrierflow.errors import SavepointError
@@ -704,6 +786,23 @@ needs executor JVMs; driver starts a new driver (Spark too) per failure; restore
 (quick: well under 2 s each here) cost two attempt failures each (storage: the aborted
 checkpoint fails over too), so the flagship's one line per failure stays as it is and they
 are asked for with --kinds."""
+
+
+def _savepoint_folder(folder: Any) -> str | None:
+    """A savepoint folder argument: a path or URI string, or None (the default folder).
+
+    >>> _savepoint_folder(True)
+    Traceback (most recent call last):
+    ...
+    barrierflow.errors.ConfigurationError: a savepoint directory must be a path or URI \
+string (or None for the default), got True
+    """
+    if folder is not None and not isinstance(folder, (str, os.PathLike)):
+        raise ConfigurationError(
+            "a savepoint directory must be a path or URI string (or None for the default), "
+            f"got {folder!r}"
+        )
+    return None if folder is None else os.fspath(folder)
 
 
 def _positive(value: int, what: str) -> int:

@@ -116,7 +116,7 @@ def test_a_savepoint_moved_to_an_empty_folder_stays_exactly_once_through_two_fai
     name = f"moved-{outputs.table}"
     first = job(outputs, tmp_path / "checkpoints", rate=SLOW_RATE).execute_async(name)
     assert first.wait_for_completed_checkpoints(2, timeout=TIMEOUT_S)
-    savepoint = first.stop_with_savepoint(str(tmp_path / "savepoints"))
+    savepoint = first.stop_with_savepoint(False, str(tmp_path / "savepoints")).result()
     assert 0 < sum(outputs.file_rows().values()) < RECORDS
 
     # A prepared transaction of a crashed attempt, named as a run numbering from 1 again

@@ -24,7 +24,7 @@ def test_a_rerun_after_a_stop_with_savepoint_restores_the_savepoint_and_commits_
 ):
     first = paced_word_count(tmp_path, RECORDS, 3000).execute_async("rerun-after-stop")
     assert first.wait_for_completed_checkpoints(2, timeout=120)
-    stopped = first.stop_with_savepoint(str(tmp_path / "savepoints"), timeout=120)
+    stopped = first.stop_with_savepoint(False, str(tmp_path / "savepoints"), timeout=120).result()
     first.wait(timeout=60)
     savepoint_id = load_metadata(_fs.Location(stopped))["checkpoint_id"]
     job_dir = tmp_path / "checkpoints" / "rerun-after-stop"

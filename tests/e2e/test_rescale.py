@@ -91,7 +91,7 @@ def stop_after_a_checkpoint(env: StreamExecutionEnvironment, savepoints: Path):
     and the savepoint's folder."""
     job = env.execute_async("rescale")
     assert job.wait_for_completed_checkpoints(1, timeout=120)
-    stopped = job.stop_with_savepoint(str(savepoints), drain=False, timeout=120)
+    stopped = job.stop_with_savepoint(False, str(savepoints), timeout=120).result()
     job.wait(timeout=60)
     assert job.get_job_status() == "FINISHED"
     return job, Path(_fs.Location(stopped).path)

@@ -67,7 +67,7 @@ def test_a_savepoint_of_a_running_job_then_a_stop_with_savepoint(spark, tmp_path
     job = paced_word_count(tmp_path, None, 3000).execute_async("savepoints")
     assert job.wait_for_completed_checkpoints(1, timeout=120)
 
-    taken = job.trigger_savepoint(str(tmp_path / "savepoints"))
+    taken = job.trigger_savepoint(str(tmp_path / "savepoints")).result()
     folder = Path(_fs.Location(taken).path)
     assert folder.parent == tmp_path / "savepoints"
     assert folder.name.startswith(f"savepoint-{job.get_job_id()[:6]}-")
@@ -77,7 +77,7 @@ def test_a_savepoint_of_a_running_job_then_a_stop_with_savepoint(spark, tmp_path
     assert state_files and all((folder / name).is_file() for name in state_files)
     assert job.get_job_status() == "RUNNING"
 
-    stopped = job.stop_with_savepoint(str(tmp_path / "savepoints"), drain=False, timeout=120)
+    stopped = job.stop_with_savepoint(False, str(tmp_path / "savepoints"), timeout=120).result()
     assert job.get_job_status() == "FINISHED"
     job.wait(timeout=60)
     final = savepoint_metadata(stopped)
@@ -120,7 +120,7 @@ def test_stop_with_drain_fires_every_open_event_time_window(spark, tmp_path):
     )
     job = env.execute_async("stop-drain")
     assert job.wait_for_completed_checkpoints(2, timeout=120)
-    stopped = job.stop_with_savepoint(str(tmp_path / "savepoints"), drain=True, timeout=120)
+    stopped = job.stop_with_savepoint(True, str(tmp_path / "savepoints"), timeout=120).result()
     job.wait(timeout=60)
     assert savepoint_metadata(stopped)["is_final"]
 

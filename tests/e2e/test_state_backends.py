@@ -93,7 +93,7 @@ def test_a_job_switches_from_the_heap_to_rocksdb_through_a_savepoint(spark, tmp_
     records = 12_000
     first = word_count(tmp_path, records, 3000, HashMapStateBackend()).execute_async("switch")
     assert first.wait_for_completed_checkpoints(1, timeout=120)
-    savepoint = first.stop_with_savepoint(str(tmp_path / "savepoints"), drain=False, timeout=120)
+    savepoint = first.stop_with_savepoint(False, str(tmp_path / "savepoints"), timeout=120).result()
     first.wait(timeout=60)
     assert keyed_section_kinds(savepoint) == {"keyed-state"}
     committed_before = sum(read_rows(tmp_path / "out").values())
