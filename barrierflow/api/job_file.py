@@ -17,10 +17,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from barrierflow.api.environment import command_line_defaults
+from barrierflow.api.environment import JobDefined, command_line_defaults
 from barrierflow.cluster.jobmaster.restore_point import RestoreMode, SavepointRestoreSettings
+from barrierflow.cluster.jobmaster.sink_cleanup import SinkCleanup, clean_up_stopped_job
 from barrierflow.cluster.spark.session import SparkOptions
-from barrierflow.errors import ConfigurationError
+from barrierflow.errors import BarrierflowError, ConfigurationError
 
 RESTORE_MODES = tuple(mode.value for mode in RestoreMode)
 """The restore modes of `--restore-mode`, as `env.set_savepoint_restore` takes them."""
@@ -113,3 +114,37 @@ def run_job_file(job_file: Path, job_args: Sequence[str]) -> None:
             path = getattr(sys.modules[name], "__file__", None)
             if path and os.path.abspath(path).startswith(folder + os.sep):
                 del sys.modules[name]
+
+
+def clean_up_job_file(
+    job_file: Path,
+    job_args: Sequence[str] = (),
+    *,
+    parallelism: int | None = None,
+    checkpoint_dir: str | None = None,
+    savepoint: str | None = None,
+) -> SinkCleanup:
+    """Resolve what a killed run of `job_file` left in its sinks, as the next run's restore
+    would, without running the job (`barrierflow cleanup`): the file runs only up to its
+    first `env.execute()`, which defines the job. Give the run's own settings. Raises
+    BarrierflowError when the file defines no job or a run of it holds its checkpoint
+    folder; a sink that could not be cleaned up is named in the result's `failures`."""
+    restore = savepoint_restore(savepoint) if savepoint is not None else None
+    done: list[SinkCleanup] = []
+
+    def define_only(graph: Any, settings: Any) -> None:
+        done.append(clean_up_stopped_job(graph, settings))
+
+    try:
+        with command_line_settings(
+            parallelism=parallelism,
+            checkpoint_dir=checkpoint_dir,
+            savepoint_restore=restore,
+            define_only=define_only,
+        ):
+            run_job_file(job_file, job_args)
+    except JobDefined:
+        pass
+    if not done:
+        raise BarrierflowError(f"{job_file} defined no job: it never called env.execute()")
+    return done[0]

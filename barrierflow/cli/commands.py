@@ -16,35 +16,38 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from barrierflow._bytes import format_bytes
 from barrierflow.api.environment import DEFAULT_FAILURE_KINDS, FAILURE_KINDS
 from barrierflow.api.job_file import (
     DEFAULT_RESTORE_MODE,
     RESTORE_MODES,
+    clean_up_job_file,
     command_line_settings,
     run_job_file,
     savepoint_restore,
     spark_options,
 )
 from barrierflow.chaos import ChaosCheck, ChaosError
-from barrierflow.checkpoint.stats import (
-    CheckpointStats,
-    CheckpointStatsStatus,
-    SubtaskCheckpointStats,
-    SubtaskDecline,
-)
 from barrierflow.cli.jobs import add_job_commands
 from barrierflow.cli.nexmark import nexmark
 from barrierflow.cli.progress import ProgressWatcher
 from barrierflow.cli.state import state
 from barrierflow.errors import BarrierflowError, ConfigurationError
+from barrierflow.jobs import (
+    CheckpointStats,
+    CheckpointStatsStatus,
+    HistoryRecord,
+    JobCheckpoints,
+    SubtaskCheckpointStats,
+    SubtaskDecline,
+    checkpoint_summary,
+    format_bytes,
+    read_checkpoints,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from barrierflow.api.job_file import SparkOptions
-    from barrierflow.checkpoint.history import CheckpointHistoryFile
-    from barrierflow.checkpoint.history_codec import HistoryRecord
 
 console = Console(stderr=True)
 
@@ -245,31 +248,17 @@ def cleanup(
     arguments as the run. Refused while a run of the job holds its checkpoint folder.
     Exit status: 0 cleaned up, 1 a sink could not be (named) or the job is running.
     """
-    from barrierflow.api.environment import JobDefined
-    from barrierflow.cluster.jobmaster.sink_cleanup import clean_up_stopped_job
-
     _check_job_file(job_file)
-    restore = savepoint_restore(savepoint) if savepoint is not None else None
-    done = []
-
-    def define_only(graph: object, settings: object) -> None:
-        done.append(clean_up_stopped_job(graph, settings))  # type: ignore[arg-type]
-
     try:
-        with command_line_settings(
+        result = clean_up_job_file(
+            job_file,
+            job_args,
             parallelism=parallelism,
             checkpoint_dir=checkpoint_dir,
-            savepoint_restore=restore,
-            define_only=define_only,
-        ):
-            run_job_file(job_file, job_args)
-    except JobDefined:
-        pass
+            savepoint=savepoint,
+        )
     except BarrierflowError as error:
         _fail(error)
-    if not done:
-        _fail(BarrierflowError(f"{job_file} defined no job: it never called env.execute()"))
-    result = done[0]
     for failure in result.failures:
         console.print(f"[red]error:[/red] could not clean up {escape(failure)}", highlight=False,
                       soft_wrap=True)  # fmt: skip
@@ -438,64 +427,52 @@ def checkpoints(
     checkpoints (completed and failed, newest last) with their durations, sizes,
     synchronous/asynchronous/alignment maxima and failure reasons.
     """
-    from barrierflow.checkpoint.history import CheckpointHistoryFile
-    from barrierflow.checkpoint.history_codec import encode_record
-    from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
-
     try:
-        storage = FileSystemCheckpointStorage(checkpoint_dir, job_name)
-        _require_job_folder(storage, checkpoint_dir, job_name)
-        history = CheckpointHistoryFile(storage.job_dir)
-        entries = history.read_entries()
+        found = read_checkpoints(checkpoint_dir, job_name)
         if details_id is not None:
-            _show_details(entries, details_id, job_name, history, as_json)
+            _show_details(found, details_id, as_json)
             return
-        retained = []
-        for checkpoint_id in storage.completed_checkpoint_ids():
-            metadata = storage.load_metadata(checkpoint_id)
-            retained.append(
-                {
-                    "id": checkpoint_id,
-                    "is_final": bool(metadata.get("is_final", False)),
-                    "operators": len(metadata.get("operators", {})),
-                    "path": str(storage.checkpoint_dir(checkpoint_id)),
-                }
-            )
     except (BarrierflowError, OSError) as error:
         _fail(error)
+    entries = found.history
     shown = entries[-last:] if last else entries
     if as_json:
-        summaries = [encode_record(e.stats, job_id=e.job_id) for e in reversed(shown)]
-        for summary in summaries:
-            del summary["tasks"]
         click.echo(
             json.dumps(
                 {
                     "job": job_name,
-                    "folder": str(storage.job_dir),
-                    "retained": retained,
-                    "history": summaries,
+                    "folder": found.folder,
+                    "retained": [
+                        {
+                            "id": c.checkpoint_id,
+                            "is_final": c.is_final,
+                            "operators": c.operators,
+                            "path": c.path,
+                        }
+                        for c in found.retained
+                    ],
+                    "history": [checkpoint_summary(e) for e in reversed(shown)],
                 },
                 indent=2,
             )
         )
         return
-    if not retained and not entries:
-        console.print(f"no checkpoints of '{job_name}' in {storage.job_dir}")
+    if not found.retained and not entries:
+        console.print(f"no checkpoints of '{job_name}' in {found.folder}")
         return
     out = Console()
-    if retained:
+    if found.retained:
         table = Table("id", "final", "operators", "path", title="Completed checkpoints on disk")
-        for entry in retained:
+        for checkpoint in found.retained:
             table.add_row(
-                str(entry["id"]),
-                "yes" if entry["is_final"] else "",
-                str(entry["operators"]),
-                entry["path"],
+                str(checkpoint.checkpoint_id),
+                "yes" if checkpoint.is_final else "",
+                str(checkpoint.operators),
+                checkpoint.path,
             )
         out.print(table)
     else:
-        out.print(f"no completed checkpoints of '{job_name}' on disk in {storage.job_dir}")
+        out.print(f"no completed checkpoints of '{job_name}' on disk in {found.folder}")
     if entries:
         out.print(_history_table([e.stats for e in shown], len(entries)))
 
@@ -504,31 +481,6 @@ def _fail(error: BaseException) -> NoReturn:
     """One readable line and exit status 1 (checkpoint read problems name their file)."""
     console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
     sys.exit(1)
-
-
-def _require_job_folder(storage, checkpoint_dir: str, job_name: str) -> None:
-    """A clear error when CHECKPOINT_DIR holds no folder for JOB_NAME (naming those it holds)."""
-    from barrierflow import _fs
-    from barrierflow.checkpoint.history import HISTORY_FILE
-
-    try:
-        found = _fs.is_dir(storage.job_dir)
-        if found:
-            return
-        if not _fs.is_dir(storage.root):
-            raise BarrierflowError(f"checkpoint folder {storage.root} does not exist")
-        jobs = [
-            name
-            for name in _fs.list_dir(storage.root)
-            if any(
-                n == HISTORY_FILE or n.startswith("chk-")
-                for n in _fs.list_dir(storage.root.child(name))
-            )
-        ]
-    except OSError as error:
-        raise BarrierflowError(f"cannot read {checkpoint_dir}: {error}") from error
-    known = f"; it holds the jobs: {', '.join(jobs)}" if jobs else "; it holds no jobs"
-    raise BarrierflowError(f"no job '{job_name}' in {storage.root}{known}")
 
 
 def _history_table(history: list[CheckpointStats], total: int) -> Table:
@@ -567,25 +519,17 @@ def _history_table(history: list[CheckpointStats], total: int) -> Table:
     return table
 
 
-def _show_details(
-    entries: list[HistoryRecord],
-    checkpoint_id: int,
-    job_name: str,
-    history: CheckpointHistoryFile,
-    as_json: bool,
-) -> None:
-    from barrierflow.checkpoint.history_codec import encode_record
-
-    matching = [e for e in entries if e.stats.checkpoint_id == checkpoint_id]
+def _show_details(found: JobCheckpoints, checkpoint_id: int, as_json: bool) -> None:
+    matching = [e for e in found.history if e.stats.checkpoint_id == checkpoint_id]
     if not matching:
         raise BarrierflowError(
-            f"checkpoint {checkpoint_id} of '{job_name}' is not in its history "
-            f"({history.location} keeps the last {history.limit} checkpoints)"
+            f"checkpoint {checkpoint_id} of '{found.job_name}' is not in its history "
+            f"({found.history_location} keeps the last {found.history_limit} checkpoints)"
         )
-    entry = matching[-1]
+    entry: HistoryRecord = matching[-1]
     stats = entry.stats
     if as_json:
-        click.echo(json.dumps(encode_record(stats, job_id=entry.job_id), indent=2))
+        click.echo(json.dumps(checkpoint_summary(entry, details=True), indent=2))
         return
     out = Console()
     out.print(

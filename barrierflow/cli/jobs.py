@@ -21,7 +21,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from barrierflow.cli.remote import RemoteJob, request_json
-from barrierflow.cluster.registry import JobRegistry
 from barrierflow.errors import (
     BarrierflowError,
     JobLookupError,
@@ -29,6 +28,7 @@ from barrierflow.errors import (
     TokenRefusedError,
     UnreachableError,
 )
+from barrierflow.jobs import JobRegistry
 
 __all__ = ["JOB_COMMANDS", "add_job_commands"]
 

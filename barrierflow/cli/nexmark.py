@@ -17,15 +17,16 @@ latency percentiles (as one JSON object with `--json`). Errors are one line, exi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import NoReturn
 
 import click
+import pyarrow.fs as pafs
 
-from barrierflow import _fs
-from barrierflow._bytes import format_bytes
 from barrierflow.errors import BarrierflowError
+from barrierflow.jobs import format_bytes
 from barrierflow.nexmark.events_file import write_events
 from barrierflow.nexmark.generator import GeneratorConfig
 from barrierflow.nexmark.queries import EXTRA_QUERY_NAMES, QUERY_NAMES
@@ -74,11 +75,18 @@ def generate(count: int, path: str, seed: int, rate: int, group_size: int) -> No
             seed=seed, first_event_rate=rate, out_of_order_group_size=group_size
         )
         written = write_events(path, config, count)
-        size = _fs.file_size(_fs.location(path))
+        size = _file_size(path)
     except (BarrierflowError, OSError) as error:
         _fail(error)
     seconds = time.monotonic() - started
     click.echo(f"wrote {written:,} events to {path} ({format_bytes(size)}) in {seconds:.1f} s")
+
+
+def _file_size(path: str) -> int:
+    """The size of the file written at `path`, a local path or a URI pyarrow reads."""
+    uri = path if "://" in path else os.path.abspath(os.path.expanduser(path))
+    filesystem, inner = pafs.FileSystem.from_uri(uri)
+    return filesystem.get_file_info(inner).size
 
 
 @nexmark.command(context_settings={"max_content_width": 100})

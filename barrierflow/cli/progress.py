@@ -20,13 +20,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from barrierflow.cluster.jobmaster.views import JobStatus
+from barrierflow.jobs import JobStatus
 
 if TYPE_CHECKING:
     from barrierflow.api.environment import JobClient
-    from barrierflow.cluster.jobmaster.views import JobView
-    from barrierflow.cluster.metrics.view import MetricsSnapshot
-    from barrierflow.graph.job_graph import JobGraph
+    from barrierflow.jobs import JobGraph, JobView, MetricsSnapshot
 
 __all__ = [
     "JobShape",

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from barrierflow.cluster.jobmaster.views import JobStatus
 from barrierflow.errors import (
     RemoteJobError,
     SavepointFailedError,
     TokenRefusedError,
     UnreachableError,
 )
+from barrierflow.jobs import JobStatus
 
 __all__ = ["RemoteJob"]
 

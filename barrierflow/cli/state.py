@@ -19,8 +19,8 @@ from typing import NoReturn
 
 import click
 
-from barrierflow._bytes import format_bytes
 from barrierflow.errors import BarrierflowError
+from barrierflow.jobs import format_bytes
 from barrierflow.state_processor import Snapshot, load
 
 __all__ = ["state"]
