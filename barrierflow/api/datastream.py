@@ -20,10 +20,13 @@ from barrierflow.runtime.operators.timestamps_and_watermarks import (
 )
 from barrierflow.runtime.partitioners import (
     BroadcastPartitioner,
+    CustomPartitioner,
     ForwardPartitioner,
     KeyGroupStreamPartitioner,
     Partitioner,
     RebalancePartitioner,
+    RescalePartitioner,
+    ShufflePartitioner,
 )
 
 if TYPE_CHECKING:
@@ -223,6 +226,36 @@ class DataStream:
     def forward(self) -> DataStream:
         return DataStream(self._env, self._partition(ForwardPartitioner()))
 
+    def shuffle(self) -> DataStream:
+        """Each record to a uniformly random subtask of the next operator."""
+        return DataStream(self._env, self._partition(ShufflePartitioner()))
+
+    def rescale(self) -> DataStream:
+        """Round-robin to the next operator's subtasks. On Spark there is no local subset of
+        them to prefer (every channel is a TCP connection), so it is `rebalance()`."""
+        return DataStream(self._env, self._partition(RescalePartitioner()))
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        """Each record to subtask `partitioner.partition(key, num_partitions)` of the next
+        operator, `key` being `key_selector`'s (a `Partitioner` or a function of the two).
+        A partition outside 0..num_partitions-1 fails the job, naming it.
+
+        >>> from barrierflow import StreamExecutionEnvironment
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> _ = env.from_collection([1, 2, 3]).partition_custom(lambda k, n: k % n, lambda v: v)
+        """
+        if not callable(partitioner) and not callable(getattr(partitioner, "partition", None)):
+            raise JobDefinitionError(
+                "partition_custom needs a Partitioner or a function (key, num_partitions) -> "
+                f"int, got {partitioner!r}"
+            )
+        if not callable(key_selector) and not hasattr(key_selector, "get_key"):
+            raise JobDefinitionError(
+                f"partition_custom needs a callable or KeySelector, got {key_selector!r}"
+            )
+        custom = CustomPartitioner(partitioner, key_selector)
+        return DataStream(self._env, self._partition(custom))
+
     # -- properties of the last operator ---------------------------------------------------------
 
     def uid(self, uid: str) -> DataStream:
@@ -265,6 +298,43 @@ class DataStream:
 
     def get_name(self) -> str:
         return self._transformation.name
+
+    def start_new_chain(self) -> DataStream:
+        """Begin a new chain at this operator: it runs in its own stream task, fed over a
+        channel, instead of in its upstream's (the operators after it may chain to it)."""
+        self._physical("start_new_chain").chaining = "head"
+        return self
+
+    def disable_chaining(self) -> DataStream:
+        """Run this operator in a stream task of its own: nothing chains to it or from it."""
+        self._physical("disable_chaining").chaining = "never"
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        """Accepted and kept as a name (a str, or a `SlotSharingGroup`'s `get_name()`).
+
+        In Flink, operators of one group may share a TaskManager slot. On Spark each subtask
+        (a chain of operators) is one Spark task of the job's barrier stage and takes one
+        task slot of its own (`spark.task.cpus` cores); Spark places the tasks, and there is
+        nothing to share or separate, so the group changes nothing."""
+        name = getattr(slot_sharing_group, "get_name", None)
+        name = name() if callable(name) else slot_sharing_group
+        if not isinstance(name, str) or not name:
+            raise JobDefinitionError(
+                f"slot_sharing_group needs a non-empty name, got {slot_sharing_group!r}"
+            )
+        self._physical("slot_sharing_group").slot_sharing_group = name
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        """The upper bound of this operator's parallelism: a parallelism above it is refused
+        when the job is built. Its key groups stay the job's (`env.set_max_parallelism`):
+        barrierflow's checkpoints keep one key-group count per job."""
+        value = _operator_parallelism(max_parallelism)
+        if value > 32768:
+            raise JobDefinitionError(f"max parallelism must be <= 32768, got {value}")
+        self._physical("set_max_parallelism").max_parallelism = value
+        return self
 
     def set_parallelism(self, parallelism: int) -> DataStream:
         """This operator's parallelism; above the environment's and the command line's."""
@@ -405,6 +475,18 @@ class DataStreamSink:
     def set_parallelism(self, parallelism: int) -> DataStreamSink:
         """The sink's parallelism; above the environment's and the command line's."""
         self._transformation.parallelism = _operator_parallelism(parallelism)
+        return self
+
+    def disable_chaining(self) -> DataStreamSink:
+        """Run the sink in a stream task of its own (see `DataStream.disable_chaining`)."""
+        self._transformation.chaining = "never"
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStreamSink:
+        """Accepted and kept as a name; changes nothing on Spark (see
+        `DataStream.slot_sharing_group`)."""
+        name = getattr(slot_sharing_group, "get_name", None)
+        self._transformation.slot_sharing_group = name() if callable(name) else slot_sharing_group
         return self
 
 

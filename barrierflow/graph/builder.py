@@ -24,7 +24,9 @@ def build_job_graph(
     default_parallelism: int,
     max_parallelism: int,
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS,
+    chaining: bool = True,
 ) -> JobGraph:
+    """`chaining=False`: no operator chains to another (`env.disable_operator_chaining()`)."""
     nodes = [t for t in transformations if not t.is_virtual]
     if not any(t.kind == "sink" for t in nodes):
         raise JobDefinitionError("the job has no sink: add sink_to(...) or print() to a stream")
@@ -38,6 +40,11 @@ def build_job_graph(
             raise JobDefinitionError(
                 f"operator '{t.name}' has parallelism {parallelism[t.id]}, above the max "
                 f"parallelism {max_parallelism}; raise it with env.set_max_parallelism()"
+            )
+        if t.max_parallelism is not None and parallelism[t.id] > t.max_parallelism:
+            raise JobDefinitionError(
+                f"operator '{t.name}' has parallelism {parallelism[t.id]}, above its own max "
+                f"parallelism {t.max_parallelism} (set_max_parallelism)"
             )
     uids = _assign_uids(nodes, inputs)
     consumers: dict[int, list[int]] = defaultdict(list)
@@ -60,7 +67,10 @@ def build_job_graph(
             upstream, partitioner, side_output, _ = ups[0]
             explicit = partitioner is not None
             chainable = (
-                not explicit
+                chaining
+                and t.chaining == "always"
+                and upstream.chaining != "never"
+                and not explicit
                 and side_output is None
                 and upstream.kind != "sink"
                 and len(consumers[upstream.id]) == 1

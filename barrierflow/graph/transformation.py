@@ -45,6 +45,13 @@ class Transformation:
     two_inputs: bool = False
     """An "operator" with two logical inputs (connect, joins): `inputs[0]` feeds its first
     input, `inputs[1]` its second, each possibly a union of several streams."""
+    chaining: str = "always"
+    """How the operator chains: "always" (to its upstream when nothing redistributes in
+    between), "head" (`start_new_chain`: begins a chain), "never" (`disable_chaining`)."""
+    slot_sharing_group: str | None = None
+    """PyFlink's slot sharing group, kept as a name: one Spark task slot per subtask here."""
+    max_parallelism: int | None = None
+    """The operator's own upper bound for its parallelism (`set_max_parallelism`)."""
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

@@ -171,21 +171,7 @@ class KeyGroupStreamPartitioner(Partitioner):
     def route_columnar(
         self, batch: ColumnarBatch, channel_count: int
     ) -> list[tuple[int, ColumnarBatch]]:
-        channels = self.channels_of(batch, channel_count)
-        if len(channels) == 0:
-            return []
-        first = int(channels[0])
-        if (channels == first).all():
-            return [(first, batch)]
-        order = np.argsort(channels, kind="stable")
-        counts = np.bincount(channels, minlength=channel_count)
-        taken = batch.take(order)
-        parts, start = [], 0
-        for channel, count in enumerate(counts.tolist()):
-            if count:
-                parts.append((channel, taken.slice(start, start + count)))
-                start += count
-        return parts
+        return split_columnar(batch, self.channels_of(batch, channel_count), channel_count)
 
     def channels_of(self, batch: ColumnarBatch, channel_count: int) -> np.ndarray:
         """The channel of every row of `batch` (int64)."""
@@ -207,3 +193,121 @@ class KeyGroupStreamPartitioner(Partitioner):
 
     def __repr__(self) -> str:
         return "HASH"
+
+
+def split_columnar(
+    batch: ColumnarBatch, channels: np.ndarray, channel_count: int
+) -> list[tuple[int, ColumnarBatch]]:
+    """`batch` cut by each row's channel (int64): one `take` per batch, order kept within a
+    channel."""
+    if len(channels) == 0:
+        return []
+    first = int(channels[0])
+    if (channels == first).all():
+        return [(first, batch)]
+    order = np.argsort(channels, kind="stable")
+    counts = np.bincount(channels, minlength=channel_count)
+    taken = batch.take(order)
+    parts, start = [], 0
+    for channel, count in enumerate(counts.tolist()):
+        if count:
+            parts.append((channel, taken.slice(start, start + count)))
+            start += count
+    return parts
+
+
+class _PerRecordPartitioner(Partitioner):
+    """A partitioner that picks each record's channel by `_channels` (shuffle, custom)."""
+
+    def _channels(self, values: list[Any], channel_count: int) -> list[int]:
+        raise NotImplementedError
+
+    def route(self, batch: list[Any], channel_count: int) -> list[tuple[int, list[Any]]]:
+        parts: list[list[Any]] = [[] for _ in range(channel_count)]
+        for value, channel in zip(batch, self._channels(batch, channel_count), strict=True):
+            parts[channel].append(value)
+        return [(channel, part) for channel, part in enumerate(parts) if part]
+
+    def route_with_timestamps(
+        self, values: list[Any], timestamps: list[int], channel_count: int
+    ) -> list[tuple[int, list[Any], list[int]]]:
+        parts: list[list[Any]] = [[] for _ in range(channel_count)]
+        stamps: list[list[int]] = [[] for _ in range(channel_count)]
+        channels = self._channels(values, channel_count)
+        for value, timestamp, channel in zip(values, timestamps, channels, strict=True):
+            parts[channel].append(value)
+            stamps[channel].append(timestamp)
+        return [(channel, part, stamps[channel]) for channel, part in enumerate(parts) if part]
+
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        channels = np.array(self._channels(batch.values, channel_count), dtype=np.int64)
+        return split_columnar(batch, channels, channel_count)
+
+
+class ShufflePartitioner(_PerRecordPartitioner):
+    """Each record to a uniformly random channel (PyFlink's `shuffle()`)."""
+
+    name = "shuffle"
+
+    def __init__(self) -> None:
+        self._random = np.random.default_rng()
+
+    def _channels(self, values: list[Any], channel_count: int) -> list[int]:
+        return self._random.integers(0, channel_count, len(values)).tolist()
+
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        channels = self._random.integers(0, channel_count, len(batch))
+        return split_columnar(batch, channels, channel_count)
+
+
+class RescalePartitioner(RebalancePartitioner):
+    """PyFlink's `rescale()`: round-robin, as `rebalance()`.
+
+    Flink's rescale sends each subtask's records to a local subset of the next operator's
+    subtasks to stay within a TaskManager. On Spark every channel between stream tasks is a
+    TCP connection whatever the executors, so there is no local subset to prefer; records
+    go round-robin over all the next operator's subtasks."""
+
+    name = "rescale"
+
+
+@dataclass
+class CustomPartitioner(_PerRecordPartitioner):
+    """PyFlink's `partition_custom(partitioner, key_selector)`: the channel of each record is
+    `partitioner.partition(key, channel_count)` (or `partitioner(key, channel_count)`)."""
+
+    partitioner: Any
+    key_selector: Any
+    name: str = field(default="custom", init=False)
+
+    def __post_init__(self) -> None:
+        bound = getattr(self.partitioner, "partition", None)  # PyFlink's Partitioner class
+        self._partition = bound if callable(bound) else self.partitioner
+        if not callable(self._partition):
+            raise TypeError(
+                f"partition_custom needs a Partitioner or a function (key, num_partitions) -> "
+                f"int, got {self.partitioner!r}"
+            )
+        self._get_key = as_callable(self.key_selector, "get_key", "KeySelector")
+
+    def _channels(self, values: list[Any], channel_count: int) -> list[int]:
+        partition, get_key = self._partition, self._get_key
+        channels = [partition(get_key(value), channel_count) for value in values]
+        for channel in channels:
+            if isinstance(channel, bool) or not isinstance(channel, int):
+                raise TypeError(
+                    f"partition_custom: the partitioner returned {channel!r}, not a partition"
+                )
+            if not 0 <= channel < channel_count:
+                raise ValueError(
+                    f"partition_custom: the partitioner returned partition {channel}, "
+                    f"outside 0..{channel_count - 1}"
+                )
+        return channels
+
+    def __repr__(self) -> str:
+        return "CUSTOM"

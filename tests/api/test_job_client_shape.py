@@ -10,7 +10,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from barrierflow.api.environment import JobClient, JobExecutionResult, _in_background
+from barrierflow.api.job_client import JobClient, JobExecutionResult, _in_background
 from barrierflow.errors import ConfigurationError
 
 

@@ -266,9 +266,9 @@ def test_the_job_client_raises_the_reason_of_a_failed_savepoint(tmp_path):
     client = JobClient(job.master, None)  # runs the JobMaster on its own thread
     assert job.master.wait_for(lambda s: s.state == "DEPLOYING", timeout=30)
     with pytest.raises(SavepointError, match="the savepoint failed: the job is DEPLOYING"):
-        client.trigger_savepoint(str(tmp_path / "sp"), timeout=30)
+        client.trigger_savepoint(str(tmp_path / "sp"), timeout=30).result()
     with pytest.raises(SavepointError, match="stop with savepoint failed: the job is DEPLOYING"):
-        client.stop_with_savepoint(drain=True, timeout=30)
+        client.stop_with_savepoint(drain=True, timeout=30).result()
     client.cancel()
     with pytest.raises(JobExecutionError, match="cancelled"):
         client.wait(timeout=30)
