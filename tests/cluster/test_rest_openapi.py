@@ -79,3 +79,28 @@ def test_every_declared_route_is_in_the_spec_and_the_dispatcher_and_nothing_else
 
 def spec_operations_by_key(spec) -> dict[tuple[str, str], dict]:
     return {(m.upper(), p): op for p, ops in spec["paths"].items() for m, op in ops.items()}
+
+
+def test_a_jobs_state_is_an_enum_of_the_job_statuses_and_the_bodies_keep_to_it():
+    """`state` (a job's bodies) and `status` (the job list) name JobStatus's values, so a
+    client generated from the spec gets an enum; every status's body validates, other
+    text does not."""
+    import jsonschema
+
+    from barrierflow.checkpoint.stats import CheckpointStatsTracker
+    from barrierflow.cluster.jobmaster.views import JobStatus, JobView
+    from barrierflow.cluster.rest.bodies import job_overview_json
+
+    schemas = openapi.openapi_spec()["components"]["schemas"]
+    statuses = [status.value for status in JobStatus]
+    assert schemas["JobOverview"]["properties"]["state"] == {"type": "string", "enum": statuses}
+    listed = schemas["JobIds"]["properties"]["jobs"]["items"]["properties"]["status"]
+    assert listed == {"type": "string", "enum": statuses}
+    overview = jsonschema.Draft4Validator(schemas["JobOverview"])
+    for status in JobStatus:
+        view = JobView(
+            "j1", "job", status, 1, 1_000, 2_000, (), CheckpointStatsTracker(()).snapshot()
+        )
+        overview.validate(json.loads(json.dumps(job_overview_json(view))))
+    body = json.loads(json.dumps(job_overview_json(view)))
+    assert not overview.is_valid({**body, "state": "running"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.cluster.jobmaster.views import Recovery
+from barrierflow.cluster.jobmaster.views import JobStatus, Recovery
 from barrierflow.cluster.rest.routes import DECLARED, Declared, QueryParameter, Response
 
 __all__ = ["EXTRA_PATHS", "OPENAPI_VERSION", "openapi_spec"]
@@ -41,6 +41,8 @@ _NUM_OR_NULL = _nullable("number")
 _INT_OR_NULL = _nullable("integer")
 _STR_OR_NULL = _nullable("string")
 _ANY_OBJECT = {"type": "object"}
+_JOB_STATUS = {"type": "string", "enum": [status.value for status in JobStatus]}
+"""A job's state (`JobStatus`), as the job bodies' `state` and the job list's `status`."""
 
 _SCHEMAS: dict[str, Any] = {
     "Error": _object({"errors": {"type": "array", "items": _STR, "minItems": 1}}),
@@ -54,12 +56,14 @@ _SCHEMAS: dict[str, Any] = {
             "spark_ui": _STR_OR_NULL,
         }
     ),
-    "JobIds": _object({"jobs": {"type": "array", "items": _object({"id": _STR, "status": _STR})}}),
+    "JobIds": _object(
+        {"jobs": {"type": "array", "items": _object({"id": _STR, "status": _JOB_STATUS})}}
+    ),
     "JobOverview": _object(
         {
             "jid": _STR,
             "name": _STR,
-            "state": _STR,
+            "state": _JOB_STATUS,
             "attempt": _INT,
             "start-time": _INT,
             "end-time": _INT,
