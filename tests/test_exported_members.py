@@ -142,6 +142,13 @@ PUBLIC = {
         "ValueState",
         "ValueStateDescriptor",
     },
+    "barrierflow.serialization": {
+        "ByteArraySchema",
+        "DeserializationSchema",
+        "Encoder",
+        "SerializationSchema",
+        "SimpleStringSchema",
+    },
     "barrierflow.state_processor": {
         "KeyedEntry",
         "ListStateInfo",
