@@ -9,8 +9,10 @@ from barrierflow.core.column_key import ColumnKey
 from barrierflow.core.output_tag import OutputTag
 from barrierflow.errors import JobDefinitionError
 from barrierflow.graph.transformation import Transformation
+from barrierflow.runtime.operators.field_aggregation import FieldAggregation
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator, KeyedReduceOperator
 from barrierflow.runtime.operators.keyed_batch import KeyedBatchOperator
+from barrierflow.runtime.operators.keyed_stateless import KeyedFilter, KeyedFlatMap, KeyedMap
 from barrierflow.runtime.operators.map_batches import MapBatchesOperator
 from barrierflow.runtime.operators.process import ProcessOperator
 from barrierflow.runtime.operators.source_sink import SinkOperator
@@ -404,6 +406,58 @@ class KeyedStream(DataStream):
 
     def reduce(self, func: Any) -> DataStream:
         return self._add_operator("Reduce", KeyedReduceOperator, self._key_selector, func)
+
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        """`map` whose function may use keyed state (`runtime_context.get_state(...)` in its
+        `open`), scoped to each record's key, as in PyFlink."""
+        return self._keyed_function("Map", KeyedMap(func))
+
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        """`flat_map` whose function may use keyed state (see `map`)."""
+        return self._keyed_function("FlatMap", KeyedFlatMap(func))
+
+    def filter(self, func: Any) -> DataStream:
+        """`filter` whose function may use keyed state (see `map`)."""
+        return self._keyed_function("Filter", KeyedFilter(func))
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        """The running sum of one field per key; the other fields are the key's first
+        record's (PyFlink's). The field is a position or a name (Rows, dicts, objects).
+
+        >>> from barrierflow import StreamExecutionEnvironment
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> _ = env.from_collection([("a", 1), ("a", 2)]).key_by(lambda r: r[0]).sum(1).print()
+        """
+        return self._aggregate("sum", position_to_sum)
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        """The running minimum of one field per key, other fields from the key's first
+        record; `min_by` keeps the whole record with the minimum instead."""
+        return self._aggregate("min", position_to_min)
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        """The running maximum of one field per key (see `min`)."""
+        return self._aggregate("max", position_to_max)
+
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        """The record with the smallest field so far per key (the earliest on a tie)."""
+        return self._aggregate("min_by", position_to_min_by)
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        """The record with the largest field so far per key (the earliest on a tie)."""
+        return self._aggregate("max_by", position_to_max_by)
+
+    def _aggregate(self, kind: str, position: int | str) -> DataStream:
+        if isinstance(position, bool) or not isinstance(position, (int, str)):
+            raise JobDefinitionError(
+                f"{kind} needs a field position (int) or name (str), got {position!r}"
+            )
+        aggregation = FieldAggregation(kind, position)
+        name = "".join(part.capitalize() for part in kind.split("_"))
+        return self._add_operator(name, KeyedReduceOperator, self._key_selector, aggregation)
+
+    def _keyed_function(self, name: str, function: Any) -> DataStream:
+        return self._add_operator(name, KeyedProcessOperator, self._key_selector, function)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         return self._add_operator("KeyedProcess", KeyedProcessOperator, self._key_selector, func)
