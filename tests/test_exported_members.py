@@ -39,6 +39,7 @@ PUBLIC = {
         "WindowedStream",
     },
     "barrierflow.connectors": {
+        "DeliveryGuarantee",
         "Sink",
         "SinkContext",
         "SinkWriter",

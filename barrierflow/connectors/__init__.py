@@ -14,9 +14,11 @@ from barrierflow.connectors.base import (
     SourceSplit,
     SplitBatch,
 )
+from barrierflow.connectors.delivery_guarantee import DeliveryGuarantee
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 
 __all__ = [
+    "DeliveryGuarantee",
     "Sink",
     "SinkContext",
     "SinkWriter",

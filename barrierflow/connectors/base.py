@@ -218,6 +218,11 @@ class SourceReader(ABC):
             return None
         return SplitBatch(WHOLE_READER_SPLIT, records)
 
+    def notify_checkpoint_complete(self, checkpoint_id: int, positions: Any) -> None:  # noqa: B027
+        """Checkpoint `checkpoint_id` completed; `positions` is what `snapshot()` gave at its
+        barrier. An optional hook: a Kafka reader commits them to its consumer group (for
+        monitoring; recovery always reads the checkpoint)."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files or connections."""
 

@@ -90,6 +90,9 @@ class SourceOperator(StreamOperator):
         self._ended = False
         self._finished_splits: set[str] = set()
         self._next_periodic: int | None = None
+        self._taken: dict[int, Any] = {}
+        """Positions snapshotted per checkpoint not yet completed, for a reader with a
+        completion hook (`SourceReader.notify_checkpoint_complete`)."""
         self.failed_at: str | None = None
         """Where the batch was read whose processing down the chain raised (a user function
         chained to this source), for the task's failure report."""
@@ -192,7 +195,23 @@ class SourceOperator(StreamOperator):
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot:
         assert self.reader is not None
-        return OperatorSnapshot(operator=self.reader.snapshot())
+        positions = self.reader.snapshot()
+        if (
+            type(self.reader).notify_checkpoint_complete
+            is not SourceReader.notify_checkpoint_complete
+        ):
+            self._taken[checkpoint_id] = positions  # for the reader's completion hook
+        return OperatorSnapshot(operator=positions)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        positions = self._taken.pop(checkpoint_id, None)
+        for older in [c for c in self._taken if c < checkpoint_id]:
+            del self._taken[older]
+        if positions is not None and self.reader is not None:
+            self.reader.notify_checkpoint_complete(checkpoint_id, positions)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self._taken.pop(checkpoint_id, None)
 
     def close(self) -> None:
         if self.reader is not None:
