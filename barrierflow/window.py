@@ -35,6 +35,10 @@ from barrierflow.core.windows.assigners import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
+from barrierflow.core.windows.count_assigners import (
+    CountSlidingWindowAssigner,
+    CountTumblingWindowAssigner,
+)
 from barrierflow.core.windows.sessions import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
@@ -52,12 +56,15 @@ from barrierflow.core.windows.triggers import (
     Trigger,
     TriggerResult,
 )
-from barrierflow.core.windows.window import GlobalWindow, TimeWindow, Window
+from barrierflow.core.windows.window import CountWindow, GlobalWindow, TimeWindow, Window
 
 __all__ = [
     "MAX_TIMESTAMP",
     "ContinuousEventTimeTrigger",
+    "CountSlidingWindowAssigner",
     "CountTrigger",
+    "CountTumblingWindowAssigner",
+    "CountWindow",
     "DynamicEventTimeSessionWindows",
     "DynamicProcessingTimeSessionWindows",
     "EventTimeSessionWindows",

@@ -16,6 +16,7 @@ PUBLIC = {
         "CheckpointConfig",
         "CheckpointingMode",
         "CoGroupedStreams",
+        "Configuration",
         "ConnectedStreams",
         "DataStream",
         "DataStreamSink",
@@ -166,7 +167,10 @@ PUBLIC = {
     "barrierflow.window": {
         "MAX_TIMESTAMP",
         "ContinuousEventTimeTrigger",
+        "CountSlidingWindowAssigner",
         "CountTrigger",
+        "CountTumblingWindowAssigner",
+        "CountWindow",
         "DynamicEventTimeSessionWindows",
         "DynamicProcessingTimeSessionWindows",
         "EventTimeSessionWindows",

@@ -500,6 +500,20 @@ class KeyedStream(DataStream):
 
         return WindowedStream(self, window_assigner)
 
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        """Tumbling (`slide` 0) or sliding count windows of `size` elements per key
+        (`barrierflow.window.CountTumblingWindowAssigner` / `CountSlidingWindowAssigner`,
+        PyFlink's semantics: a window fires once it holds `size` elements)."""
+        from barrierflow.api.windowed_stream import WindowedStream
+        from barrierflow.core.windows.count_assigners import (
+            CountSlidingWindowAssigner,
+            CountTumblingWindowAssigner,
+        )
+
+        if slide == 0:
+            return WindowedStream(self, CountTumblingWindowAssigner(size))
+        return WindowedStream(self, CountSlidingWindowAssigner(size, slide))
+
     def interval_join(self, other: KeyedStream) -> IntervalJoin:
         """Join with `other` on equal keys and `left.ts + lower <= right.ts <= left.ts + upper`:
         `.between(lower, upper).process(ProcessJoinFunction)`."""

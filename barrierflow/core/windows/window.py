@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from barrierflow.core.time import MAX_TIMESTAMP
 
-__all__ = ["GlobalWindow", "MergeCallback", "TimeWindow", "Window"]
+__all__ = ["CountWindow", "GlobalWindow", "MergeCallback", "TimeWindow", "Window"]
 
 _PUBLIC_MODULE = "barrierflow.window"
 """Where pickles (savepoints, state-processor frames) name the windows: their public path."""
@@ -140,6 +140,22 @@ class GlobalWindow(Window):
         return "GlobalWindow"
 
 
+@dataclass(frozen=True, order=True, slots=True)
+class CountWindow(Window):
+    """The `id`-th window of a key's count windows (PyFlink's CountWindow): it ends with
+    the end of time, so only its trigger fires it, never a watermark or a clock.
+
+    >>> CountWindow(3), CountWindow(3).max_timestamp() == MAX_TIMESTAMP
+    (CountWindow(id=3), True)
+    """
+
+    id: int
+
+    def max_timestamp(self) -> int:
+        return MAX_TIMESTAMP
+
+
 # Set after the classes are built: a dataclass reads its module's namespace while it builds.
 TimeWindow.__module__ = _PUBLIC_MODULE
 GlobalWindow.__module__ = _PUBLIC_MODULE
+CountWindow.__module__ = _PUBLIC_MODULE

@@ -140,14 +140,18 @@ class WindowOperator(KeyedOperator):
 
     def process_batch(self, batch: RecordBatch) -> None:
         logic, get_key, service = self.logic, self._get_key, self.timer_service
-        assert logic is not None and service is not None
+        assert logic is not None and service is not None and self.backend is not None
         watermark = service.current_watermark
         now = self._now()
         process = logic.process_element
+        # The assigner may keep keyed state of the record's key (count windows count there).
+        set_key = self.backend.set_current_key
         timestamps = batch.timestamps or [NO_TIMESTAMP] * len(batch.values)
         for value, timestamp in zip(batch.values, timestamps, strict=True):
             stamp = None if timestamp == NO_TIMESTAMP else timestamp
-            self._collect(process(get_key(value), value, stamp, watermark, now))
+            key = get_key(value)
+            set_key(key)
+            self._collect(process(key, value, stamp, watermark, now))
         self.flush_timer_outputs()
 
     def on_event_time(self, timer: Timer) -> None:
