@@ -92,9 +92,9 @@ class KafkaReader(SourceReader):
         if self._fetcher is None:
             self._start()
         self._drain()
+        split_id = self._next_buffered()  # finishes ended partitions whose records are out
         if self._finish_notices:
             return SplitBatch(self._finish_notices.pop(), [], finished=True)
-        split_id = self._next_buffered()
         if split_id is None:
             if self.source.bounded and len(self._finished) == len(self.positions):
                 return None
