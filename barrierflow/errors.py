@@ -38,6 +38,7 @@ BarrierflowError
     UnreachableError                ... because nothing answers at the endpoint's address
     TokenRefusedError               ... because the endpoint wants a token, or another one
     SavepointFailedError            ... because the job answered that the savepoint failed
+  UserFunctionError                 a user function raised while `barrierflow.testing` drove it
 
 Internal signals that never leave their module (a task's cancellation, a refused handshake,
 a line a format cannot parse) are plain exceptions defined where they are raised and caught.
@@ -207,3 +208,9 @@ class TokenRefusedError(RemoteJobError):
 
 class SavepointFailedError(RemoteJobError):
     """The job answered that the savepoint failed."""
+
+
+class UserFunctionError(BarrierflowError):
+    """A user function (or what it called) raised while a `barrierflow.testing` harness drove
+    it; the message names the call, the element or timer, and the line that raised, and the
+    original exception is the cause."""

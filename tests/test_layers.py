@@ -4,6 +4,8 @@ Read statically (the AST of every module, imports inside functions and under
 `TYPE_CHECKING` included), so a lazy import cannot hide an upward dependency.
 The order, top to bottom (issue 9):
 
+    testing     barrierflow.testing (harnesses for user functions over the real operators):
+                nothing in barrierflow imports it
     facade      barrierflow/__init__.py, functions.py, window.py, metrics.py, jobs.py, cli/
                 (the command line), chaos/ (the exactly-once self-check), state_processor/,
                 nexmark/
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "barrierflow"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("testing",),
     (
         "barrierflow",
         "functions",
@@ -57,7 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 """Units per layer, top first. A unit is a subpackage or a module of barrierflow; the
 unit "barrierflow" is the package's own `__init__`."""
 
-FACADE = LAYERS[0]
+FACADE = LAYERS[1]
 BELOW_THE_API = ("graph", "runtime", "checkpoint", "state", "connectors", "core")
 
 
