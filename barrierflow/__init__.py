@@ -7,6 +7,7 @@ from barrierflow.api.checkpoint_config import (
     CheckpointingMode,
     ExternalizedCheckpointRetention,
 )
+from barrierflow.api.configuration import Configuration
 from barrierflow.api.connected_streams import ConnectedStreams
 from barrierflow.api.datastream import DataStream, DataStreamSink, KeyedStream
 from barrierflow.api.environment import (
@@ -39,6 +40,7 @@ __all__ = [
     "CheckpointConfig",
     "CheckpointingMode",
     "CoGroupedStreams",
+    "Configuration",
     "ConnectedStreams",
     "DataStream",
     "DataStreamSink",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from barrierflow.api.checkpoint_config import CheckpointConfig, CheckpointingMode
+from barrierflow.api.configuration import Configuration, apply_to
 from barrierflow.api.datastream import DataStream
 from barrierflow.api.driver_signals import StopOnSignals, exit_status
 from barrierflow.api.execution_config import ExecutionConfig
@@ -28,7 +29,9 @@ from barrierflow.core.restart_strategies import (
     RestartStrategies,
     RestartStrategyConfiguration,
 )
+from barrierflow.core.runtime_execution_mode import RuntimeExecutionMode
 from barrierflow.core.state_backends import HashMapStateBackend, StateBackend
+from barrierflow.core.typeinfo import check_type_info
 from barrierflow.core.watermark_strategy import WatermarkStrategy
 from barrierflow.errors import ConfigurationError, JobDefinitionError
 from barrierflow.graph.builder import build_job_graph
@@ -111,10 +114,51 @@ class StreamExecutionEnvironment:
         self._state_backend: StateBackend = HashMapStateBackend()
         self._changelog_state_backend = False
         self._chaining = True
+        self._configuration = Configuration()
+        """Every key `configure` was given (`get_configuration`)."""
+        self._runtime_mode = RuntimeExecutionMode.STREAMING
 
     @staticmethod
-    def get_execution_environment() -> StreamExecutionEnvironment:
-        return StreamExecutionEnvironment()
+    def get_execution_environment(
+        configuration: Configuration | None = None,
+    ) -> StreamExecutionEnvironment:
+        """A new environment, configured by `configuration` if given (see `configure`)."""
+        env = StreamExecutionEnvironment()
+        if configuration is not None:
+            env.configure(configuration)
+        return env
+
+    def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
+        """Apply a `Configuration`'s Flink options (PyFlink's `configure`): `parallelism.default`,
+        `pipeline.max-parallelism`, `pipeline.name` (the job name `execute()` uses when given
+        none), `pipeline.auto-watermark-interval`, `pipeline.operator-chaining.enabled`,
+        `pipeline.global-job-parameters`, `execution.runtime-mode`, `execution.buffer-timeout`,
+        `execution.checkpointing.interval`/`.mode`/`.dir`/`.savepoint-dir` (and the older
+        `state.checkpoints.dir`, `state.savepoints.dir`), `state.backend.type` (hashmap,
+        rocksdb). `spark.*` keys become the Spark session's settings (`barrierflow run
+        --conf` wins over them). Other keys are kept, unused (`get_configuration`); keys not
+        set leave their settings as they were.
+
+        >>> from barrierflow import Configuration
+        >>> config = Configuration().set_string("parallelism.default", "3")
+        >>> StreamExecutionEnvironment.get_execution_environment(config).get_parallelism()
+        3
+        """
+        apply_to(self, configuration)
+        return self
+
+    def get_configuration(self) -> Configuration:
+        """A copy of every key `configure` was given, known or not."""
+        return Configuration(self._configuration)
+
+    def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
+        """STREAMING (the default), BATCH or AUTOMATIC (see `RuntimeExecutionMode`)."""
+        if not isinstance(execution_mode, RuntimeExecutionMode):
+            raise ConfigurationError(
+                f"set_runtime_mode needs a RuntimeExecutionMode, got {execution_mode!r}"
+            )
+        self._runtime_mode = execution_mode
+        return self
 
     # ---- settings ----------------------------------------------------------------------------
 
@@ -322,13 +366,19 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
             source=source,
         )
         self._add(transformation)
-        return DataStream(self, transformation)
+        return DataStream(self, transformation)._declare(type_info, "from_source")
 
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
+        """A bounded stream of `collection`'s elements; with a row `type_info`
+        (`Types.ROW_NAMED(...)`) each element becomes a `Row` with its field names."""
         from barrierflow.connectors.collection import CollectionSource
 
+        elements = list(collection)
+        if type_info is not None:
+            check_type_info(type_info, "from_collection's type_info")
+            elements = [type_info.conform(element) for element in elements]
         return self.from_source(
-            CollectionSource(list(collection)), WatermarkStrategy.no_watermarks(), "Collection"
+            CollectionSource(elements), WatermarkStrategy.no_watermarks(), "Collection", type_info
         )
 
     def _add(self, transformation: Transformation) -> None:
@@ -337,21 +387,28 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
 
     # ---- execution ---------------------------------------------------------------------------
 
-    def get_job_graph(self, job_name: str = "barrierflow job") -> JobGraph:
+    def get_job_graph(self, job_name: str | None = None) -> JobGraph:
         """The job graph of what was defined; raises ConfigurationError for a default
         parallelism (environment or command line) or an operator's above the max."""
         parallelism, what = self._default_parallelism()
         _check_within_max(parallelism, self._max_parallelism, what)
         return build_job_graph(
-            job_name,
+            self._job_name(job_name),
             self._transformations,
             parallelism,
             self._max_parallelism,
             self._config.get_auto_watermark_interval(),
             chaining=self._chaining,
+            job_parameters=self._config.get_global_job_parameters(),
         )
 
-    def execute(self, job_name: str = "barrierflow job") -> JobExecutionResult:
+    def _job_name(self, job_name: str | None) -> str:
+        """The name given, else the configuration's `pipeline.name`, else "barrierflow job"."""
+        if job_name is not None:
+            return job_name
+        return self._configuration.get_string("pipeline.name", "barrierflow job")
+
+    def execute(self, job_name: str | None = None) -> JobExecutionResult:
         """Run the job until its input ends (bounded) or it is cancelled; raise if it fails.
 
         The steps defined so far make the job and are then cleared (as PyFlink does): a file
@@ -359,6 +416,7 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
 
         On the main thread, SIGTERM and SIGINT (Ctrl-C) stop the job in order and then exit
         the process with one line and status 143 or 130 (api/driver_signals.py)."""
+        job_name = self._job_name(job_name)
         client = self.execute_async(job_name)
         ended: BaseException | None = None
         with StopOnSignals(job_name, client.cancel) as signals:
@@ -375,7 +433,7 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
             _exit_stopped(signals, client, ended)
         return result
 
-    def execute_async(self, job_name: str = "barrierflow job") -> JobClient:
+    def execute_async(self, job_name: str | None = None) -> JobClient:
         from barrierflow.checkpoint.coordinator import CheckpointCoordinatorConfig
         from barrierflow.cluster.jobmaster.job_master import JobMaster, JobSettings
         from barrierflow.cluster.spark.runner import SparkAttemptRunner
@@ -384,6 +442,7 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
         config = self._checkpoint_config
         # Refuse impossible combinations (AT_LEAST_ONCE + unaligned) before anything runs.
         barrier_handler_for(config.mode, config.unaligned, config.aligned_timeout_ms, 1)
+        job_name = self._job_name(job_name)
         graph = self.get_job_graph(job_name)
         # As PyFlink: execute() starts a fresh job; the next one is built from new steps only.
         self._transformations = []
@@ -428,14 +487,25 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
                 shutil.rmtree(scratch, ignore_errors=True)
             command_line_defaults.define_only(graph, settings)
             raise JobDefined(job_name)
-        options = (command_line_defaults.spark_options or SparkOptions()).merged(
-            SparkOptions(py_files=tuple(self._python_files))
-        )
-        connect = functools.partial(SparkAttemptRunner.connect, options=options)
+        connect = functools.partial(SparkAttemptRunner.connect, options=self._spark_options())
         client = JobClient(JobMaster(graph, settings, connect_runner=connect), scratch)
         if command_line_defaults.on_execute is not None:
             command_line_defaults.on_execute(self, client)
         return client
+
+    def _spark_options(self) -> SparkOptions:
+        """The Spark settings of the job's session: the configuration's `spark.*` keys, the
+        command line's on top (`barrierflow run --conf`), plus `add_python_file`'s files."""
+        job_conf = {
+            key: value
+            for key, value in self._configuration.to_dict().items()
+            if key.startswith("spark.")
+        }
+        return (
+            SparkOptions(job_conf)
+            .merged(command_line_defaults.spark_options or SparkOptions())
+            .merged(SparkOptions(py_files=tuple(self._python_files)))
+        )
 
 
 def _exit_stopped(

@@ -29,6 +29,7 @@ class ExecutionConfig:
         self._auto_watermark_interval_ms = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
         self._latency_tracking_interval_ms = 0
         self._metrics_interval_ms = DEFAULT_METRICS_INTERVAL_MS
+        self._global_job_parameters: dict[str, str] = {}
 
     def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
         """How often (ms of processing time) periodic watermark generators are asked for a
@@ -77,3 +78,24 @@ class ExecutionConfig:
 
     def get_metrics_interval(self) -> int:
         return self._metrics_interval_ms
+
+    def set_global_job_parameters(self, global_job_parameters_dict: dict) -> ExecutionConfig:
+        """Parameters every user function can read in the tasks through
+        `runtime_context.get_job_parameter(key, default)` (keys and values as strings, as
+        Flink keeps them); replaces the ones set before.
+
+        >>> config = ExecutionConfig().set_global_job_parameters({"threshold": 3})
+        >>> config.get_global_job_parameters()
+        {'threshold': '3'}
+        """
+        if not isinstance(global_job_parameters_dict, dict):
+            raise ConfigurationError(
+                f"global job parameters must be a dict, got {global_job_parameters_dict!r:.100}"
+            )
+        self._global_job_parameters = {
+            str(key): str(value) for key, value in global_job_parameters_dict.items()
+        }
+        return self
+
+    def get_global_job_parameters(self) -> dict[str, str]:
+        return dict(self._global_job_parameters)

@@ -23,6 +23,11 @@ class RuntimeContext(ABC):
     @abstractmethod
     def get_attempt_number(self) -> int: ...
 
+    def get_job_parameter(self, key: str, default_value: str) -> str:
+        """The global job parameter `key` (`env.get_config().set_global_job_parameters`, or
+        the configuration's `pipeline.global-job-parameters`), else `default_value`."""
+        raise NotImplementedError
+
     @abstractmethod
     def get_state(self, descriptor: Any) -> Any:
         """Keyed `ValueState` for a `ValueStateDescriptor` (keyed streams only)."""

@@ -25,6 +25,7 @@ def build_job_graph(
     max_parallelism: int,
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS,
     chaining: bool = True,
+    job_parameters: dict[str, str] | None = None,
 ) -> JobGraph:
     """`chaining=False`: no operator chains to another (`env.disable_operator_chaining()`)."""
     nodes = [t for t in transformations if not t.is_virtual]
@@ -109,7 +110,14 @@ def build_job_graph(
             edges.append(edge)
             vertices[edge.source_vertex].outputs.append(edge)
             vertices[edge.target_vertex].inputs.append(edge)
-    return JobGraph(job_name, max_parallelism, vertices, edges, auto_watermark_interval_ms)
+    return JobGraph(
+        job_name,
+        max_parallelism,
+        vertices,
+        edges,
+        auto_watermark_interval_ms,
+        dict(job_parameters or {}),
+    )
 
 
 _Input = tuple[Transformation, Partitioner | None, str | None, int]

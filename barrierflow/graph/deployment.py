@@ -52,4 +52,5 @@ def task_descriptor(graph: JobGraph, subtask: SubtaskId) -> TaskDescriptor:
         vertex_names={v.vertex_id: v.name for v in graph.vertices},
         auto_watermark_interval_ms=graph.auto_watermark_interval_ms,
         job_name=graph.job_name,
+        job_parameters=graph.job_parameters,
     )

@@ -68,6 +68,9 @@ class JobGraph:
     edges: list[JobEdge]
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
     """How often sources and watermark assigners ask their generators for a watermark."""
+    job_parameters: dict[str, str] = field(default_factory=dict)
+    """The global job parameters (`ExecutionConfig.set_global_job_parameters`), which user
+    functions read with `runtime_context.get_job_parameter(key, default)`."""
 
     def vertex(self, vertex_id: int) -> JobVertex:
         return self.vertices[vertex_id]

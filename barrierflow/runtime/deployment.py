@@ -88,6 +88,8 @@ class TaskDescriptor:
     auto_watermark_interval_ms: int = DEFAULT_AUTO_WATERMARK_INTERVAL_MS
     job_name: str = ""
     """The job's name (`JobGraph.job_name`)."""
+    job_parameters: dict[str, str] | None = None
+    """The global job parameters (`JobGraph.job_parameters`)."""
 
     @property
     def key_group_range(self) -> KeyGroupRange:

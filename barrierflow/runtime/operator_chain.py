@@ -250,6 +250,7 @@ def operator_context(
         auto_watermark_interval_ms=descriptor.auto_watermark_interval_ms,
         mailbox=mailbox,
         job_name=descriptor.job_name,
+        job_parameters=descriptor.job_parameters or {},
         restored_checkpoint_id=restored_checkpoint_id,
         lineage=settings.lineage,
         abandoned_above=abandoned_above,

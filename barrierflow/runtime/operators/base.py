@@ -76,6 +76,8 @@ class OperatorContext:
     """Hands actions from other threads to the task's mailbox thread (async I/O completions)."""
     job_name: str = ""
     """The job's name, stable across attempts and reruns (sinks name transactions by it)."""
+    job_parameters: dict[str, str] = field(default_factory=dict, compare=False)
+    """The global job parameters (`RuntimeContext.get_job_parameter`)."""
     restored_checkpoint_id: int | None = None
     """The checkpoint or savepoint this attempt restored; None on a fresh start."""
     lineage: str = ""

@@ -49,6 +49,9 @@ class TaskRuntimeContext(RuntimeContext):
     def get_attempt_number(self) -> int:
         return self._context.attempt
 
+    def get_job_parameter(self, key: str, default_value: str) -> str:
+        return self._context.job_parameters.get(key, default_value)
+
     def get_state(self, descriptor: Any) -> Any:
         return self._handle(descriptor, ValueStateDescriptor)
 
