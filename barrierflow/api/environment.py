@@ -37,6 +37,7 @@ from barrierflow.errors import ConfigurationError, JobDefinitionError
 from barrierflow.graph.builder import build_job_graph
 from barrierflow.graph.job_graph import JobGraph
 from barrierflow.graph.transformation import Transformation
+from barrierflow.runtime.operators.keyed import KeyedReduceOperator
 from barrierflow.runtime.operators.source_sink import SourceOperator
 from barrierflow.state.backends import check_backend_installed, check_state_backend
 from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM
@@ -152,7 +153,13 @@ class StreamExecutionEnvironment:
         return Configuration(self._configuration)
 
     def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
-        """STREAMING (the default), BATCH or AUTOMATIC (see `RuntimeExecutionMode`)."""
+        """STREAMING (the default), BATCH or AUTOMATIC (see `RuntimeExecutionMode`).
+
+        BATCH: every source must be bounded (an unbounded one is refused when the job is
+        built, naming it); a keyed `reduce` (and `sum`/`min`/`max`/`min_by`/`max_by`) emits
+        only each key's final value; no periodic checkpoints run (the one final checkpoint
+        at the end of input still commits the sinks), so a failure restarts from the start.
+        AUTOMATIC: BATCH when every source is bounded, else STREAMING."""
         if not isinstance(execution_mode, RuntimeExecutionMode):
             raise ConfigurationError(
                 f"set_runtime_mode needs a RuntimeExecutionMode, got {execution_mode!r}"
@@ -392,6 +399,10 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
         parallelism (environment or command line) or an operator's above the max."""
         parallelism, what = self._default_parallelism()
         _check_within_max(parallelism, self._max_parallelism, what)
+        batch = self._is_batch()
+        for transformation in self._transformations:
+            if transformation.operator_class is KeyedReduceOperator:
+                transformation.operator_options["final_only"] = batch
         return build_job_graph(
             self._job_name(job_name),
             self._transformations,
@@ -401,6 +412,24 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
             chaining=self._chaining,
             job_parameters=self._config.get_global_job_parameters(),
         )
+
+    def _is_batch(self) -> bool:
+        """Whether the job runs in BATCH mode; refuses an unbounded source under BATCH."""
+        mode = self._runtime_mode
+        if mode is RuntimeExecutionMode.STREAMING:
+            return False
+        sources = [t for t in self._transformations if t.kind == "source"]
+        unbounded = [t for t in sources if not getattr(t.source, "bounded", True)]
+        if mode is RuntimeExecutionMode.AUTOMATIC:
+            return not unbounded
+        if unbounded:
+            source = unbounded[0]
+            raise JobDefinitionError(
+                f"RuntimeExecutionMode.BATCH needs bounded sources; source '{source.name}' "
+                f"({type(source.source).__name__}) is unbounded: make it bounded or run "
+                "STREAMING"
+            )
+        return True
 
     def _job_name(self, job_name: str | None) -> str:
         """The name given, else the configuration's `pipeline.name`, else "barrierflow job"."""
@@ -444,9 +473,10 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
         barrier_handler_for(config.mode, config.unaligned, config.aligned_timeout_ms, 1)
         job_name = self._job_name(job_name)
         graph = self.get_job_graph(job_name)
+        # BATCH: no periodic checkpoints, only the final one (in a scratch folder) commits.
+        enabled = config.is_checkpointing_enabled() and not self._is_batch()
         # As PyFlink: execute() starts a fresh job; the next one is built from new steps only.
         self._transformations = []
-        enabled = config.is_checkpointing_enabled()
         storage = command_line_defaults.checkpoint_storage or config.get_checkpoint_storage()
         savepoint_dir = config.default_savepoint_dir or os.path.join(storage, "savepoints")
         scratch = None

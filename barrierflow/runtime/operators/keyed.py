@@ -16,7 +16,7 @@ from barrierflow.core.functions import (
     as_callable,
 )
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
-from barrierflow.runtime.elements import Watermark
+from barrierflow.runtime.elements import MAX_WATERMARK, Watermark
 from barrierflow.runtime.operators.base import (
     OperatorContext,
     OperatorSnapshot,
@@ -188,7 +188,9 @@ class _Triggerable:
 class KeyedReduceOperator(KeyedOperator):
     """Emits the running reduction of each key after every record (Flink's keyed reduce).
 
-    Each output keeps the timestamp of the record that produced it.
+    Each output keeps the timestamp of the record that produced it. With `final_only`
+    (`RuntimeExecutionMode.BATCH`) it emits only each key's final reduction, once, when the
+    end of input's watermark arrives, with the timestamp of the key's last record.
     """
 
     supports_dead_letters = True
@@ -201,12 +203,16 @@ class KeyedReduceOperator(KeyedOperator):
         reduce_function: Any,
         *,
         dead_letters: bool = False,
+        final_only: bool = False,
     ) -> None:
         super().__init__(uid, name, key_selector)
         self.reduce_function = reduce_function
         self._reduce = as_callable(reduce_function, "reduce", "ReduceFunction")
         self.dead_letters = dead_letters
         """Records the function raises on leave on `DEAD_LETTERS` (dead_letters.py)."""
+        self.final_only = final_only
+        self._pending: dict[Any, int] = {}
+        """final_only: the keys reduced so far, each with its last record's timestamp."""
 
     def user_function(self) -> Any:
         return self.reduce_function
@@ -220,6 +226,9 @@ class KeyedReduceOperator(KeyedOperator):
     def process_batch(self, batch: RecordBatch) -> None:
         if self.dead_letters:
             self._reduce_guarded(batch)
+            return
+        if self.final_only:
+            self._reduce_final(batch)
             return
         backend, state, get_key, reduce = (
             self.backend,
@@ -239,6 +248,37 @@ class KeyedReduceOperator(KeyedOperator):
             update(result)
             append(result)
         self.output.collect(RecordBatch(out, batch.timestamps))
+
+    def _reduce_final(self, batch: RecordBatch) -> None:
+        """`process_batch` of final_only: reduce, remember the key, emit nothing yet."""
+        backend, state, get_key, reduce = (
+            self.backend,
+            self._accumulator,
+            self._get_key,
+            self._reduce,
+        )
+        assert backend is not None
+        pending, values = self._pending, batch.values
+        stamps = batch.timestamps or [NO_TIMESTAMP] * len(values)
+        for value, key, stamp in zip(values, map(get_key, values), stamps, strict=True):
+            backend.set_current_key(key)
+            current = state.value()
+            state.update(value if current is None else reduce(current, value))
+            pending.pop(key, None)  # a key's place is its last record's
+            pending[key] = stamp
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        if self.final_only and watermark.timestamp == MAX_WATERMARK and self._pending:
+            assert self.backend is not None
+            values, stamps = [], []
+            for key, stamp in self._pending.items():
+                self.backend.set_current_key(key)
+                values.append(self._accumulator.value())
+                stamps.append(stamp)
+            self._pending = {}
+            timed = any(stamp != NO_TIMESTAMP for stamp in stamps)
+            self.output.collect(RecordBatch(values, stamps if timed else None))
+        super().process_watermark(watermark)
 
     def _reduce_guarded(self, batch: RecordBatch) -> None:
         """`process_batch`, a record the key selector or the function raises on going to
@@ -267,7 +307,14 @@ class KeyedReduceOperator(KeyedOperator):
                 break
             except Exception as error:
                 failed.append((failed_index(len(values), records), error))
-        if out:
+        if out and self.final_only:  # the kept records' keys wait for the end of input
+            kept = without(batch.timestamps, failed) or [NO_TIMESTAMP] * len(out)
+            good = without(values, failed)
+            for value, stamp in zip(good, kept, strict=True):
+                key = get_key(value)
+                self._pending.pop(key, None)
+                self._pending[key] = stamp
+        elif out:
             self.output.collect(RecordBatch(out, without(batch.timestamps, failed)))
         if failed:
             send_dead_letters(self.output, self.name, "reduce", values, batch.timestamps,
