@@ -10,5 +10,6 @@ docs/connectors/iceberg.md is the guide.
 
 from barrierflow.connectors.iceberg._catalog import warehouse_catalog
 from barrierflow.connectors.iceberg._sink import IcebergSink
+from barrierflow.connectors.iceberg._source import IcebergSource
 
-__all__ = ["IcebergSink", "warehouse_catalog"]
+__all__ = ["IcebergSink", "IcebergSource", "warehouse_catalog"]
