@@ -23,20 +23,30 @@ from barrierflow.core.async_function import AsyncFunction
 from barrierflow.core.functions import TimeDomain
 from barrierflow.core.output_tag import OutputTag
 from barrierflow.core.restart_strategies import RestartStrategies
+from barrierflow.core.row import Row, RowKind
 from barrierflow.core.state_backends import (
     EmbeddedRocksDBStateBackend,
     HashMapStateBackend,
     StateBackend,
 )
-from barrierflow.core.time import Duration
+from barrierflow.core.time import Duration, Time
+from barrierflow.core.typeinfo import TypeInformation, Types
 from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.runtime.async_io.retry import AsyncRetryStrategy
+from barrierflow.serialization import (
+    ByteArraySchema,
+    DeserializationSchema,
+    Encoder,
+    SerializationSchema,
+    SimpleStringSchema,
+)
 
 __all__ = [
     "AllWindowedStream",
     "AsyncDataStream",
     "AsyncFunction",
     "AsyncRetryStrategy",
+    "ByteArraySchema",
     "CheckpointConfig",
     "CheckpointingMode",
     "CoGroupedStreams",
@@ -44,8 +54,10 @@ __all__ = [
     "ConnectedStreams",
     "DataStream",
     "DataStreamSink",
+    "DeserializationSchema",
     "Duration",
     "EmbeddedRocksDBStateBackend",
+    "Encoder",
     "ExecutionConfig",
     "ExternalizedCheckpointRetention",
     "HashMapStateBackend",
@@ -56,10 +68,17 @@ __all__ = [
     "KeyedStream",
     "OutputTag",
     "RestartStrategies",
+    "Row",
+    "RowKind",
+    "SerializationSchema",
+    "SimpleStringSchema",
     "StateBackend",
     "StreamExecutionEnvironment",
+    "Time",
     "TimeDomain",
     "TimestampAssigner",
+    "TypeInformation",
+    "Types",
     "WatermarkStrategy",
     "WindowedStream",
 ]

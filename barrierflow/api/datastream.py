@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from barrierflow.connectors.base import Sink
 from barrierflow.core.column_key import ColumnKey
 from barrierflow.core.output_tag import OutputTag
+from barrierflow.core.typeinfo import TypeInformation, check_type_info
 from barrierflow.errors import JobDefinitionError
 from barrierflow.graph.transformation import Transformation
 from barrierflow.runtime.operators.field_aggregation import FieldAggregation
@@ -49,13 +50,14 @@ class DataStream:
     # -- operators ---------------------------------------------------------------------------
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
-        return self._add_operator("Map", MapOperator, func)
+        return self._add_operator("Map", MapOperator, func)._declare(output_type, "map")
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
-        return self._add_operator("FlatMap", FlatMapOperator, func)
+        flat_mapped = self._add_operator("FlatMap", FlatMapOperator, func)
+        return flat_mapped._declare(output_type, "flat_map")
 
     def filter(self, func: Any) -> DataStream:
-        return self._add_operator("Filter", FilterOperator, func)
+        return self._add_operator("Filter", FilterOperator, func)._declare(self._declared_type)
 
     def map_batches(self, func: Any, *, keep_event_time: bool = True) -> DataStream:
         """Run `func(pyarrow.RecordBatch) -> RecordBatch | Table | None` on each batch of
@@ -93,7 +95,7 @@ class DataStream:
         >>> [v.name for v in env.get_job_graph().vertices]
         ['Collection -> Process -> Print']
         """
-        return self._add_operator("Process", ProcessOperator, func)
+        return self._add_operator("Process", ProcessOperator, func)._declare(output_type, "process")
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
         """Re-assign timestamps and generate watermarks here, per subtask.
@@ -215,7 +217,8 @@ class DataStream:
                 f"key_by needs a callable or KeySelector, got {key_selector!r}"
             )
         partitioner = KeyGroupStreamPartitioner(key_selector, self._env.get_max_parallelism())
-        return KeyedStream(self._env, self._partition(partitioner), key_selector)
+        keyed = KeyedStream(self._env, self._partition(partitioner), key_selector)
+        return keyed._declare(self._declared_type)  # type: ignore[return-value]
 
     # -- partitioning --------------------------------------------------------------------------
 
@@ -362,11 +365,18 @@ class DataStream:
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         from barrierflow.connectors.print_sink import PrintSink
 
-        sink = self.sink_to(PrintSink(sink_identifier))
+        sink = self.sink_to(PrintSink(sink_identifier, self._declared_type))
         sink.name("Print")
         return sink
 
     # -- internals -------------------------------------------------------------------------------
+
+    _declared_type: TypeInformation | None = None  # output_type=/type_info=: used by print()
+
+    def _declare(self, type_info: Any, method: str = "") -> DataStream:
+        if type_info is not None:
+            self._declared_type = check_type_info(type_info, f"{method}'s declared type")
+        return self
 
     def _add_operator(self, name: str, operator_class: type, *args: Any) -> DataStream:
         transformation = Transformation(
@@ -405,20 +415,21 @@ class KeyedStream(DataStream):
         self._key_selector = key_selector
 
     def reduce(self, func: Any) -> DataStream:
-        return self._add_operator("Reduce", KeyedReduceOperator, self._key_selector, func)
+        reduced = self._add_operator("Reduce", KeyedReduceOperator, self._key_selector, func)
+        return reduced._declare(self._declared_type)
 
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         """`map` whose function may use keyed state (`runtime_context.get_state(...)` in its
         `open`), scoped to each record's key, as in PyFlink."""
-        return self._keyed_function("Map", KeyedMap(func))
+        return self._keyed_function("Map", KeyedMap(func))._declare(output_type, "map")
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         """`flat_map` whose function may use keyed state (see `map`)."""
-        return self._keyed_function("FlatMap", KeyedFlatMap(func))
+        return self._keyed_function("FlatMap", KeyedFlatMap(func))._declare(output_type, "flat_map")
 
     def filter(self, func: Any) -> DataStream:
         """`filter` whose function may use keyed state (see `map`)."""
-        return self._keyed_function("Filter", KeyedFilter(func))
+        return self._keyed_function("Filter", KeyedFilter(func))._declare(self._declared_type)
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
         """The running sum of one field per key; the other fields are the key's first
@@ -460,7 +471,8 @@ class KeyedStream(DataStream):
         return self._add_operator(name, KeyedProcessOperator, self._key_selector, function)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        return self._add_operator("KeyedProcess", KeyedProcessOperator, self._key_selector, func)
+        op = self._add_operator("KeyedProcess", KeyedProcessOperator, self._key_selector, func)
+        return op._declare(output_type, "process")
 
     def process_batches(self, func: Any) -> DataStream:
         """Run a `KeyedBatchFunction` once per batch: `func.process_batch(batch, keys, ctx)`

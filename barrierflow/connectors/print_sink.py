@@ -6,6 +6,8 @@ import sys
 from typing import Any
 
 from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
+from barrierflow.core.record_text import record_text
+from barrierflow.core.typeinfo import TypeInformation
 
 __all__ = [
     "PrintSink",
@@ -30,26 +32,35 @@ class PrintSink(Sink):
     3
     """
 
-    def __init__(self, sink_identifier: str | None = None) -> None:
+    def __init__(
+        self, sink_identifier: str | None = None, type_info: TypeInformation | None = None
+    ) -> None:
         self.sink_identifier = sink_identifier
+        self.type_info = type_info
+        """The stream's declared type: records print as Flink prints it (`+I[a,1]`)."""
 
     def create_writer(self, context: SinkContext) -> PrintSinkWriter:
         prefix = self.sink_identifier or ""
         if context.parallelism > 1:
             prefix += f"{':' if prefix else ''}{context.subtask_index + 1}"
-        return PrintSinkWriter(f"{prefix}> " if prefix else "")
+        return PrintSinkWriter(f"{prefix}> " if prefix else "", self.type_info)
 
 
 class PrintSinkWriter(SinkWriter):
     """Writes to `sys.stdout` (looked up at every write). Mailbox thread only."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, type_info: TypeInformation | None = None) -> None:
         self._prefix = prefix
+        self._type_info = type_info
 
     def write_batch(self, records: list[Any]) -> None:
         if records:
             prefix = self._prefix
-            sys.stdout.write("".join(f"{prefix}{record}\n" for record in records))
+            if self._type_info is None:
+                sys.stdout.write("".join(f"{prefix}{record}\n" for record in records))
+            else:
+                text, type_info = record_text, self._type_info
+                sys.stdout.write("".join(f"{prefix}{text(r, type_info)}\n" for r in records))
 
     def pre_commit(self, checkpoint_id: int) -> None:
         sys.stdout.flush()
