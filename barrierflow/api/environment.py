@@ -20,9 +20,10 @@ from barrierflow.api.job_client import DEFAULT_FAILURE_KINDS as DEFAULT_FAILURE_
 from barrierflow.api.job_client import ENDED_STATES as ENDED_STATES
 from barrierflow.api.job_client import FAILURE_KINDS as FAILURE_KINDS
 from barrierflow.api.job_client import JobClient, JobExecutionResult
+from barrierflow.api.python_dependencies import PythonDependencies, not_runnable
 from barrierflow.cluster.jobmaster.restore_point import RestoreMode, SavepointRestoreSettings
 from barrierflow.cluster.jobmaster.views import JobStatus
-from barrierflow.cluster.spark.session import SparkOptions, python_file_for_spark
+from barrierflow.cluster.spark.session import SparkOptions
 from barrierflow.connectors.base import Source
 from barrierflow.core.restart_strategies import (
     DEFAULT_WITH_CHECKPOINTING,
@@ -90,7 +91,7 @@ class JobDefined(BaseException):
     through)."""
 
 
-class StreamExecutionEnvironment:
+class StreamExecutionEnvironment(PythonDependencies):
     """Defines a job and runs it on Spark (the embedded `local[*]` unless told otherwise).
 
     >>> env = StreamExecutionEnvironment.get_execution_environment()
@@ -112,6 +113,7 @@ class StreamExecutionEnvironment:
         self._config = ExecutionConfig()
         self._savepoint_restore: SavepointRestoreSettings | None = None
         self._python_files: list[str] = []
+        self._dependency_conf: dict[str, str] = {}
         self._state_backend: StateBackend = HashMapStateBackend()
         self._changelog_state_backend = False
         self._chaining = True
@@ -343,13 +345,15 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
 
     # ---- sources -----------------------------------------------------------------------------
 
-    def add_python_file(self, path: str) -> StreamExecutionEnvironment:
-        """Ship a .py, .zip or .egg file (or a folder, zipped) to the executors and put it on
-        their Python path before the first attempt, like `--py-files`: for modules the job's
-        code imports that the executors' Python lacks."""
-        python_file_for_spark(path)  # a missing or unusable path fails here, not on Spark
-        self._python_files.append(path if "://" in path else os.path.abspath(path))
-        return self
+    def add_source(
+        self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None
+    ) -> DataStream:
+        """PyFlink's `add_source`: a barrierflow `Source` runs as `from_source` with no
+        watermarks; a PyFlink `SourceFunction` (a Java function) is refused, naming it."""
+        if not isinstance(source_func, Source):
+            what = "Source (FileSource, DataGeneratorSource, ...)"
+            raise JobDefinitionError(not_runnable("add_source", what, source_func))
+        return self.from_source(source_func, WatermarkStrategy.no_watermarks(), source_name)
 
     def from_source(
         self,
@@ -532,7 +536,7 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
             if key.startswith("spark.")
         }
         return (
-            SparkOptions(job_conf)
+            SparkOptions({**self._dependency_conf, **job_conf})
             .merged(command_line_defaults.spark_options or SparkOptions())
             .merged(SparkOptions(py_files=tuple(self._python_files)))
         )
