@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from barrierflow._clock import Clock, ManualClock
@@ -240,14 +240,12 @@ class OperatorHarness:
         naming the call and the line that raised (the original is its cause)."""
         try:
             return call()
-        except (UserFunctionError, ConfigurationError) as error:
-            if isinstance(error, ConfigurationError) and _raised_in_user_code(error) is None:
-                raise
-            if isinstance(error, UserFunctionError):
+        except UserFunctionError:
+            raise
+        except BarrierflowError as error:  # the engine's own, unless user code raised it
+            if _raised_in_user_code(error) is None:
                 raise
             raise self._user_error(where, error) from error
-        except BarrierflowError:
-            raise
         except Exception as error:
             raise self._user_error(where, error) from error
 
@@ -297,8 +295,3 @@ def _raised_in_user_code(error: BaseException) -> str | None:
         if not os.path.abspath(frame.filename).startswith(_PACKAGE_DIR + os.sep):
             found = f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
     return found
-
-
-def values_of(records: Iterable[tuple[Any, int | None]]) -> list[Any]:
-    """The values of (value, timestamp) pairs."""
-    return [value for value, _ in records]

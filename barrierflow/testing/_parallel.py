@@ -92,6 +92,16 @@ class ParallelHarness:
         for harness in self.subtasks:
             harness.process_watermark(timestamp)
 
+    def process_watermark1(self, timestamp: int) -> None:
+        """Every subtask's first input's watermark reaches `timestamp` (two-input harnesses)."""
+        for harness in self.subtasks:
+            harness.process_watermark1(timestamp)  # type: ignore[attr-defined]
+
+    def process_watermark2(self, timestamp: int) -> None:
+        """Every subtask's second input's watermark reaches `timestamp`."""
+        for harness in self.subtasks:
+            harness.process_watermark2(timestamp)  # type: ignore[attr-defined]
+
     def set_processing_time(self, time_ms: int) -> None:
         """Every subtask's processing time moves to `time_ms` (firing what is due)."""
         for harness in self.subtasks:
