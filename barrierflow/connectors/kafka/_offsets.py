@@ -139,9 +139,14 @@ class KafkaOffsetsInitializer:
         consumer: Any,
         partitions: Iterable[KafkaTopicPartition],
         timeout_s: float,
+        stopping: bool = False,
     ) -> dict[str, int]:
         """The offset of each partition as `{split_id: offset}`, asking the brokers through
-        `consumer` (a confluent-kafka Consumer, with the group id for committed offsets)."""
+        `consumer` (a confluent-kafka Consumer, with the group id for committed offsets).
+
+        Stopping offsets given with `offsets({...})` are taken as they are, also beyond
+        what the partition holds now (the source waits for them); a start out of range
+        follows the reset strategy."""
         from confluent_kafka import TopicPartition
 
         partitions = sorted(partitions)
@@ -168,7 +173,8 @@ class KafkaOffsetsInitializer:
             key = tp.split_id
             low, high = ends[key]
             offset = found.get(key)
-            if offset is not None and low <= offset <= high:
+            as_given = stopping and self.kind == "offsets"
+            if offset is not None and (as_given or low <= offset <= high):
                 out[key] = offset
             elif self.reset is KafkaOffsetResetStrategy.EARLIEST:
                 out[key] = low

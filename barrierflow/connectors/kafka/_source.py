@@ -143,7 +143,9 @@ class KafkaSource(Source):
                 stops = (
                     {}
                     if self.stopping_offsets is None
-                    else self.stopping_offsets.resolve(consumer, partitions, CLIENT_TIMEOUT_S)
+                    else self.stopping_offsets.resolve(
+                        consumer, partitions, CLIENT_TIMEOUT_S, stopping=True
+                    )
                 )
             except kafka.KafkaException as error:
                 raise SourceError(
