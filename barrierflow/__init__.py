@@ -2,6 +2,7 @@
 
 from barrierflow.api.all_windowed_stream import AllWindowedStream
 from barrierflow.api.async_data_stream import AsyncDataStream
+from barrierflow.api.broadcast_stream import BroadcastConnectedStream, BroadcastStream
 from barrierflow.api.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
@@ -20,6 +21,10 @@ from barrierflow.api.execution_config import ExecutionConfig
 from barrierflow.api.joins import CoGroupedStreams, JoinedStreams
 from barrierflow.api.windowed_stream import WindowedStream
 from barrierflow.core.async_function import AsyncFunction
+from barrierflow.core.broadcast_functions import (
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+)
 from barrierflow.core.functions import TimeDomain
 from barrierflow.core.output_tag import OutputTag
 from barrierflow.core.restart_strategies import RestartStrategies
@@ -32,6 +37,7 @@ from barrierflow.core.state_backends import (
 from barrierflow.core.time import Duration, Time
 from barrierflow.core.typeinfo import TypeInformation, Types
 from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from barrierflow.core.windows.window import CountWindow
 from barrierflow.runtime.async_io.retry import AsyncRetryStrategy
 from barrierflow.serialization import (
     ByteArraySchema,
@@ -46,12 +52,16 @@ __all__ = [
     "AsyncDataStream",
     "AsyncFunction",
     "AsyncRetryStrategy",
+    "BroadcastConnectedStream",
+    "BroadcastProcessFunction",
+    "BroadcastStream",
     "ByteArraySchema",
     "CheckpointConfig",
     "CheckpointingMode",
     "CoGroupedStreams",
     "Configuration",
     "ConnectedStreams",
+    "CountWindow",
     "DataStream",
     "DataStreamSink",
     "DeserializationSchema",
@@ -65,6 +75,7 @@ __all__ = [
     "JobExecutionResult",
     "JobStatus",
     "JoinedStreams",
+    "KeyedBroadcastProcessFunction",
     "KeyedStream",
     "OutputTag",
     "RestartStrategies",

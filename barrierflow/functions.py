@@ -3,6 +3,10 @@
 from barrierflow.api.all_windowed_stream import AllWindowFunction, ProcessAllWindowFunction
 from barrierflow.core.async_function import AsyncFunction
 from barrierflow.core.batch_functions import KeyedBatchFunction
+from barrierflow.core.broadcast_functions import (
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+)
 from barrierflow.core.co_functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -41,6 +45,7 @@ __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AsyncFunction",
+    "BroadcastProcessFunction",
     "CheckpointedFunction",
     "CoFlatMapFunction",
     "CoGroupFunction",
@@ -54,6 +59,7 @@ __all__ = [
     "JoinFunction",
     "KeySelector",
     "KeyedBatchFunction",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStateStore",

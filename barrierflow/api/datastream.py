@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from barrierflow.api.datastream_sink import DataStreamSink, operator_parallelism
+from barrierflow.api.python_dependencies import not_runnable
 from barrierflow.connectors.base import Sink
 from barrierflow.core.column_key import ColumnKey
 from barrierflow.core.output_tag import OutputTag
@@ -34,6 +36,7 @@ from barrierflow.runtime.partitioners import (
 
 if TYPE_CHECKING:
     from barrierflow.api.all_windowed_stream import AllWindowedStream
+    from barrierflow.api.broadcast_stream import BroadcastConnectedStream
     from barrierflow.api.connected_streams import ConnectedStreams
     from barrierflow.api.environment import StreamExecutionEnvironment
     from barrierflow.api.joins import CoGroupedStreams, IntervalJoin, JoinedStreams
@@ -179,11 +182,14 @@ class DataStream:
         self._env._add(transformation)
         return DataStream(self._env, transformation)
 
-    def connect(self, other: DataStream) -> ConnectedStreams:
+    def connect(self, other: Any) -> ConnectedStreams | BroadcastConnectedStream:
         """This stream and `other` into one two-input operator (`process`, `map`,
-        `flat_map`); see `ConnectedStreams`."""
+        `flat_map`); see `ConnectedStreams`; a `BroadcastStream`: see its module."""
+        from barrierflow.api import broadcast_stream
         from barrierflow.api.connected_streams import ConnectedStreams
 
+        if isinstance(other, broadcast_stream.BroadcastStream):
+            return broadcast_stream.BroadcastConnectedStream(self, other, other.descriptors)
         if not isinstance(other, DataStream):
             raise JobDefinitionError(f"connect needs a DataStream, got {other!r}")
         return ConnectedStreams(self, other)
@@ -225,8 +231,15 @@ class DataStream:
     def rebalance(self) -> DataStream:
         return DataStream(self._env, self._partition(RebalancePartitioner()))
 
-    def broadcast(self) -> DataStream:
-        return DataStream(self._env, self._partition(BroadcastPartitioner()))
+    def broadcast(self, broadcast_state_descriptor: Any = None, *others: Any) -> Any:
+        """Every record to every subtask of the next operator; given `MapStateDescriptor`s,
+        a `BroadcastStream` with those broadcast states (api/broadcast_stream.py)."""
+        stream = DataStream(self._env, self._partition(BroadcastPartitioner()))
+        if broadcast_state_descriptor is None:
+            return stream
+        from barrierflow.api.broadcast_stream import BroadcastStream
+
+        return BroadcastStream(stream, [broadcast_state_descriptor, *others])
 
     def forward(self) -> DataStream:
         return DataStream(self._env, self._partition(ForwardPartitioner()))
@@ -335,7 +348,7 @@ class DataStream:
         """The upper bound of this operator's parallelism: a parallelism above it is refused
         when the job is built. Its key groups stay the job's (`env.set_max_parallelism`):
         barrierflow's checkpoints keep one key-group count per job."""
-        value = _operator_parallelism(max_parallelism)
+        value = operator_parallelism(max_parallelism)
         if value > 32768:
             raise JobDefinitionError(f"max parallelism must be <= 32768, got {value}")
         self._physical("set_max_parallelism").max_parallelism = value
@@ -343,10 +356,26 @@ class DataStream:
 
     def set_parallelism(self, parallelism: int) -> DataStream:
         """This operator's parallelism; above the environment's and the command line's."""
-        self._physical("set_parallelism").parallelism = _operator_parallelism(parallelism)
+        self._physical("set_parallelism").parallelism = operator_parallelism(parallelism)
         return self
 
     # -- sinks ---------------------------------------------------------------------------------
+
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> Any:
+        """Run the job and read this stream's records back: an iterator to use in a `with`
+        block (closing it early cancels the job), or with `limit` a list of the first
+        `limit` records. Records arrive exactly once as checkpoints complete (api/collect.py)."""
+        from barrierflow.api.collect import execute_and_collect
+
+        return execute_and_collect(self, job_execution_name, limit)
+
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
+        """PyFlink's `add_sink`: `sink_to` for a barrierflow `Sink`; a SinkFunction is refused."""
+        if not isinstance(sink_func, Sink):
+            raise JobDefinitionError(not_runnable("add_sink", "Sink (FileSink, ...)", sink_func))
+        return self.sink_to(sink_func)
 
     def sink_to(self, sink: Sink) -> DataStreamSink:
         if not isinstance(sink, Sink):
@@ -534,47 +563,3 @@ class KeyedStream(DataStream):
         if not isinstance(other, KeyedStream):
             raise JobDefinitionError(f"interval_join needs a KeyedStream, got {other!r}")
         return IntervalJoin(self, other)
-
-
-class DataStreamSink:
-    """The end of a pipeline; carries the sink operator's uid, name and parallelism."""
-
-    def __init__(self, transformation: Transformation) -> None:
-        self._transformation = transformation
-
-    def uid(self, uid: str) -> DataStreamSink:
-        if not isinstance(uid, str) or not uid:
-            raise JobDefinitionError(f"uid must be a non-empty string, got {uid!r}")
-        self._transformation.uid = uid
-        return self
-
-    def name(self, name: str) -> DataStreamSink:
-        self._transformation.name = name
-        return self
-
-    def set_parallelism(self, parallelism: int) -> DataStreamSink:
-        """The sink's parallelism; above the environment's and the command line's."""
-        self._transformation.parallelism = _operator_parallelism(parallelism)
-        return self
-
-    def disable_chaining(self) -> DataStreamSink:
-        """Run the sink in a stream task of its own (see `DataStream.disable_chaining`)."""
-        self._transformation.chaining = "never"
-        return self
-
-    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStreamSink:
-        """Accepted and kept as a name; changes nothing on Spark (see
-        `DataStream.slot_sharing_group`)."""
-        name = getattr(slot_sharing_group, "get_name", None)
-        self._transformation.slot_sharing_group = name() if callable(name) else slot_sharing_group
-        return self
-
-
-def _operator_parallelism(value: int) -> int:
-    """An operator's parallelism: an integer >= 1, not a bool. Whether it is within the max
-    parallelism is checked when the job graph is built (the max may still change)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise JobDefinitionError(
-            f"an operator's parallelism must be an integer >= 1, got {value!r}"
-        )
-    return value

@@ -10,6 +10,7 @@ state through `barrierflow.functions.CheckpointedFunction`), and state TTL
 from barrierflow.core.functions import OperatorStateStore
 from barrierflow.core.state_ttl import StateTtlConfig
 from barrierflow.core.time import Time
+from barrierflow.state.broadcast_state import BroadcastState, ReadOnlyBroadcastState
 from barrierflow.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -30,11 +31,13 @@ from barrierflow.state.values import (
 __all__ = [
     "AggregatingState",
     "AggregatingStateDescriptor",
+    "BroadcastState",
     "ListState",
     "ListStateDescriptor",
     "MapState",
     "MapStateDescriptor",
     "OperatorStateStore",
+    "ReadOnlyBroadcastState",
     "ReducingState",
     "ReducingStateDescriptor",
     "State",
