@@ -11,10 +11,9 @@ from barrierflow.core.co_functions import _CoMapAsProcess
 from barrierflow.functions import CoMapFunction, CoProcessFunction, KeyedCoProcessFunction
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import StreamStatus, Watermark
-from barrierflow.runtime.operators.base import RestoredState
-from barrierflow.runtime.operators.co_process import CoProcessOperator, KeyedCoProcessOperator
+from barrierflow.runtime.operators.co_process import CoProcessOperator
 from barrierflow.state import ValueStateDescriptor
-from barrierflow.state.backend import canonical_section
+from barrierflow.testing import KeyedCoProcessFunctionHarness
 
 UNMATCHED = OutputTag("unmatched")
 
@@ -48,12 +47,14 @@ class MatchOrdersAndPayments(KeyedCoProcessFunction):
             self.order.clear()
 
 
-def keyed_operator(restored=None):
-    operator = KeyedCoProcessOperator(
-        "kc", "kc", lambda o: o[0], lambda p: p[0], MatchOrdersAndPayments()
-    )
-    started(operator, ManualClock(), restored)
-    return operator, operator.output
+def keyed_harness(**settings):
+    function = MatchOrdersAndPayments()
+    return KeyedCoProcessFunctionHarness(function, lambda o: o[0], lambda p: p[0], **settings)
+
+
+def keyed_operator(**settings):
+    harness = keyed_harness(**settings)
+    return harness.operator, harness.output
 
 
 def test_records_of_both_inputs_with_one_key_share_its_state():
@@ -85,15 +86,12 @@ def test_an_idle_input_does_not_hold_back_the_other():
 
 
 def test_state_and_timers_survive_a_snapshot_and_restore():
-    operator, _ = keyed_operator()
-    operator.process_batch1(RecordBatch([("o1", 5)], [1]))
-    operator.process_batch2(RecordBatch([("o2", False)], [2]))
-    snapshot = operator.snapshot_state(1)
-    assert snapshot is not None
+    harness = keyed_harness()
+    harness.operator.process_batch1(RecordBatch([("o1", 5)], [1]))
+    harness.operator.process_batch2(RecordBatch([("o2", False)], [2]))
+    snapshot = harness.snapshot()
 
-    again, out = keyed_operator(
-        RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
-    )
+    again, out = keyed_operator(restore_from=snapshot)
     again.process_batch1(RecordBatch([("o2", 8)], [3]))
     again.process_watermark1(Watermark(50))
     again.process_watermark2(Watermark(50))

@@ -1,20 +1,20 @@
 """A KeyedProcessOperator driven directly: timers in both time domains, side outputs,
-timestamps, and timers surviving snapshot and restore (no Spark)."""
+timestamps, and timers surviving snapshot and restore (no Spark). The operator is set up,
+snapshotted and restored by the public harness (`barrierflow.testing`); the tests hand it
+whole batches."""
 
 from __future__ import annotations
 
 from support.clocks import ManualClock
-from support.operator_harness import fire_due, started
+from support.operator_harness import fire_due
 
 from barrierflow import OutputTag
 from barrierflow.functions import KeyedProcessFunction, TimeDomain
 from barrierflow.runtime.batch import NO_TIMESTAMP, RecordBatch
 from barrierflow.runtime.elements import Watermark
-from barrierflow.runtime.operators.base import RestoredState
-from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 from barrierflow.state import ValueStateDescriptor
-from barrierflow.state.backend import canonical_section
-from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
+from barrierflow.state.key_groups import assign_to_key_group
+from barrierflow.testing import KeyedProcessFunctionHarness
 
 BIG = OutputTag("big")
 
@@ -52,12 +52,15 @@ class SumUntilTimer(KeyedProcessFunction):
         self.total.clear()
 
 
-def operator_with(function=None, clock=None, restored=None, key_group_range=None):
+def harness_with(function=None, clock=None, **settings):
     clock = clock or ManualClock()
-    settings = {"key_group_range": key_group_range} if key_group_range else {}
-    operator = KeyedProcessOperator("kp", "kp", lambda r: r[0], function or SumUntilTimer())
-    started(operator, clock, restored, **settings)
-    return operator, operator.output, clock
+    function = function or SumUntilTimer()
+    return KeyedProcessFunctionHarness(function, lambda r: r[0], clock=clock, **settings)
+
+
+def operator_with(function=None, clock=None, **settings):
+    harness = harness_with(function, clock, **settings)
+    return harness.operator, harness.output, harness.clock
 
 
 def records(*pairs_with_time):
@@ -158,13 +161,12 @@ def test_records_without_timestamps_give_outputs_without_timestamps():
 
 
 def test_timers_and_state_survive_a_snapshot_and_restore():
-    operator, _out, _clock = operator_with(clock=ManualClock(1_000))
-    operator.process_batch(records(("a", 1, 3), ("b", 2, 15), ("c", -1, 0)))
-    snapshot = operator.snapshot_state(1)
-    assert snapshot is not None and snapshot.timers is not None
+    harness = harness_with(clock=ManualClock(1_000))
+    harness.operator.process_batch(records(("a", 1, 3), ("b", 2, 15), ("c", -1, 0)))
+    snapshot = harness.snapshot()
+    assert snapshot.subtasks[0].timers is not None
 
-    restored = RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
-    again, out2, clock2 = operator_with(clock=ManualClock(2_000), restored=restored)
+    again, out2, clock2 = operator_with(clock=ManualClock(2_000), restore_from=snapshot)
     assert again.next_wakeup() == 1_050  # already due: fires at the next wake-up
     fire_due(again, clock2)
     again.process_watermark(Watermark(20))
@@ -178,15 +180,13 @@ def test_timers_and_state_survive_a_snapshot_and_restore():
 
 
 def test_a_restore_at_another_parallelism_takes_only_its_own_keys_timers():
-    operator, _, _ = operator_with()
+    harness = harness_with()
     keys = [f"k{i}" for i in range(20)]
-    operator.process_batch(records(*((k, 1, 5) for k in keys)))
-    snapshot = operator.snapshot_state(1)
-    assert snapshot is not None
+    harness.operator.process_batch(records(*((k, 1, 5) for k in keys)))
+    snapshot = harness.snapshot()
 
-    lower = KeyGroupRange(0, 63)
-    restored = RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
-    half, out, _ = operator_with(restored=restored, key_group_range=lower)
+    half, out, _ = operator_with(restore_from=snapshot, parallelism=2, subtask_index=0)
+    assert half.context.key_group_range.end == 63
     half.process_watermark(Watermark(9))
     fired = sorted(event[1][1] for event in out.take() if event[0] == "record")
     assert fired == sorted(k for k in keys if assign_to_key_group(k, 128) <= 63)

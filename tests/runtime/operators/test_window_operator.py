@@ -1,5 +1,7 @@
 """The WindowOperator driven directly: batches and watermarks in, window results and late
-records out; window contents and timers surviving snapshot, restore and rescaling (no Spark)."""
+records out; window contents and timers surviving snapshot, restore and rescaling (no Spark).
+The operator is set up, snapshotted and restored by the public harness (`barrierflow.testing`);
+the tests hand it whole batches."""
 
 from __future__ import annotations
 
@@ -15,10 +17,9 @@ from barrierflow.functions import (
 )
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
-from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.window import WindowOperator
-from barrierflow.state.backend import canonical_section
-from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
+from barrierflow.state.key_groups import assign_to_key_group
+from barrierflow.testing import WindowOperatorHarness
 from barrierflow.window import (
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
@@ -33,15 +34,25 @@ def add(a, b):
     return (a[0], a[1] + b[1])
 
 
-def window_operator(assigner, contents, clock=None, restored=None, key_group_range=None, **kw):
-    clock = clock or ManualClock()
-    operator = WindowOperator(
-        "w", "w", lambda r: r[0], assigner, contents, kw.get("trigger"),
-        kw.get("allowed_lateness", 0), kw.get("late", LATE),
+FUNCTIONS = {"reduce": "reduce_function", "aggregate": "aggregate_function"}
+
+
+def window_harness(assigner, contents, clock=None, trigger=None, allowed_lateness=0, late=LATE,
+                   **settings):  # fmt: skip
+    """The harness of `contents`, the operator's (kind, function, window function)."""
+    kind, function, window_function = contents
+    functions = {FUNCTIONS.get(kind, "window_function"): function}
+    if window_function is not None:
+        functions["window_function"] = window_function
+    return WindowOperatorHarness(
+        assigner, lambda r: r[0], trigger=trigger, allowed_lateness=allowed_lateness,
+        late_data_tag=late, clock=clock or ManualClock(), **functions, **settings,
     )  # fmt: skip
-    settings = {"key_group_range": key_group_range} if key_group_range else {}
-    started(operator, clock, restored, **settings)
-    return operator, operator.output, clock
+
+
+def window_operator(assigner, contents, clock=None, **kw):
+    harness = window_harness(assigner, contents, clock, **kw)
+    return harness.operator, harness.output, harness.clock
 
 
 def records(*triples):
@@ -158,16 +169,16 @@ def test_processing_time_windows_fire_when_the_clock_reaches_their_end():
 
 def test_window_contents_and_timers_survive_a_snapshot_and_restore():
     assigner, contents = SlidingEventTimeWindows.of(10, 5), ("reduce", add, None)
-    operator, out, _ = window_operator(assigner, contents)
+    harness = window_harness(assigner, contents)
+    operator, out = harness.operator, harness.output
     operator.process_batch(records(("a", 1, 3), ("b", 10, 8)))
     operator.process_watermark(Watermark(4))
     assert out.take() == [("record", ("a", 1), 4), ("watermark", 4)]
-    snapshot = operator.snapshot_state(1)
-    assert snapshot is not None and snapshot.keyed is not None and snapshot.timers is not None
+    snapshot = harness.snapshot()
+    assert snapshot.subtasks[0].keyed is not None and snapshot.subtasks[0].timers is not None
     operator.process_batch(records(("a", 100, 6)))  # after the checkpoint: not in it
 
-    restored = RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
-    again, out2, _ = window_operator(assigner, contents, restored=restored)
+    again, out2, _ = window_operator(assigner, contents, restore_from=snapshot)
     again.process_batch(records(("a", 2, 6)))
     again.process_watermark(Watermark(20))
     assert out2.take() == [
@@ -181,17 +192,17 @@ def test_window_contents_and_timers_survive_a_snapshot_and_restore():
 
 def test_a_restore_at_another_parallelism_takes_only_its_own_keys_windows_and_timers():
     assigner, contents = TumblingEventTimeWindows.of(10), ("reduce", add, None)
-    operator, _, _ = window_operator(assigner, contents)
+    harness = window_harness(assigner, contents)
     keys = [f"k{i}" for i in range(20)]
-    operator.process_batch(records(*[(k, 1, 3) for k in keys]))
-    snapshot = operator.snapshot_state(1)
-    assert snapshot is not None
-    keyed = canonical_section(snapshot.keyed)
+    harness.operator.process_batch(records(*[(k, 1, 3) for k in keys]))
+    snapshot = harness.snapshot()
 
     results = []
-    for half in (KeyGroupRange(0, 63), KeyGroupRange(64, 127)):
-        restored = RestoredState(keyed=[keyed], timers=[snapshot.timers])
-        part, out, _ = window_operator(assigner, contents, restored=restored, key_group_range=half)
+    for index in (0, 1):
+        part, out, _ = window_operator(
+            assigner, contents, restore_from=snapshot, parallelism=2, subtask_index=index
+        )
+        half = part.context.key_group_range
         part.process_watermark(Watermark(10))
         fired = [event[1][0] for event in out.take() if event[0] == "record"]
         assert all(assign_to_key_group(k, 128) in half for k in fired)
