@@ -138,7 +138,8 @@ class AllWindowedStream:
     def reduce(
         self, reduce_function: Any, window_function: Any = None, output_type: Any = None
     ) -> DataStream:
-        return self._windowed.reduce(reduce_function, _keyless(window_function)).set_parallelism(1)
+        reduced = self._windowed.reduce(reduce_function, _keyless(window_function), output_type)
+        return reduced.set_parallelism(1)
 
     def aggregate(
         self,
@@ -147,12 +148,15 @@ class AllWindowedStream:
         accumulator_type: Any = None,
         output_type: Any = None,
     ) -> DataStream:
-        result = self._windowed.aggregate(aggregate_function, _keyless(window_function))
+        result = self._windowed.aggregate(
+            aggregate_function, _keyless(window_function), output_type=output_type
+        )
         return result.set_parallelism(1)
 
     def process(self, process_all_window_function: Any, output_type: Any = None) -> DataStream:
         function = _keyless_process(process_all_window_function)
-        return self._windowed.process(function).set_parallelism(1)
+        return self._windowed.process(function, output_type).set_parallelism(1)
 
     def apply(self, all_window_function: Any, output_type: Any = None) -> DataStream:
-        return self._windowed.apply(_keyless_apply(all_window_function)).set_parallelism(1)
+        applied = self._windowed.apply(_keyless_apply(all_window_function), output_type)
+        return applied.set_parallelism(1)

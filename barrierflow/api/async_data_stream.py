@@ -122,4 +122,5 @@ def _add_to(data_stream: Any, spec: AsyncWaitSpec) -> DataStream:
         raise TypeError(f"async I/O applies to a DataStream, got {type(data_stream).__name__}")
     refuse_checkpointed(spec.async_function, "an async I/O function")
     mode = "Ordered" if spec.output_mode is OutputMode.ORDERED else "Unordered"
-    return data_stream._add_operator(f"AsyncWait({mode})", AsyncWaitOperator, spec)
+    waited = data_stream._add_operator(f"AsyncWait({mode})", AsyncWaitOperator, spec)
+    return waited._declare(spec.output_type, "async wait")

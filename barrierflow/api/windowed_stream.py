@@ -92,7 +92,8 @@ class WindowedStream:
         """Reduce each window incrementally; with `window_function` (a ProcessWindowFunction
         or WindowFunction) the reduced value is handed to it when the window fires."""
         as_callable(reduce_function, "reduce", "ReduceFunction")
-        return self._add("Reduce", ("reduce", reduce_function, window_function))
+        reduced = self._add("Reduce", ("reduce", reduce_function, window_function))
+        return reduced._declare(output_type or self._keyed_stream._declared_type, "reduce")
 
     def aggregate(
         self,
@@ -107,7 +108,8 @@ class WindowedStream:
             raise JobDefinitionError(
                 f"aggregate() needs an AggregateFunction, got {aggregate_function!r}"
             )
-        return self._add("Aggregate", ("aggregate", aggregate_function, window_function))
+        aggregated = self._add("Aggregate", ("aggregate", aggregate_function, window_function))
+        return aggregated._declare(output_type, "aggregate")
 
     def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
         """Hand all elements of a window to `process_window_function.process(key, context,
@@ -116,13 +118,15 @@ class WindowedStream:
             raise JobDefinitionError(
                 f"process() needs a ProcessWindowFunction, got {process_window_function!r}"
             )
-        return self._add("Process", ("process", process_window_function, None))
+        return self._add("Process", ("process", process_window_function, None))._declare(
+            output_type, "process"
+        )
 
     def apply(self, window_function: Any, output_type: Any = None) -> DataStream:
         """Hand all elements of a window to `window_function.apply(key, window, inputs)`."""
         if not callable(getattr(window_function, "apply", None)) and not callable(window_function):
             raise JobDefinitionError(f"apply() needs a WindowFunction, got {window_function!r}")
-        return self._add("Apply", ("process", window_function, None))
+        return self._add("Apply", ("process", window_function, None))._declare(output_type, "apply")
 
     def _add(self, kind: str, contents: tuple[str, Any, Any]) -> DataStream:
         one_checkpointed(contents[1:], "window")

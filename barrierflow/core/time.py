@@ -57,12 +57,18 @@ def to_millis(value: int | Duration, what: str) -> int:
 
 
 class Time:
-    """PyFlink's older spelling of a time span (`Time.seconds(10)`, as `StateTtlConfig`
-    examples write it); each factory returns a `Duration`.
+    """PyFlink's `pyflink.common.Time` (`Time.seconds(10)`, `Time(5000)`): windows,
+    triggers, session gaps, allowed lateness, watermarks, async timeouts and state TTL
+    take it wherever they take a `Duration`, because it makes one.
 
     >>> Time.minutes(1) == Duration.of_seconds(60)
     True
+    >>> Time(5000).to_milliseconds()
+    5000
     """
+
+    def __new__(cls, milliseconds: int) -> Duration:  # type: ignore[misc]
+        return Duration.of_millis(milliseconds)
 
     @staticmethod
     def milliseconds(milliseconds: int) -> Duration:
