@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
-from barrierflow.connectors.base import SinkContext
+from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.delivery_guarantee import DeliveryGuarantee
 from barrierflow.connectors.kafka._client import CLIENT_TIMEOUT_S, client_config, import_kafka
 from barrierflow.connectors.kafka._serialization import KafkaRecordSerializationSchema
@@ -50,7 +50,8 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
         self.bootstrap_servers = bootstrap_servers
         self.serializer = serializer.placed()
         self.delivery_guarantee = delivery_guarantee
-        self.transactional_id_prefix = transactional_id_prefix
+        self.transactional_id_prefix = Sink.output_table(transactional_id_prefix)
+        """Under `barrierflow chaos` each run's own (`<prefix>__chaos`), as its topic is."""
         self.properties = dict(properties or {})
         self.marker_topic = marker_topic
         self.dead_letter_topic = dead_letter_topic
@@ -79,9 +80,9 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
         """On the driver: the cluster answers and the fixed topic (and the marker topic)
         exist, or one line names what is missing."""
         kafka = import_kafka()
-        admin = kafka.admin.AdminClient(self.producer_config({}))
+        client = kafka.Producer(self.producer_config({}))
         try:
-            topics = admin.list_topics(timeout=CLIENT_TIMEOUT_S).topics
+            topics = client.list_topics(timeout=CLIENT_TIMEOUT_S).topics
         except kafka.KafkaException as error:
             raise SinkError(f"{self.describe()}: cannot reach Kafka: {error}") from None
         needed = [t for t in (self.serializer.topic, self.dead_letter_topic) if t]
