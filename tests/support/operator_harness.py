@@ -1,4 +1,10 @@
-"""Drive one operator (or a short chain) directly: manual clock, collecting output, no Spark."""
+"""Drive one operator (or a short chain) directly: manual clock, collecting output, no Spark.
+
+For an operator that runs a user function (keyed process, co-process, window, process,
+map, flat_map) use the public harness instead, `barrierflow.testing` (docs/testing.md): it
+sets the operator up as a task does, snapshots and restores it at any parallelism, and its
+`operator` takes whole batches where a test needs them. What stays here is for the rest:
+sources, sinks, chains, async I/O, a hand-made key-group range or `RestoredState`."""
 
 from __future__ import annotations
 
