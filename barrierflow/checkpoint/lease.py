@@ -3,7 +3,7 @@
 Two runs of one job on one folder would collide: checkpoint ids and `_metadata`, one run's
 retention deleting the other's folders, a sink's sweep at restore rolling back or deleting
 what the other run prepared. So a run takes the folder's lease before it touches anything
-there (JobMaster._prepare), renews it while it lives, and deletes it when it ends; a second
+there (JobStart.prepare), renews it while it lives, and deletes it when it ends; a second
 start finds the lease and is refused, naming the run that holds it.
 
 The lease is a small JSON file in the job's folder, `<job dir>/_lease-<generation>`

@@ -22,7 +22,7 @@ from barrierflow.runtime import task_messages as msg
 
 def test_tasks_are_deployed_only_after_every_task_registered(tmp_path):
     job = job_master_builder(tmp_path)
-    assert job.runner.submitted == [(job.master._group(0), 0)]
+    assert job.runner.submitted == [(job.master.spark_group(0), 0)]
     assert job.master.status.state == "DEPLOYING"
     job.register_all()
     deployed = {p: job.tasks[p].sent_of(msg.DeployTask) for p in PARTITIONS}

@@ -34,14 +34,14 @@ def test_an_attempt_whose_process_died_restarts_as_a_new_stage_after_the_delay(t
     first_tasks = dict(job.tasks)
     job.lose(COUNTERS[0])  # a task process died: the Spark job goes, a new stage follows
     assert job.master.status.state == "RESTARTING"
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     for conn in first_tasks.values():
         assert conn.closed
         assert conn.sent_of(msg.CancelTask) == [msg.CancelTask(0, conn.sent[-1].reason)]
     job.advance(499)
-    assert job.runner.submitted == [(job.master._group(0), 0)]
+    assert job.runner.submitted == [(job.master.spark_group(0), 0)]
     job.advance(1)
-    assert job.runner.submitted[-1] == (job.master._group(1), 1)
+    assert job.runner.submitted[-1] == (job.master.spark_group(1), 1)
     assert (job.master.status.state, job.master.status.attempt) == ("DEPLOYING", 1)
     assert job.master.status.restored_from == 1
     job.run_all(attempt=1)
@@ -72,7 +72,7 @@ def test_a_cancel_while_running_cancels_the_tasks_and_the_spark_job(tmp_path):
     job.master.request_cancel()
     job.master.drain()
     assert job.master.status.state == "CANCELED"
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     assert all(conn.closed for conn in job.tasks.values())
 
 
@@ -84,7 +84,7 @@ def test_without_restarts_the_first_failure_fails_the_job(tmp_path):
     with pytest.raises(JobExecutionError, match="will not restart") as raised:
         job.master.result()
     assert type(raised.value.__cause__) is ValueError
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     assert job.rpc.closed and all(conn.closed for conn in job.rpc.connections)
 
 
@@ -110,7 +110,7 @@ def assert_crashed(job: JobHarness, cause_type: type) -> None:
     with pytest.raises(JobExecutionError) as raised:
         job.master.result()
     assert type(raised.value.__cause__) is cause_type
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     assert job.rpc.closed
     assert all(conn.closed for conn in job.rpc.connections)
     assert all(conn.sent_of(msg.CancelTask) for conn in job.tasks.values())
@@ -153,7 +153,7 @@ def test_an_unexpected_error_reaches_the_job_client_as_a_job_execution_error(tmp
         client.wait(timeout=30)
     assert isinstance(raised.value.__cause__, IndexError)
     assert client.get_job_status() == "FAILED"
-    assert conn.closed and job.runner.cancelled == [job.master._group(0)]
+    assert conn.closed and job.runner.cancelled == [job.master.spark_group(0)]
 
 
 def test_a_mail_of_unknown_type_is_an_error_that_fails_the_job(tmp_path):

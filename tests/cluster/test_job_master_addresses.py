@@ -51,7 +51,7 @@ def test_no_task_reaching_the_jobmaster_fails_the_job_at_once_without_restarting
     assert RPC_ADVERTISED_KEY in str(raised.value)
     assert isinstance(raised.value.__cause__, JobMasterUnreachableError)
     job.advance(10_000)
-    assert job.runner.submitted == [(job.master._group(0), 0)]  # never restarted
+    assert job.runner.submitted == [(job.master.spark_group(0), 0)]  # never restarted
     assert job.rpc.closed
 
 
@@ -66,7 +66,7 @@ def test_once_a_task_registered_the_restart_strategy_decides(tmp_path):
     )
     assert job.master.status.state == "RESTARTING"
     job.advance(100)
-    assert job.runner.submitted[-1] == (job.master._group(1), 1)
+    assert job.runner.submitted[-1] == (job.master.spark_group(1), 1)
 
 
 def test_another_spark_failure_before_registration_still_restarts(tmp_path):

@@ -88,7 +88,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_run_stops_at_its_next_renewa
     assert f"lost the lease of checkpoint folder {job_folder(old)}" in message
     assert f"taken over by job {new.master.job_id}" in message
     assert "stopping so that two runs never write the same checkpoints" in message
-    assert old.runner.cancelled == [old.master._group(0)]  # its tasks are stopped
+    assert old.runner.cancelled == [old.master.spark_group(0)]  # its tasks are stopped
     assert all(conn.sent_of(msg.CancelTask) for conn in old.tasks.values())
     assert leases(tmp_path) == {"_lease-2": new.master.job_id}  # the new run's stays
     assert new.master.status.state == "DEPLOYING"
@@ -153,7 +153,7 @@ def test_a_start_failing_after_the_lease_was_taken_releases_it(tmp_path):
     def no_slots(*args):
         raise InsufficientResourcesError("1 of 4 task slots")
 
-    job.master._connect_runner = no_slots
+    job.master.connect_runner = no_slots
     with pytest.raises(InsufficientResourcesError):
         job.start()
     assert leases(tmp_path) == {}

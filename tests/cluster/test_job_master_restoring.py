@@ -130,7 +130,7 @@ def test_with_no_intact_checkpoint_left_the_job_fails_naming_the_file(tmp_path):
     fail_restoring(job, error, attempt=0)
 
     assert job.master.status.state == "FAILED"
-    assert job.runner.submitted == [(job.master._group(0), 0)]  # never restored from empty
+    assert job.runner.submitted == [(job.master.spark_group(0), 0)]  # never restored from empty
     with pytest.raises(JobExecutionError) as raised:
         job.master.result()
     assert str(raised.value) == (

@@ -143,7 +143,7 @@ UNLIMITED = RestartStrategies.exponential_delay_restart(100, 100, 1.5, 3_600_000
 def run(job: JobHarness, attempt: int) -> None:
     """Every task of `attempt` registers and runs: new connections in a new stage, the kept
     ones after a roll-back in place."""
-    if job.master._stage == attempt:
+    if job.master.stage == attempt:
         job.run_all(attempt)
         return
     for partition in PARTITIONS:

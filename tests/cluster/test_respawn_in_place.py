@@ -36,7 +36,7 @@ def test_a_dead_stream_task_process_rolls_back_in_place_and_counts_as_a_restart(
     for conn in job.tasks.values():
         (restart,) = conn.sent_of(msg.RestartTask)
         assert restart.attempt == 1
-    assert job.runner.submitted == [(job.master._group(0), 0)]
+    assert job.runner.submitted == [(job.master.spark_group(0), 0)]
     assert job.runner.cancelled == []
     reregister_all(job, attempt=1)  # the respawned process registers on the kept connection
     for partition in PARTITIONS:
@@ -76,10 +76,10 @@ def test_a_lost_spark_task_still_takes_a_new_stage(tmp_path):
     job = job_master_builder(tmp_path, RestartStrategies.fixed_delay_restart(3, DELAY_MS))
     with_checkpoint_1(job)
     job.lose(COUNTERS[0])  # the Spark task itself: its connection is gone
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     assert all(conn.sent_of(msg.EndAttempt) == [] for conn in job.tasks.values())
     job.advance(DELAY_MS)
-    assert job.runner.submitted[-1] == (job.master._group(1), 1)
+    assert job.runner.submitted[-1] == (job.master.spark_group(1), 1)
 
 
 def test_a_death_before_the_task_registered_takes_a_new_stage_and_cancels_its_spark_task(
@@ -91,7 +91,7 @@ def test_a_death_before_the_task_registered_takes_a_new_stage_and_cancels_its_sp
     assert job.master.status.state == "RESTARTING"
     assert conn.closed and conn.sent_of(msg.CancelTask)  # its Spark task is not left waiting
     job.advance(DELAY_MS)
-    assert job.runner.submitted[-1] == (job.master._group(1), 1)
+    assert job.runner.submitted[-1] == (job.master.spark_group(1), 1)
 
 
 def test_a_death_after_the_task_finished_is_not_a_failure(tmp_path):

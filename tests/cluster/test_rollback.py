@@ -61,7 +61,7 @@ def test_an_exception_rolls_every_task_back_in_place_without_a_new_spark_job(tmp
     for conn in job.tasks.values():
         (restart,) = conn.sent_of(msg.RestartTask)
         assert restart.attempt == restart.settings.attempt == 1
-    assert job.runner.submitted == [(job.master._group(0), 0)]  # no new Spark job
+    assert job.runner.submitted == [(job.master.spark_group(0), 0)]  # no new Spark job
     assert job.runner.cancelled == []
     assert (job.master.status.state, job.master.status.attempt) == ("DEPLOYING", 1)
     reregister_all(job, attempt=1)
@@ -104,7 +104,8 @@ def test_the_restart_strategy_counts_in_place_restarts_and_gives_up(tmp_path):
     assert job.master.status.state == "FAILED"
     with pytest.raises(JobExecutionError, match="gave up after 1 restart"):
         job.master.result()
-    assert job.runner.cancelled == [job.master._group(0)]  # the one stage, cancelled at the end
+    # the one stage, cancelled at the end
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     assert all(conn.closed and conn.sent_of(msg.CancelTask) for conn in job.tasks.values())
 
 
@@ -115,7 +116,7 @@ def test_a_cancel_during_the_delay_of_a_roll_back_ends_the_job_at_once(tmp_path)
     job.master.request_cancel("stop it")
     job.master.drain()  # no clock advance: the delay is not waited for
     assert job.master.ended and job.master.status.state == "CANCELED"
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     for conn in job.tasks.values():
         assert conn.closed and conn.sent_of(msg.CancelTask)
     job.advance(60_000)
@@ -128,10 +129,10 @@ def test_a_process_death_during_the_roll_back_falls_back_to_a_new_stage(tmp_path
     raise_in_user_code(job)
     job.lose(SOURCES[1])
     # the kept tasks and their Spark job go at once, freeing the slots
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     assert all(conn.closed for conn in job.tasks.values())
     job.advance(DELAY_MS)
-    assert job.runner.submitted[-1] == (job.master._group(1), 1)
+    assert job.runner.submitted[-1] == (job.master.spark_group(1), 1)
     assert all(conn.sent_of(msg.RestartTask) == [] for conn in job.tasks.values())
     job.end_spark_job(0, "cancelled")  # the old stage's end is not the new attempt's
     job.run_all(attempt=1)
@@ -146,7 +147,7 @@ def test_the_spark_job_ending_during_the_roll_back_falls_back_to_a_new_stage(tmp
     raise_in_user_code(job)
     job.end_spark_job(0, "an executor was lost")
     job.advance(DELAY_MS)
-    assert job.runner.submitted[-1] == (job.master._group(1), 1)
+    assert job.runner.submitted[-1] == (job.master.spark_group(1), 1)
 
 
 def test_a_process_lost_before_it_registers_again_fails_the_attempt_at_once(tmp_path):
@@ -156,9 +157,9 @@ def test_a_process_lost_before_it_registers_again_fails_the_attempt_at_once(tmp_
     job.advance(DELAY_MS)
     job.lose(COUNTERS[1])  # attempt 1 knows its kept connections before they register
     assert job.master.status.state == "RESTARTING"
-    assert job.runner.cancelled == [job.master._group(0)]
+    assert job.runner.cancelled == [job.master.spark_group(0)]
     job.advance(DELAY_MS)
-    assert job.runner.submitted[-1] == (job.master._group(2), 2)
+    assert job.runner.submitted[-1] == (job.master.spark_group(2), 2)
 
 
 def test_a_failure_before_every_task_registered_restarts_in_a_new_stage(tmp_path):
@@ -169,7 +170,7 @@ def test_a_failure_before_every_task_registered_restarts_in_a_new_stage(tmp_path
     job.send(0, msg.TaskFailed(0, 0, failure(ValueError("bad source"))))
     assert conn.closed and conn.sent_of(msg.EndAttempt) == []
     job.advance(DELAY_MS)
-    assert job.runner.submitted[-1] == (job.master._group(1), 1)
+    assert job.runner.submitted[-1] == (job.master.spark_group(1), 1)
 
 
 def test_the_job_finishes_in_the_stage_that_rolled_back(tmp_path):

@@ -17,12 +17,13 @@ tasks end the attempt and run the next one in the same Spark job; otherwise the 
 job is cancelled and the next attempt is a new barrier stage.
 
 The JobMaster is split by role: this module holds its state, its mailbox loop and what
-other threads call; how the job and each attempt start is job_start.py, the failover
-decision failover.py (pure) and how it is applied job_failover.py, how the job ends
-job_end.py. What one attempt does is in attempt.py, carrying out the coordinator's actions
-in checkpoint_actions.py, the published status and REST view in job_view.py, what each
-attempt restores in job_restore.py. The JobMaster implements the job's actions
-(rest/job_actions.py); its savepoint and stop-with-savepoint operations are
+other threads call; its roles are objects it owns, each seeing it only through a narrow
+Protocol (hosts.py): how the job and each attempt start is `JobStart` (job_start.py), how a
+failover decision (failover.py, pure) is applied `JobFailover` (job_failover.py), how the
+job ends `JobEnd` (job_end.py). What one attempt does is in attempt.py, carrying out the
+coordinator's actions in checkpoint_actions.py, the published status and REST view in
+job_view.py, what each attempt restores in job_restore.py. The JobMaster implements the
+job's actions (rest/job_actions.py); its savepoint and stop-with-savepoint operations are
 savepoint_requests.py.
 """
 
@@ -61,6 +62,7 @@ from barrierflow.cluster.jobmaster.job_settings import JobSettings
 from barrierflow.cluster.jobmaster.job_start import JobStart
 from barrierflow.cluster.jobmaster.job_view import JobPublisher, StatusSnapshot
 from barrierflow.cluster.jobmaster.repeated_failures import RepeatedFailures
+from barrierflow.cluster.jobmaster.restore_point import RestorePoint
 from barrierflow.cluster.jobmaster.rollback import InPlaceRollback
 from barrierflow.cluster.jobmaster.savepoint_requests import SavepointRequests
 from barrierflow.cluster.jobmaster.views import JobStatus, SavepointOperation
@@ -78,6 +80,7 @@ from barrierflow.cluster.mails import (
 from barrierflow.cluster.metrics.store import MetricsStore
 from barrierflow.cluster.rpc import RpcEndpoint, RpcFactory, RpcServer
 from barrierflow.cluster.spark.runner import AttemptRunner, RunnerFactory, SparkAttemptRunner
+from barrierflow.connectors.base import SourceSplit
 from barrierflow.errors import CheckpointStorageError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 from barrierflow.runtime import task_messages as msg
@@ -91,14 +94,15 @@ __all__ = ["CheckpointStats", "JobMaster", "JobSettings", "JobStatus", "StatusSn
 # CheckpointStats (checkpoint/stats.py) is what JobExecutionResult.checkpoints holds.
 
 
-class JobMaster(JobStart, JobFailover, JobEnd):
+class JobMaster:
     """The restart loop of one job. `run` on one thread; the rest may be called from any.
 
     Guarantees the job ends in exactly one of FINISHED (run returns the completed
     checkpoints' statistics), FAILED or CANCELED (run raises JobExecutionError with
     the root cause chained), and that when it ends no attempt's tasks are left
     running. Assumes the Spark runner posts one SparkJobEnded per submitted attempt.
-    Its bases are its other roles, working on the state set here (see the module's doc).
+    Its roles (`starting`, `failing_over`, `ending`) work on the state set here through
+    their Protocols (hosts.py).
     """
 
     def __init__(
@@ -146,25 +150,24 @@ class JobMaster(JobStart, JobFailover, JobEnd):
         """(host, pid) of each subtask's Spark task, which supervises its stream task's process."""
         self.attempt: Attempt | None = None
         """The attempt running now; None before the first, during a restart delay, at the end."""
-        self._connect_runner = connect_runner
-        self._start_rpc = start_rpc
-        self._runner: AttemptRunner | None = None
-        self._rpc: RpcEndpoint | None = None
-        self._rest: Any = None
-        self._restart: ScheduledAction | None = None
+        self.connect_runner = connect_runner
+        self.start_rpc = start_rpc
+        self.runner: AttemptRunner | None = None
+        self.rpc: RpcEndpoint | None = None
+        self.rest: Any = None
+        self.restart: ScheduledAction | None = None
+        """The next attempt's start during a restart delay."""
         self.failover: FailoverDecider | None = None
-        """Decides each failure (failover.py); made in `_prepare` with the strategy's tracker."""
-        self._rollback: InPlaceRollback | None = None
+        """Decides each failure (failover.py); made in `prepare` with the strategy's tracker."""
+        self.rollback: InPlaceRollback | None = None
         """The tasks kept during the restart delay of a roll-back in place."""
-        self._stage = 0
+        self.stage = 0
         """The attempt whose Spark job (barrier stage) runs the tasks now."""
-        self._cancel_requested: str | None = None
-        self._sinks_cleaned = False
-        """The sinks were cleaned up (or that was tried) at the job's end: once only."""
-        self._first_checkpoint_id = 1
+        self.cancel_requested: str | None = None
+        self.first_checkpoint_id = 1
         self.lineage = ""
-        """The checkpoint folder's lineage (checkpoint/lineage.py), read in `_prepare`."""
-        self._outcome: list[CheckpointStats] | BaseException | None = None
+        """The checkpoint folder's lineage (checkpoint/lineage.py), read in `prepare`."""
+        self.outcome: list[CheckpointStats] | BaseException | None = None
         self.ended = False
         self.lease = CheckpointLease(
             self.storage.job_dir,
@@ -173,9 +176,8 @@ class JobMaster(JobStart, JobFailover, JobEnd):
             expiry_ms=settings.lease_expiry_ms,
         )
         """This run's hold on the job's checkpoint folder (checkpoint/lease.py): taken first in
-        `_prepare`, renewed on the scheduler, released in `close`. Whatever sweeps or deletes
+        `prepare`, renewed on the scheduler, released in `close`. Whatever sweeps or deletes
         in the folder or the sinks (retention, restores' sweeps) runs only while it is held."""
-        self._lease_renewal: ScheduledAction | None = None
         self.restoring = JobRestore(graph, settings, self.storage, self.history)
         self.chaos = ChaosArms(self.storage.job_dir)
         """What `barrierflow chaos` armed for the next restore (kinds restore, storage)."""
@@ -186,6 +188,9 @@ class JobMaster(JobStart, JobFailover, JobEnd):
             self.job_id, graph.job_name, self.publisher, self._default_savepoint_root,
             self.mailbox.put,
         )  # fmt: skip
+        self.starting = JobStart(self, self._new_attempt, actions=self)
+        self.failing_over = JobFailover(self)
+        self.ending = JobEnd(self)
 
     # ---- any thread --------------------------------------------------------------------------
 
@@ -235,11 +240,11 @@ class JobMaster(JobStart, JobFailover, JobEnd):
         """Prepare the job and submit attempt 0. A job that cannot start (its source, sink or
         checkpoint storage is unusable) raises that error as it is, with status FAILED."""
         try:
-            self._prepare()
+            self.starting.prepare()
         except BaseException:
             if self.attempt is not None:
                 with contextlib.suppress(Exception):
-                    self._stop_attempt()
+                    self.stop_attempt()
             self.publisher.publish(state=JobStatus.FAILED)
             self.close()
             raise
@@ -262,23 +267,22 @@ class JobMaster(JobStart, JobFailover, JobEnd):
 
     def result(self) -> list[CheckpointStats]:
         """The completed checkpoints of a finished job; raises the error of a failed one."""
-        if isinstance(self._outcome, BaseException):
-            raise self._outcome
-        assert self._outcome is not None, "the job has not ended"
-        return self._outcome
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        assert self.outcome is not None, "the job has not ended"
+        return self.outcome
 
     def close(self) -> None:
         """Close the RPC endpoint (every task connection), release the checkpoint folder's
         lease, close the REST endpoint and the log files."""
         self.chaos.close()
-        if self._rpc is not None:
-            self._rpc.close()
-        if self._lease_renewal is not None:
-            self._lease_renewal.cancel()
+        if self.rpc is not None:
+            self.rpc.close()
+        self.starting.stop_renewing_lease()
         self.lease.release()  # before the REST endpoint lingers: a rerun may start at once
-        if self._rest is not None:
-            self._rest.close()
-            self._rest = None
+        if self.rest is not None:
+            self.rest.close()
+            self.rest = None
             self.publisher.publish(rest_url=None)
         if self.logs is not None:
             self.logs.close()
@@ -293,9 +297,9 @@ class JobMaster(JobStart, JobFailover, JobEnd):
             try:
                 work()
             except AttemptFailed as failed:
-                self._attempt_failed(failed.failure)
+                self.failing_over.attempt_failed(failed.failure)
         except Exception as error:
-            self._crash(error)
+            self.ending.crash(error)
 
     def _dispatch(self, mail: Mail) -> None:
         if isinstance(mail, TaskMessageReceived):
@@ -303,15 +307,15 @@ class JobMaster(JobStart, JobFailover, JobEnd):
         elif isinstance(mail, TaskConnectionLost):
             if self.attempt is not None:
                 self.attempt.on_connection_lost(mail.conn)
-            elif self._rollback is not None:
-                self._rollback.connection_lost(mail.conn)
-                self._abandon_rollback_if_broken()
+            elif self.rollback is not None:
+                self.rollback.connection_lost(mail.conn)
+                self.failing_over.abandon_rollback_if_broken()
         elif isinstance(mail, SparkJobEnded):
-            if self.attempt is None or mail.attempt != self._stage:
+            if self.attempt is None or mail.attempt != self.stage:
                 log.debug("the Spark job of attempt %d ended (no longer current)", mail.attempt)
-                if self._rollback is not None:
-                    self._rollback.spark_job_ended(mail.attempt)
-                    self._abandon_rollback_if_broken()
+                if self.rollback is not None:
+                    self.rollback.spark_job_ended(mail.attempt)
+                    self.failing_over.abandon_rollback_if_broken()
                 return
             self.attempt.on_spark_job_ended(mail.error)
         elif isinstance(mail, CancelRequested):
@@ -334,7 +338,7 @@ class JobMaster(JobStart, JobFailover, JobEnd):
             # the next 200 ms tick that never comes, so a finished job's view is its last.
             self.metrics.publish()
             self.publisher.publish(state=JobStatus.FINISHED)
-            self._end(self.checkpoint_stats)
+            self.ending.end(self.checkpoint_stats)
 
     def _on_task_message(self, conn: TaskConnection, message: Any) -> None:
         if type(message) not in msg.TASK_TO_JOBMASTER:
@@ -351,23 +355,37 @@ class JobMaster(JobStart, JobFailover, JobEnd):
         self.attempt.on_task_message(conn, message)
 
     def _on_cancel(self, reason: str) -> None:
-        self._cancel_requested = reason
+        self.cancel_requested = reason
         if self.attempt is not None:
             self.attempt.cancel(reason)
-        elif self._restart is not None:  # during the restart delay: no attempt to stop
-            self._restart.cancel()
-            self._leave_stage(reason)
-            self._end_cancelled()
+        elif self.restart is not None:  # during the restart delay: no attempt to stop
+            self.restart.cancel()
+            self.failing_over.leave_stage(reason)
+            self.ending.end_cancelled()
 
-    def _stop_attempt(self) -> int:
+    def stop_attempt(self) -> int:
         """Stop the current attempt's tasks and Spark job; returns its number."""
         attempt, self.attempt = self.attempt, None
-        assert attempt is not None and self._runner is not None
+        assert attempt is not None and self.runner is not None
         try:
             attempt.stop()
         finally:
-            self._runner.cancel(self._group(self._stage))
+            self.runner.cancel(self.spark_group(self.stage))
         return attempt.number
+
+    def spark_group(self, number: int) -> str:
+        """The Spark job group of attempt `number`'s barrier stage (what is cancelled)."""
+        return f"barrierflow-{self.job_id}-{number}"
+
+    def _new_attempt(
+        self,
+        number: int,
+        splits: dict[SubtaskId, list[SourceSplit]],
+        latest: RestorePoint | None,
+        connections: dict[int, TaskConnection] | None,
+    ) -> Attempt:
+        """Attempt `number` over this JobMaster (seen as its AttemptHost): JobStart's factory."""
+        return Attempt(self, number, splits, latest, connections)
 
     # ---- checkpoints of the job (across attempts) --------------------------------------------
 
@@ -376,7 +394,7 @@ class JobMaster(JobStart, JobFailover, JobEnd):
         savepoint this run started from (ids never go back: Flink's rule)."""
         return max(
             self.storage.next_checkpoint_id(),
-            self._first_checkpoint_id,
+            self.first_checkpoint_id,
             (self.stats_tracker.highest_triggered_id or 0) + 1,
         )
 
