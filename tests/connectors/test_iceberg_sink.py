@@ -13,16 +13,16 @@ from typing import Any
 import msgpack
 import pyarrow as pa
 import pytest
-
-from barrierflow.connectors.base import SinkContext
-from barrierflow.connectors.iceberg import IcebergSink
-from barrierflow.errors import ConfigurationError, SinkError
-from tests.support.iceberg_catalog import (
+from support.iceberg_catalog import (
     catalog_properties,
     parquet_files,
     snapshot_summaries,
     table_rows,
 )
+
+from barrierflow.connectors.base import SinkContext
+from barrierflow.connectors.iceberg import IcebergSink
+from barrierflow.errors import ConfigurationError, SinkError
 
 pytest.importorskip("pyiceberg")
 

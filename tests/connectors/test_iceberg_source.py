@@ -10,11 +10,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.iceberg_catalog import catalog_properties, open_catalog
 
 from barrierflow._clock import ManualClock
 from barrierflow.connectors.iceberg import IcebergSource
 from barrierflow.errors import SourceError
-from tests.support.iceberg_catalog import catalog_properties, open_catalog
 
 pytest.importorskip("pyiceberg")
 
