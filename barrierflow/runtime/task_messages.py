@@ -253,6 +253,17 @@ class TaskLogRecords:
     """Records the task dropped since the previous batch (it logged faster than it sent)."""
 
 
+@dataclass(frozen=True)
+class TaskConsoleOutput:
+    """Whole lines the task's process wrote to its standard output (print sinks, a user's
+    `print`; cluster/executor/task_console.py), for the driver's console. The JobMaster takes
+    them whatever the attempt: they were printed (print output is at-least-once)."""
+
+    attempt: int
+    partition: int
+    text: str
+
+
 # ---- JobMaster -> task -----------------------------------------------------------------------
 
 
@@ -365,6 +376,7 @@ TASK_TO_JOBMASTER = (
     SparkTaskProcess,
     TaskMetricsReport,
     TaskLogRecords,
+    TaskConsoleOutput,
 )
 """Every message a task sends; the JobMaster refuses any other type."""
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.cluster.addresses import executor_host
+from barrierflow.cluster.executor.task_console import forwarding_task_console
 from barrierflow.cluster.executor.task_logs import forwarding_task_logs
 from barrierflow.cluster.executor.task_process import ParentLink, TaskSupervisor
 from barrierflow.cluster.rpc import RpcClient
@@ -107,11 +108,12 @@ def run_stream_task(
     link.start(mailbox.put)
     level = logging.getLevelName(settings.task_log_level.upper())
     tasks: list[StreamTask] = []
-    with forwarding_task_logs(
-        partition,
-        lambda: tasks[0].attempt if tasks else settings.attempt,
-        level if isinstance(level, int) else logging.WARNING,
-        link.send,
+    attempt = lambda: tasks[0].attempt if tasks else settings.attempt  # noqa: E731
+    with (
+        forwarding_task_logs(
+            partition, attempt, level if isinstance(level, int) else logging.WARNING, link.send
+        ),
+        forwarding_task_console(partition, attempt, link.send),  # print sinks: driver console
     ):
         tasks.append(
             StreamTask(

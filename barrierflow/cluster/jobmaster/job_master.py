@@ -51,6 +51,7 @@ from barrierflow.checkpoint.stats import (
 )
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.cluster.chaos_faults import ChaosArms
+from barrierflow.cluster.executor.task_console import print_task_output
 from barrierflow.cluster.executor.task_logs import JobLogs
 from barrierflow.cluster.jobmaster.attempt import Attempt
 from barrierflow.cluster.jobmaster.attempt_failure import AttemptFailed
@@ -346,6 +347,9 @@ class JobMaster:
         if isinstance(message, msg.TaskLogRecords):  # whatever the attempt: see the message
             if self.logs is not None:
                 self.logs.write(message)
+            return
+        if isinstance(message, msg.TaskConsoleOutput):  # whatever the attempt: printed
+            print_task_output(message)
             return
         if self.attempt is None or message.attempt != self.attempt.number:
             log.debug("refused %s: the current attempt is not %d", message, message.attempt)

@@ -1,0 +1,101 @@
+"""`print()` as a user sees it: a job file run with `python job.py` or `barrierflow run job.py`
+shows its printed records on its own console (they travel from the stream tasks to the
+driver, cluster/executor/task_console.py), with PyFlink's prefixes, in order per subtask."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+JOB = textwrap.dedent(
+    """
+    from barrierflow import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    tens = env.from_collection(list(range(8))).rebalance().map(lambda x: x * 10)
+    tens.print()
+    tens.print("tens")
+    env.execute("print-job")
+    """
+)
+PRINTED = re.compile(r"^(tens:)?([12])> (\d+)$")
+
+
+def printed_by_subtask(lines: list[str]) -> dict[tuple[str, str], list[int]]:
+    """The printed values by (identifier, subtask prefix), in the order they were printed."""
+    seen: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for line in lines:
+        match = PRINTED.match(line)
+        assert match, f"not a printed record: {line!r}"
+        seen[(match[1] or "", match[2])].append(int(match[3]))
+    return seen
+
+
+def check_printed(seen: dict[tuple[str, str], list[int]]) -> None:
+    for identifier in ("", "tens:"):
+        values = [v for (ident, _), vs in seen.items() if ident == identifier for v in vs]
+        assert sorted(values) == [0, 10, 20, 30, 40, 50, 60, 70], (identifier, seen)
+    for key, values in seen.items():  # one subtask's records come in the order it got them
+        assert values == sorted(values), (key, values)
+    # both subtasks printed (rebalance deals records round-robin), under both sinks
+    assert {subtask for _, subtask in seen} == {"1", "2"}, seen
+
+
+def test_a_job_file_prints_its_records_on_the_console_run_either_way(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "BARRIERFLOW_LOG_DIR": str(tmp_path / "logs"),
+        "BARRIERFLOW_PROGRESS_INTERVAL": "60",
+    }
+    barrierflow = Path(sys.executable).parent / "barrierflow"
+    # both at once: each starts its own Spark driver, which dominates the test's time
+    runs = [
+        subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        for command in ([sys.executable, str(job)], [str(barrierflow), "run", str(job)])
+    ]
+    (plain_out, plain_err), (run_out, run_err) = (run.communicate(timeout=300) for run in runs)
+    assert runs[0].returncode == 0, plain_err[-3000:]
+    assert runs[1].returncode == 0, run_err[-3000:]
+
+    # python job.py: the console's standard output is exactly the printed records
+    check_printed(printed_by_subtask(plain_out.splitlines()))
+
+    # barrierflow run: the same records among its own lines (where to look, the summary)
+    records = [line for line in run_out.splitlines() if re.match(r"^(tens:)?\d> ", line)]
+    check_printed(printed_by_subtask(records))
+    assert re.search(r"^job 'print-job' FINISHED after ", run_out, re.M), run_out
+
+
+def readme_windows_example() -> str:
+    """The README's complete windows job, as the README shows it."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("### Windows, joins, async I/O", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_windows_example_prints_what_the_readme_promises(spark, capsys):
+    capsys.readouterr()
+    exec(compile(readme_windows_example(), "README.md", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out.splitlines()
+    # "it prints `('a', 0, 5)`, `('b', 0, 8)`, `('a', 10000, 5)`" (parallelism 1: no prefix)
+    assert sorted(printed) == sorted(["('a', 0, 5)", "('b', 0, 8)", "('a', 10000, 5)"]), printed
