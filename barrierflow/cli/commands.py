@@ -29,6 +29,7 @@ from barrierflow.api.job_file import (
 from barrierflow.chaos import ChaosCheck, ChaosError
 from barrierflow.cli.jobs import add_job_commands
 from barrierflow.cli.nexmark import nexmark
+from barrierflow.cli.port import port
 from barrierflow.cli.progress import ProgressWatcher
 from barrierflow.cli.state import state
 from barrierflow.errors import BarrierflowError, ConfigurationError
@@ -59,6 +60,7 @@ def main() -> None:
 
 main.add_command(state)
 main.add_command(nexmark)
+main.add_command(port)  # barrierflow port: cli/port.py
 
 
 def spark_settings(command: Callable) -> Callable:

@@ -1,0 +1,87 @@
+"""`barrierflow port`: the porting rule applied to imports and dotted references only, and the
+list of what barrierflow lacks; no Spark."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from barrierflow.cli.commands import main
+from barrierflow.cli.port import port_source
+
+# (PyFlink source, ported source): the rule of docs/porting.md, one case a line
+REWRITES = [
+    ("from pyflink.datastream import StreamExecutionEnvironment\n",
+     "from barrierflow import StreamExecutionEnvironment\n"),
+    ("from pyflink.common import WatermarkStrategy  # keep me\n",
+     "from barrierflow import WatermarkStrategy  # keep me\n"),
+    ("from pyflink.common.typeinfo import Types\n", "from barrierflow import Types\n"),
+    ("from pyflink.common.time import Duration\n", "from barrierflow import Duration\n"),
+    ("from pyflink.common.watermark_strategy import TimestampAssigner\n",
+     "from barrierflow import TimestampAssigner\n"),
+    ("from pyflink.common.serialization import SimpleStringSchema\n",
+     "from barrierflow.serialization import SimpleStringSchema\n"),
+    ("from pyflink.datastream.functions import MapFunction\n",
+     "from barrierflow.functions import MapFunction\n"),
+    ("from pyflink.datastream.state import ValueStateDescriptor\n",
+     "from barrierflow.state import ValueStateDescriptor\n"),
+    ("from pyflink.datastream.window import TumblingEventTimeWindows\n",
+     "from barrierflow.window import TumblingEventTimeWindows\n"),
+    ("from pyflink.datastream.connectors.file_system import FileSink\n",
+     "from barrierflow.connectors.file_system import FileSink\n"),
+    ("from pyflink.datastream.state_backend import HashMapStateBackend\n",
+     "from barrierflow import HashMapStateBackend\n"),
+    ("import pyflink.datastream as ds\nenv = ds.StreamExecutionEnvironment\n",
+     "import barrierflow as ds\nenv = ds.StreamExecutionEnvironment\n"),
+    ("import pyflink.common.typeinfo\nt = pyflink.common.typeinfo.Types.INT()\n",
+     "import barrierflow\nt = barrierflow.Types.INT()\n"),
+    ("from pyflink.datastream import (\n    StreamExecutionEnvironment,  # env\n    OutputTag)\n",
+     "from barrierflow import (\n    StreamExecutionEnvironment,  # env\n    OutputTag)\n"),
+    ('s = "pyflink.common"  # pyflink.datastream in a comment\n',
+     's = "pyflink.common"  # pyflink.datastream in a comment\n'),
+    ("x.pyflink.common = 1\n", "x.pyflink.common = 1\n"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("before", "after"), REWRITES)
+def test_the_rule_rewrites_imports_and_dotted_references_only(before, after):
+    assert port_source(before).source == after
+
+
+def test_what_barrierflow_lacks_is_listed_by_line():
+    source = (
+        "from pyflink.datastream import StreamExecutionEnvironment, NoSuchThing\n"
+        "from pyflink.table import StreamTableEnvironment\n"
+        "import pyflink.datastream as ds\n"
+        "ds.AlsoMissing\n"
+    )
+    report = port_source(source)
+    assert [(f.line, f.text) for f in report.unsupported] == [
+        (1, "barrierflow.NoSuchThing: not in barrierflow"),
+        (2, "pyflink.table: no barrierflow counterpart"),
+        (4, "barrierflow.AlsoMissing: not in barrierflow"),
+    ]
+
+
+def test_the_command_writes_the_ported_file_and_fails_on_what_is_unsupported(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text("from pyflink.datastream import StreamExecutionEnvironment\n")
+    out = tmp_path / "ported.py"
+    result = CliRunner().invoke(main, ["port", str(job), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == "from barrierflow import StreamExecutionEnvironment\n"
+    assert "1 pyflink references rewritten" in result.output
+
+    job.write_text("from pyflink.datastream import NoSuchThing\n")
+    result = CliRunner().invoke(main, ["port", str(job)])
+    assert result.exit_code == 1
+    assert "from barrierflow import NoSuchThing\n" in result.output  # stdout without -o
+    assert f"{job}:1: barrierflow.NoSuchThing: not in barrierflow" in result.output
+
+
+def test_a_file_that_is_not_python_is_one_line(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_bytes(b"\xff\xfe not text")
+    result = CliRunner().invoke(main, ["port", str(job)])
+    assert result.exit_code == 2
+    assert "cannot read" in result.output and "Traceback" not in result.output
