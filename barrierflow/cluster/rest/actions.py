@@ -1,11 +1,9 @@
 """The REST endpoint's actions on a running job (savepoint, stop, cancel), in Flink's shapes.
 
-    POST  /jobs/<job_id>/savepoints {"target-directory": DIR}   202 {"request-id": ID}
-    POST  /jobs/<job_id>/stop {"targetDirectory": DIR, "drain": B}   202 {"request-id": ID}
-    GET   /jobs/<job_id>/savepoints/<ID>   {"status": {"id": "IN_PROGRESS" | "COMPLETED"},
-                                            "operation": {"location": PATH}
-                                                       | {"failure-cause": {...}}}
-    PATCH /jobs/<job_id>?mode=cancel                             202 {}
+Their routes are declared once, in routes.py (path, method, schema; openapi.py's schemas
+give the bodies): a savepoint or a stop answers 202 with a request id, whose operation is
+read until its status is COMPLETED with a location or a failure cause; a cancel answers
+202 with an empty body.
 
 An action needs `Authorization: Bearer <token>`, the token the job registered
 (cluster/registry.py): none is a 401, another a 403. Reading stays open, as every GET but
