@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from barrierflow.core.row import Row
+
 KINDS = ("sum", "min", "max", "min_by", "max_by")
 
 
@@ -55,8 +57,8 @@ class FieldAggregation:
 
 
 def _is_row(value: Any) -> bool:
-    """PyFlink's Row (and barrierflow's): fields by position and by name."""
-    return type(value).__name__ == "Row" and hasattr(value, "as_dict")
+    """A `Row`: fields by position and by name."""
+    return isinstance(value, Row)
 
 
 def _is_basic(value: Any, position: int | str) -> bool:

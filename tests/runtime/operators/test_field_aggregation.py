@@ -12,7 +12,7 @@ import pytest
 from support.clocks import ManualClock
 from support.operator_harness import started
 
-from barrierflow import StreamExecutionEnvironment
+from barrierflow import Row, StreamExecutionEnvironment
 from barrierflow.errors import JobDefinitionError
 from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.operators.field_aggregation import FieldAggregation
@@ -79,6 +79,13 @@ def test_each_aggregation_of_a_tuple_field_record_by_record(kind, emitted):
             lambda r: r.key,
             [Reading("a", 1, "first"), Reading("a", 5, "first")],
         ),
+        # Rows, by name and by position (a changed field makes a new Row)
+        ("sum", "n", [Row(k="a", n=1), Row(k="a", n=5)], lambda r: r.k,
+         [Row(k="a", n=1), Row(k="a", n=6)]),
+        ("max", 1, [Row("a", 3), Row("a", 1), Row("a", 8)], lambda r: r[0],
+         [Row("a", 3), Row("a", 3), Row("a", 8)]),
+        ("min_by", "n", [Row(k="a", n=4), Row(k="a", n=2)], lambda r: r.k,
+         [Row(k="a", n=4), Row(k="a", n=2)]),
         # basic types: the record is its own field 0
         ("sum", 0, [2, 3, 4], lambda r: r % 2, [2, 3, 6]),
         ("max_by", 0, ["b", "a", "c"], lambda r: 0, ["b", "b", "c"]),
@@ -92,6 +99,9 @@ def test_the_accumulator_in_state_is_never_changed_in_place():
     first, second = ["a", 1], ["a", 2]
     assert run("sum", 1, [first, second]) == [["a", 1], ["a", 3]]
     assert first == ["a", 1]  # a snapshot sharing the stored list would see a change
+    row = Row(k="a", n=1)
+    assert run("sum", "n", [row, Row(k="a", n=2)], lambda r: r.k)[-1] == Row(k="a", n=3)
+    assert row == Row(k="a", n=1)
 
 
 def test_a_basic_record_has_only_field_zero():
