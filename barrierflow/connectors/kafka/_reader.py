@@ -136,9 +136,8 @@ class KafkaReader(SourceReader):
                 return
             kind = item[0]
             if kind == "records":
-                for message in item[1]:
-                    split_id = f"{message.topic()}-{message.partition()}"
-                    self._buffers.setdefault(split_id, deque()).append(message)
+                for split_id, messages in item[1].items():
+                    self._buffers.setdefault(split_id, deque()).extend(messages)
             elif kind == "end":
                 self._ended.add(item[1])
             elif kind == "new":
@@ -164,7 +163,8 @@ class KafkaReader(SourceReader):
 
     def _decode(self, split_id: str, max_records: int) -> SplitBatch:
         buffer = self._buffers[split_id]
-        deserialize = self.source.deserializer
+        schema = self.source.deserializer
+        function, whole = schema.function, schema.whole_record
         records: list[Any] = []
         timestamps: list[int] = []
         bad: list[BadRecord] = []
@@ -176,18 +176,9 @@ class KafkaReader(SourceReader):
             if offset < position and position != EARLIEST:
                 continue  # fetched before a seek: already returned
             kind, timestamp = message.timestamp()
-            record = KafkaRecord(
-                message.topic(),
-                message.partition(),
-                offset,
-                timestamp if kind else None,
-                message.key(),
-                message.value(),
-                tuple(message.headers() or ()),
-            )
             position = offset + 1
             try:
-                value = deserialize.deserialize(record)
+                value = function(_record(message) if whole else message.value())
             except Exception as error:
                 bad.append(BadRecord(split_id, offset, message.value(), _text(error)))
                 continue
@@ -199,6 +190,19 @@ class KafkaReader(SourceReader):
         if stop is not None and position >= stop and not buffer:
             self._ended.add(split_id)
         return SplitBatch(split_id, records, timestamps if stamped else None, bad=bad)
+
+
+def _record(message: Any) -> KafkaRecord:
+    kind, timestamp = message.timestamp()
+    return KafkaRecord(
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        timestamp if kind else None,
+        message.key(),
+        message.value(),
+        tuple(message.headers() or ()),
+    )
 
 
 def _text(error: BaseException) -> str:
@@ -261,28 +265,29 @@ class _Fetcher:
             consumer.close()
 
     def _fetch(self, kafka: Any, consumer: Any) -> None:
+        """One fetch, handed on grouped by partition (the mailbox thread only extends)."""
         messages = consumer.consume(FETCH_BATCH, timeout=FETCH_WAIT_S)
-        good = []
+        good: dict[str, list[Any]] = {}
         for message in messages:
             error = message.error()
             split_id = f"{message.topic()}-{message.partition()}"
             stop = self.stops.get(split_id)
             if error is None:
                 if stop is None or message.offset() < stop:
-                    good.append(message)
+                    good.setdefault(split_id, []).append(message)
                 if stop is not None and message.offset() + 1 >= stop:
                     self._end(consumer, kafka, split_id, good)
-                    good = []
+                    good = {}
             elif error.code() == kafka.KafkaError._PARTITION_EOF:
                 if stop is not None and message.offset() >= stop:
                     self._end(consumer, kafka, split_id, good)
-                    good = []
+                    good = {}
             elif error.fatal() or error.code() in _FAILING:
                 raise kafka.KafkaException(error)
         if good:
             self._put(("records", good))
 
-    def _end(self, consumer: Any, kafka: Any, split_id: str, good: list[Any]) -> None:
+    def _end(self, consumer: Any, kafka: Any, split_id: str, good: dict[str, list[Any]]) -> None:
         """The partition reached its stopping offset: hand on what came before, report its
         end and stop fetching it."""
         if good:
