@@ -25,20 +25,46 @@ from barrierflow.core.broadcast_functions import (
     BroadcastProcessFunction,
     KeyedBroadcastProcessFunction,
 )
-from barrierflow.core.functions import TimeDomain
+from barrierflow.core.co_functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+)
+from barrierflow.core.functions import (
+    FilterFunction,
+    FlatMapFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    Partitioner,
+    ProcessFunction,
+    ReduceFunction,
+    RuntimeContext,
+    TimeDomain,
+    TimerService,
+)
 from barrierflow.core.output_tag import OutputTag
 from barrierflow.core.restart_strategies import RestartStrategies
 from barrierflow.core.row import Row, RowKind
+from barrierflow.core.runtime_execution_mode import RuntimeExecutionMode
 from barrierflow.core.state_backends import (
     EmbeddedRocksDBStateBackend,
     HashMapStateBackend,
     StateBackend,
 )
-from barrierflow.core.time import Duration, Time
+from barrierflow.core.time import Duration, Instant, Time
 from barrierflow.core.typeinfo import TypeInformation, Types
 from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
-from barrierflow.core.windows.window import CountWindow
-from barrierflow.runtime.async_io.retry import AsyncRetryStrategy
+from barrierflow.core.window_functions import (
+    AggregateFunction,
+    ProcessWindowFunction,
+    WindowFunction,
+)
+from barrierflow.core.windows.assigners import MergingWindowAssigner, WindowAssigner
+from barrierflow.core.windows.triggers import Trigger, TriggerResult
+from barrierflow.core.windows.window import CountWindow, GlobalWindow, TimeWindow, Window
+from barrierflow.runtime.async_io.retry import AsyncRetryPredicate, AsyncRetryStrategy
 from barrierflow.serialization import (
     ByteArraySchema,
     DeserializationSchema,
@@ -48,9 +74,11 @@ from barrierflow.serialization import (
 )
 
 __all__ = [
+    "AggregateFunction",
     "AllWindowedStream",
     "AsyncDataStream",
     "AsyncFunction",
+    "AsyncRetryPredicate",
     "AsyncRetryStrategy",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
@@ -58,7 +86,10 @@ __all__ = [
     "ByteArraySchema",
     "CheckpointConfig",
     "CheckpointingMode",
+    "CoFlatMapFunction",
     "CoGroupedStreams",
+    "CoMapFunction",
+    "CoProcessFunction",
     "Configuration",
     "ConnectedStreams",
     "CountWindow",
@@ -70,26 +101,48 @@ __all__ = [
     "Encoder",
     "ExecutionConfig",
     "ExternalizedCheckpointRetention",
+    "FilterFunction",
+    "FlatMapFunction",
+    "GlobalWindow",
     "HashMapStateBackend",
+    "Instant",
     "JobClient",
     "JobExecutionResult",
     "JobStatus",
     "JoinedStreams",
+    "KeySelector",
     "KeyedBroadcastProcessFunction",
+    "KeyedCoProcessFunction",
+    "KeyedProcessFunction",
     "KeyedStream",
+    "MapFunction",
+    "MergingWindowAssigner",
     "OutputTag",
+    "Partitioner",
+    "ProcessFunction",
+    "ProcessWindowFunction",
+    "ReduceFunction",
     "RestartStrategies",
     "Row",
     "RowKind",
+    "RuntimeContext",
+    "RuntimeExecutionMode",
     "SerializationSchema",
     "SimpleStringSchema",
     "StateBackend",
     "StreamExecutionEnvironment",
     "Time",
     "TimeDomain",
+    "TimeWindow",
+    "TimerService",
     "TimestampAssigner",
+    "Trigger",
+    "TriggerResult",
     "TypeInformation",
     "Types",
     "WatermarkStrategy",
+    "Window",
+    "WindowAssigner",
+    "WindowFunction",
     "WindowedStream",
 ]

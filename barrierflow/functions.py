@@ -22,6 +22,7 @@ from barrierflow.core.functions import (
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
+    Partitioner,
     ProcessFunction,
     ReduceFunction,
     RuntimeContext,
@@ -40,11 +41,14 @@ from barrierflow.core.window_functions import (
     ProcessWindowFunction,
     WindowFunction,
 )
+from barrierflow.runtime.async_io.retry import AsyncRetryPredicate, AsyncRetryStrategy
 
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BroadcastProcessFunction",
     "CheckpointedFunction",
     "CoFlatMapFunction",
@@ -64,6 +68,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStateStore",
     "MapFunction",
+    "Partitioner",
     "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessJoinFunction",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from types import GenericAlias
 from typing import Any
 
 from barrierflow.core.metrics import MetricGroup
@@ -60,6 +61,8 @@ class RuntimeContext(ABC):
 class Function:
     """Base of function classes: `open`/`close` bracket the function's life in a task."""
 
+    __class_getitem__ = classmethod(GenericAlias)  # generic in PyFlink: Foo[IN, OUT]
+
     def open(self, runtime_context: RuntimeContext) -> None:
         """Called once before the first record (after state is restored)."""
 
@@ -90,6 +93,14 @@ class ReduceFunction(Function, ABC):
 class KeySelector(Function, ABC):
     @abstractmethod
     def get_key(self, value: Any) -> Any: ...
+
+
+class Partitioner(Function, ABC):
+    """Picks the subtask of a record's key (`DataStream.partition_custom`), from 0 to
+    `num_partitions - 1`."""
+
+    @abstractmethod
+    def partition(self, key: Any, num_partitions: int) -> int: ...
 
 
 class TimeDomain(enum.Enum):

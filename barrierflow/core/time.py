@@ -89,3 +89,28 @@ class Time:
     @staticmethod
     def days(days: float) -> Duration:
         return Duration.of_days(days)
+
+
+@dataclass(frozen=True)
+class Instant:
+    """A point on the time line (PyFlink's `Instant`, the value of `Types.INSTANT()`):
+    seconds since the epoch and nanoseconds within the second.
+
+    >>> Instant.of_epoch_milli(1_500).to_epoch_milli()
+    1500
+    >>> Instant.of_epoch_milli(-1)
+    Instant<-1, 999000000>
+    """
+
+    seconds: int
+    nanos: int
+
+    @staticmethod
+    def of_epoch_milli(epoch_milli: int) -> Instant:
+        return Instant(epoch_milli // 1000, epoch_milli % 1000 * 1_000_000)
+
+    def to_epoch_milli(self) -> int:
+        return self.seconds * 1000 + self.nanos // 1_000_000
+
+    def __repr__(self) -> str:
+        return f"Instant<{self.seconds}, {self.nanos}>"

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from types import GenericAlias
 from typing import Any
 
 
 class State(ABC):
     """A piece of keyed state, scoped to the current key."""
+
+    __class_getitem__ = classmethod(GenericAlias)  # generic in PyFlink: Foo[IN, OUT]
 
     @abstractmethod
     def clear(self) -> None:

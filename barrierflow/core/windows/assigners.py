@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from types import GenericAlias
 from typing import Any
 
 from barrierflow.core.time import Duration, to_millis
@@ -55,6 +56,8 @@ _MIN_TIMESTAMP = -(2**63)
 
 class WindowAssigner(ABC):
     """Assigns each element to zero or more windows."""
+
+    __class_getitem__ = classmethod(GenericAlias)  # generic in PyFlink: Foo[IN, OUT]
 
     class WindowAssignerContext(ABC):
         """What an assigner can read: the current processing time."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import operator
 from abc import ABC, abstractmethod
+from types import GenericAlias
 from typing import Any
 
 from barrierflow.core.state_descriptors import ReducingStateDescriptor, StateDescriptor
@@ -63,6 +64,8 @@ class Trigger(ABC):
     own fields (one instance serves every key and window). `clear` must delete
     the timers and state it created; it runs when the window is purged for good.
     """
+
+    __class_getitem__ = classmethod(GenericAlias)  # generic in PyFlink: Foo[IN, OUT]
 
     class TriggerContext(ABC):
         """What a trigger can do: timers and state of the current key and window."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import GenericAlias
 from typing import Any, Protocol
 
 from barrierflow.core.time import MAX_TIMESTAMP
@@ -25,6 +26,8 @@ _PUBLIC_MODULE = "barrierflow.window"
 
 class Window(ABC):
     """A group of elements; `max_timestamp()` is the last time that still belongs to it."""
+
+    __class_getitem__ = classmethod(GenericAlias)  # generic in PyFlink: Foo[IN, OUT]
 
     @abstractmethod
     def max_timestamp(self) -> int:

@@ -1,0 +1,323 @@
+"""PyFlink's names at PyFlink's paths under the porting rule (issue 24 items 2, 3, 18, 20):
+`pyflink.common[.typeinfo|.time|.types|.watermark_strategy]` and `pyflink.datastream` ->
+`barrierflow`; `pyflink.common.X` -> `barrierflow.X`; `pyflink.datastream.functions|state|
+window|connectors[.X]` -> `barrierflow.functions|state|window|connectors[.X]`. The table lists
+each PyFlink module's exported names that barrierflow has (recorded from PyFlink 2.3's
+`__all__`); the comment after each lists the ones it does not have yet."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PYFLINK_NAMES = {
+    "pyflink.common": (
+        "barrierflow",
+        [
+            "Configuration",
+            "ExecutionConfig",
+            "TypeInformation",
+            "Types",
+            "SerializationSchema",
+            "DeserializationSchema",
+            "SimpleStringSchema",
+            "ByteArraySchema",
+            "Encoder",
+            "JobClient",
+            "JobExecutionResult",
+            "JobStatus",
+            "RestartStrategies",
+            "Row",
+            "RowKind",
+            "WatermarkStrategy",
+            "Duration",
+            "Instant",
+            "Time",
+        ],
+    ),
+    # not here: ConfigOption ConfigOptions TypeSerializer CompletableFuture
+    # InputDependencyConstraint JobID RestartStrategyConfiguration
+    # AssignerWithPeriodicWatermarksWrapper
+    "pyflink.datastream": (
+        "barrierflow",
+        [
+            "StreamExecutionEnvironment",
+            "DataStream",
+            "KeyedStream",
+            "WindowedStream",
+            "ConnectedStreams",
+            "BroadcastStream",
+            "BroadcastConnectedStream",
+            "AsyncDataStream",
+            "DataStreamSink",
+            "MapFunction",
+            "CoMapFunction",
+            "FlatMapFunction",
+            "CoFlatMapFunction",
+            "ReduceFunction",
+            "FilterFunction",
+            "ProcessFunction",
+            "KeyedProcessFunction",
+            "CoProcessFunction",
+            "KeyedCoProcessFunction",
+            "WindowFunction",
+            "ProcessWindowFunction",
+            "AggregateFunction",
+            "BroadcastProcessFunction",
+            "KeyedBroadcastProcessFunction",
+            "AsyncFunction",
+            "RuntimeContext",
+            "TimerService",
+            "CheckpointingMode",
+            "CheckpointConfig",
+            "ExternalizedCheckpointRetention",
+            "StateBackend",
+            "HashMapStateBackend",
+            "EmbeddedRocksDBStateBackend",
+            "RuntimeExecutionMode",
+            "Window",
+            "TimeWindow",
+            "CountWindow",
+            "GlobalWindow",
+            "WindowAssigner",
+            "MergingWindowAssigner",
+            "TriggerResult",
+            "Trigger",
+            "TimeDomain",
+            "KeySelector",
+            "Partitioner",
+            "OutputTag",
+            "AsyncRetryPredicate",
+            "AsyncRetryStrategy",
+        ],
+    ),
+    # not here: CustomStateBackend PredefinedOptions CheckpointStorage
+    # JobManagerCheckpointStorage FileSystemCheckpointStorage CustomCheckpointStorage
+    # SourceFunction SinkFunction SlotSharingGroup MemorySize
+    "pyflink.common.typeinfo": (
+        "barrierflow",
+        [
+            "TypeInformation",
+            "Types",
+        ],
+    ),
+    # not here: -
+    "pyflink.common.time": (
+        "barrierflow",
+        [
+            "Duration",
+            "Instant",
+            "Time",
+        ],
+    ),
+    # not here: -
+    "pyflink.common.watermark_strategy": (
+        "barrierflow",
+        [
+            "WatermarkStrategy",
+            "TimestampAssigner",
+        ],
+    ),
+    # not here: AssignerWithPeriodicWatermarksWrapper
+    "pyflink.common.types": (
+        "barrierflow",
+        [
+            "Row",
+            "RowKind",
+        ],
+    ),
+    # not here: -
+    "pyflink.common.serialization": (
+        "barrierflow.serialization",
+        [
+            "SerializationSchema",
+            "DeserializationSchema",
+            "SimpleStringSchema",
+            "ByteArraySchema",
+            "Encoder",
+        ],
+    ),
+    # not here: BulkWriterFactory RowFieldExtractorSchema
+    "pyflink.datastream.functions": (
+        "barrierflow.functions",
+        [
+            "RuntimeContext",
+            "MapFunction",
+            "CoMapFunction",
+            "FlatMapFunction",
+            "CoFlatMapFunction",
+            "ReduceFunction",
+            "AggregateFunction",
+            "KeySelector",
+            "FilterFunction",
+            "Partitioner",
+            "ProcessFunction",
+            "CoProcessFunction",
+            "KeyedProcessFunction",
+            "KeyedCoProcessFunction",
+            "TimerService",
+            "WindowFunction",
+            "AllWindowFunction",
+            "ProcessWindowFunction",
+            "ProcessAllWindowFunction",
+            "BroadcastProcessFunction",
+            "KeyedBroadcastProcessFunction",
+            "AsyncFunction",
+            "AsyncRetryPredicate",
+            "AsyncRetryStrategy",
+        ],
+    ),
+    # not here: SourceFunction SinkFunction BaseBroadcastProcessFunction
+    # AsyncFunctionDescriptor
+    "pyflink.datastream.state": (
+        "barrierflow.state",
+        [
+            "ValueStateDescriptor",
+            "ValueState",
+            "ListStateDescriptor",
+            "ListState",
+            "MapStateDescriptor",
+            "MapState",
+            "ReducingStateDescriptor",
+            "ReducingState",
+            "AggregatingStateDescriptor",
+            "AggregatingState",
+            "ReadOnlyBroadcastState",
+            "BroadcastState",
+            "StateTtlConfig",
+            "OperatorStateStore",
+        ],
+    ),
+    # not here: -
+    "pyflink.datastream.window": (
+        "barrierflow.window",
+        [
+            "Window",
+            "TimeWindow",
+            "CountWindow",
+            "GlobalWindow",
+            "WindowAssigner",
+            "TumblingProcessingTimeWindows",
+            "TumblingEventTimeWindows",
+            "SlidingProcessingTimeWindows",
+            "SlidingEventTimeWindows",
+            "ProcessingTimeSessionWindows",
+            "EventTimeSessionWindows",
+            "DynamicProcessingTimeSessionWindows",
+            "DynamicEventTimeSessionWindows",
+            "GlobalWindows",
+            "MergingWindowAssigner",
+            "CountTumblingWindowAssigner",
+            "CountSlidingWindowAssigner",
+            "TriggerResult",
+            "Trigger",
+            "EventTimeTrigger",
+            "ProcessingTimeTrigger",
+            "ContinuousEventTimeTrigger",
+            "NeverTrigger",
+            "PurgingTrigger",
+            "CountTrigger",
+            "SessionWindowTimeGapExtractor",
+        ],
+    ),
+    # not here: ContinuousProcessingTimeTrigger TimeWindowSerializer CountWindowSerializer
+    # GlobalWindowSerializer
+    "pyflink.datastream.connectors": (
+        "barrierflow.connectors",
+        [
+            "Sink",
+            "Source",
+            "DeliveryGuarantee",
+        ],
+    ),
+    # not here: -
+}
+
+
+def _cases() -> list[tuple[str, str, str]]:
+    return [
+        (pyflink, home, name) for pyflink, (home, names) in PYFLINK_NAMES.items() for name in names
+    ]
+
+
+@pytest.mark.parametrize(("pyflink_module", "home", "name"), _cases())
+def test_a_pyflink_name_imports_from_its_ported_path(pyflink_module, home, name):
+    assert hasattr(importlib.import_module(home), name), f"{pyflink_module}.{name} -> {home}"
+
+
+def test_the_same_class_behind_every_path_it_has():
+    import barrierflow
+    import barrierflow.functions as functions
+    import barrierflow.window as window
+
+    for name in ("MapFunction", "ProcessWindowFunction", "KeySelector", "RuntimeContext"):
+        assert getattr(barrierflow, name) is getattr(functions, name)
+    for name in ("TimeWindow", "Trigger", "WindowAssigner", "GlobalWindow"):
+        assert getattr(barrierflow, name) is getattr(window, name)
+
+
+def test_async_retry_predicates_as_pyflink_has_them():
+    from barrierflow import async_retry_predicates as predicates
+
+    assert predicates.empty_result_predicate([]) and predicates.empty_result_predicate(None)
+    assert not predicates.empty_result_predicate([1])
+    assert predicates.has_exception_predicate(
+        ValueError()
+    ) and not predicates.has_exception_predicate(None)
+    assert predicates.exception_type_predicate(KeyError("k"), LookupError)
+    assert not predicates.exception_type_predicate(ValueError(), LookupError)
+
+
+# -- generics (item 3) --------------------------------------------------------------------
+
+
+def _generic_cases():
+    from barrierflow.functions import (
+        AggregateFunction,
+        CoProcessFunction,
+        FlatMapFunction,
+        KeyedProcessFunction,
+        MapFunction,
+        ProcessWindowFunction,
+        ReduceFunction,
+        WindowFunction,
+    )
+    from barrierflow.state import ValueState
+    from barrierflow.window import (
+        EventTimeTrigger,
+        TimeWindow,
+        Trigger,
+        TumblingEventTimeWindows,
+        WindowAssigner,
+    )
+
+    return [
+        (ProcessWindowFunction, (tuple, tuple, str, TimeWindow)),
+        (WindowFunction, (tuple, tuple, str, TimeWindow)),
+        (KeyedProcessFunction, (str, tuple, str)),
+        (MapFunction, (int, str)),
+        (FlatMapFunction, (int, str)),
+        (ReduceFunction, (int,)),
+        (AggregateFunction, (int, list, int)),
+        (CoProcessFunction, (int, str, str)),
+        (Trigger, (tuple, TimeWindow)),
+        (EventTimeTrigger, (tuple, TimeWindow)),
+        (WindowAssigner, (tuple, TimeWindow)),
+        (TumblingEventTimeWindows, (tuple, TimeWindow)),
+        (TimeWindow, ()),
+        (ValueState, (int,)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cls", "params"), _generic_cases(), ids=lambda v: getattr(v, "__name__", "")
+)
+def test_a_class_pyflink_makes_generic_can_be_subscripted_and_subclassed(cls, params):
+    alias = cls[params] if params else cls[int]
+    assert alias.__origin__ is cls
+
+    class Mine(alias):  # type: ignore[misc, valid-type]
+        pass
+
+    assert issubclass(Mine, cls)
