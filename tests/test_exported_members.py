@@ -214,9 +214,11 @@ PUBLIC = {
         "read",
     },
     "barrierflow.testing": {
+        "BroadcastProcessFunctionHarness",
         "CoProcessFunctionHarness",
         "FlatMapFunctionHarness",
         "HarnessSnapshot",
+        "KeyedBroadcastProcessFunctionHarness",
         "KeyedCoProcessFunctionHarness",
         "KeyedHarness",
         "KeyedProcessFunctionHarness",

@@ -17,6 +17,10 @@ to restore into a new harness (`restore_from=`), also at another parallelism
 from __future__ import annotations
 
 from barrierflow.errors import UserFunctionError
+from barrierflow.testing._broadcast import (
+    BroadcastProcessFunctionHarness,
+    KeyedBroadcastProcessFunctionHarness,
+)
 from barrierflow.testing._functions import (
     CoProcessFunctionHarness,
     FlatMapFunctionHarness,
@@ -34,9 +38,11 @@ from barrierflow.testing._snapshot import HarnessSnapshot
 from barrierflow.testing._window import WindowOperatorHarness
 
 __all__ = [
+    "BroadcastProcessFunctionHarness",
     "CoProcessFunctionHarness",
     "FlatMapFunctionHarness",
     "HarnessSnapshot",
+    "KeyedBroadcastProcessFunctionHarness",
     "KeyedCoProcessFunctionHarness",
     "KeyedHarness",
     "KeyedProcessFunctionHarness",

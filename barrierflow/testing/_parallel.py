@@ -87,6 +87,12 @@ class ParallelHarness:
         """One record of the second input to the subtask of its key."""
         self._route("process_element2", "_get_key2", value, timestamp)
 
+    def process_broadcast_element(self, value: Any, timestamp: int | None = None) -> None:
+        """One element of the broadcast stream to every subtask, as broadcast partitioning
+        sends it (broadcast harnesses)."""
+        for harness in self.subtasks:
+            harness.process_broadcast_element(value, timestamp)  # type: ignore[attr-defined]
+
     def process_watermark(self, timestamp: int) -> None:
         """Every subtask's event time reaches `timestamp`."""
         for harness in self.subtasks:
