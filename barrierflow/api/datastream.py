@@ -494,7 +494,8 @@ class KeyedStream(DataStream):
             )
         aggregation = FieldAggregation(kind, position)
         name = "".join(part.capitalize() for part in kind.split("_"))
-        return self._add_operator(name, KeyedReduceOperator, self._key_selector, aggregation)
+        aggregated = self._add_operator(name, KeyedReduceOperator, self._key_selector, aggregation)
+        return aggregated._declare(self._declared_type)  # records keep their type
 
     def _keyed_function(self, name: str, function: Any) -> DataStream:
         return self._add_operator(name, KeyedProcessOperator, self._key_selector, function)

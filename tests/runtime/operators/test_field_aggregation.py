@@ -124,3 +124,12 @@ def test_the_api_names_each_step_and_refuses_a_field_that_is_no_position_or_name
                          "MaxBy", "Print"]  # fmt: skip
     with pytest.raises(JobDefinitionError, match=r"sum needs a field position \(int\) or name"):
         keyed.sum(1.5)
+
+
+def test_an_aggregation_keeps_the_declared_type_of_its_records():
+    from barrierflow import Types
+
+    row_type = Types.ROW_NAMED(["k", "n"], [Types.STRING(), Types.INT()])
+    env = StreamExecutionEnvironment.get_execution_environment()
+    rows = env.from_collection([Row(k="a", n=1)], type_info=row_type)
+    assert rows.key_by(lambda r: r.k).sum("n")._declared_type == row_type
