@@ -1,6 +1,7 @@
-"""WindowOperatorHarness, event by event: tumbling, sliding, session and processing-time
-windows with reduce, aggregate and process window functions, a custom trigger, allowed
-lateness with the late side output, and a 2 -> 3 -> 1 rescale matching one run."""
+"""WindowOperatorHarness, event by event: tumbling, sliding, session, count and
+processing-time windows with reduce, aggregate and process window functions, a custom
+trigger, allowed lateness with the late side output, and a 2 -> 3 -> 1 rescale matching
+one run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from barrierflow import EmbeddedRocksDBStateBackend, HashMapStateBackend, Output
 from barrierflow.functions import AggregateFunction, ProcessWindowFunction
 from barrierflow.testing import ParallelHarness, WindowOperatorHarness
 from barrierflow.window import (
+    MAX_TIMESTAMP,
     ContinuousEventTimeTrigger,
+    CountTumblingWindowAssigner,
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
@@ -95,6 +98,15 @@ PROCESSING_TIME = [
     ("time", 25, None, [("record", ("a", 5), 19)]),
 ]  # fmt: skip
 
+COUNT = [
+    ("element", ("a", 1), 1, []),
+    ("element", ("b", 2), 2, []),
+    ("element", ("a", 3), 3, [("record", ("a", 4), MAX_TIMESTAMP)]),  # a's second element
+    ("watermark", 50, None, [("watermark", 50)]),  # event time fires no count window
+    ("element", ("a", 5), 4, []),
+    ("element", ("b", 6), 5, [("record", ("b", 8), MAX_TIMESTAMP)]),
+]  # fmt: skip
+
 SCENARIOS = {
     "tumbling with lateness": (
         TumblingEventTimeWindows.of(10),
@@ -111,6 +123,11 @@ SCENARIOS = {
         TumblingEventTimeWindows.of(10),
         dict(reduce_function=add, trigger=ContinuousEventTimeTrigger.of(5)),
         CONTINUOUS,
+    ),
+    "count windows": (
+        CountTumblingWindowAssigner.of(2),
+        dict(reduce_function=add),
+        COUNT,
     ),
     "processing time": (
         TumblingProcessingTimeWindows.of(10),
