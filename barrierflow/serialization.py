@@ -4,6 +4,8 @@ how a connector turns a record into bytes and bytes into a record.
 PyFlink's schemas wrap Java objects; these are plain Python, with the methods a connector
 calls: `serialize(element) -> bytes` and `deserialize(message) -> element`. Kafka takes them
 as value and key schemas; `Encoder.simple_string_encoder()` writes the lines of a `FileSink`.
+The JSON row schemas (PyFlink's `pyflink.datastream.formats.json`) live here too: a row type
+(`Types.ROW_NAMED`) names the JSON object's fields.
 
 >>> SimpleStringSchema().serialize("héllo")
 b'h\\xc3\\xa9llo'
@@ -16,14 +18,19 @@ b'a line\\n'
 from __future__ import annotations
 
 import codecs
+import json
 from typing import Any
 
+from barrierflow.core.row import Row
+from barrierflow.core.typeinfo import RowTypeInfo, TypeInformation, check_type_info
 from barrierflow.errors import ConfigurationError
 
 __all__ = [
     "ByteArraySchema",
     "DeserializationSchema",
     "Encoder",
+    "JsonRowDeserializationSchema",
+    "JsonRowSerializationSchema",
     "SerializationSchema",
     "SimpleStringSchema",
 ]
@@ -111,3 +118,141 @@ class Encoder:
 
     def __repr__(self) -> str:
         return f"Encoder.simple_string_encoder({self.charset!r})"
+
+
+def _row_type(type_info: Any, what: str) -> RowTypeInfo:
+    if type_info is None:
+        raise ConfigurationError(f"{what} needs a row type: .type_info(Types.ROW_NAMED(...))")
+    check_type_info(type_info, f"{what}'s type_info")
+    if not isinstance(type_info, RowTypeInfo):
+        raise ConfigurationError(f"{what} needs a row type (Types.ROW_NAMED), got {type_info!r}")
+    return type_info
+
+
+def _plain(value: Any) -> Any:
+    """A record's value as JSON: rows are objects by field name, the rest as json writes
+    them, anything else (dates, decimals) as its text."""
+    if isinstance(value, Row):
+        names = value.get_field_names()
+        if names is None:
+            return [_plain(item) for item in value]
+        return {name: _plain(item) for name, item in zip(names, value, strict=True)}
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+class JsonRowSerializationSchema(SerializationSchema):
+    """A record as a JSON object named by a row type's fields (UTF-8 bytes).
+
+    >>> from barrierflow.core.typeinfo import Types
+    >>> schema = JsonRowSerializationSchema.builder().with_type_info(
+    ...     Types.ROW_NAMED(["word", "count"], [Types.STRING(), Types.INT()])).build()
+    >>> schema.serialize(("hello", 2))
+    b'{"word":"hello","count":2}'
+    """
+
+    def __init__(self, type_info: RowTypeInfo) -> None:
+        self.type_info = type_info
+
+    @staticmethod
+    def builder() -> JsonRowSerializationSchema.Builder:
+        return JsonRowSerializationSchema.Builder()
+
+    class Builder:
+        """PyFlink's builder: `with_type_info(row_type).build()`."""
+
+        def __init__(self) -> None:
+            self._type_info: TypeInformation | None = None
+
+        def with_type_info(self, type_info: TypeInformation) -> JsonRowSerializationSchema.Builder:
+            self._type_info = type_info
+            return self
+
+        def build(self) -> JsonRowSerializationSchema:
+            return JsonRowSerializationSchema(
+                _row_type(self._type_info, "JsonRowSerializationSchema")
+            )
+
+    def serialize(self, element: Any) -> bytes:
+        row = self.type_info.conform(element)
+        return json.dumps(_plain(row), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class JsonRowDeserializationSchema(DeserializationSchema):
+    """A JSON object as a `Row` with a row type's field names; a missing field is None
+    (or an error with `fail_on_missing_field()`); a message that is not a JSON object is an
+    error, or no record (None) with `ignore_parse_errors()`.
+
+    >>> from barrierflow.core.typeinfo import Types
+    >>> schema = JsonRowDeserializationSchema.builder().type_info(
+    ...     Types.ROW_NAMED(["word", "count"], [Types.STRING(), Types.INT()])).build()
+    >>> schema.deserialize(b'{"count": 2, "word": "hello"}')
+    Row(word='hello', count=2)
+    """
+
+    def __init__(
+        self, type_info: RowTypeInfo, fail_on_missing_field: bool, ignore_parse_errors: bool
+    ) -> None:
+        self.type_info = type_info
+        self.fail_on_missing_field = fail_on_missing_field
+        self.ignore_parse_errors = ignore_parse_errors
+
+    @staticmethod
+    def builder() -> JsonRowDeserializationSchema.Builder:
+        return JsonRowDeserializationSchema.Builder()
+
+    class Builder:
+        """PyFlink's builder: `type_info(row_type)`, `fail_on_missing_field()`,
+        `ignore_parse_errors()`, `build()` (a JSON schema string is not supported)."""
+
+        def __init__(self) -> None:
+            self._type_info: TypeInformation | None = None
+            self._fail_on_missing_field = False
+            self._ignore_parse_errors = False
+
+        def type_info(self, type_info: TypeInformation) -> JsonRowDeserializationSchema.Builder:
+            self._type_info = type_info
+            return self
+
+        def json_schema(self, json_schema: str) -> JsonRowDeserializationSchema.Builder:
+            raise ConfigurationError(
+                "JsonRowDeserializationSchema: a JSON schema string is not supported, "
+                "give the row type: .type_info(Types.ROW_NAMED(...))"
+            )
+
+        def fail_on_missing_field(self) -> JsonRowDeserializationSchema.Builder:
+            self._fail_on_missing_field = True
+            return self
+
+        def ignore_parse_errors(self) -> JsonRowDeserializationSchema.Builder:
+            self._ignore_parse_errors = True
+            return self
+
+        def build(self) -> JsonRowDeserializationSchema:
+            row_type = _row_type(self._type_info, "JsonRowDeserializationSchema")
+            return JsonRowDeserializationSchema(
+                row_type, self._fail_on_missing_field, self._ignore_parse_errors
+            )
+
+    def deserialize(self, message: bytes) -> Row | None:
+        try:
+            document = json.loads(bytes(message))
+            if not isinstance(document, dict):
+                raise ValueError(f"not a JSON object: {bytes(message)[:80]!r}")
+        except ValueError:
+            if self.ignore_parse_errors:
+                return None
+            raise
+        names = self.type_info.field_names
+        if self.fail_on_missing_field:
+            missing = [name for name in names if name not in document]
+            if missing:
+                raise ValueError(
+                    f"JSON message lacks the fields {missing}: {bytes(message)[:80]!r}"
+                )
+        return self.type_info.conform(document)

@@ -197,6 +197,8 @@ PUBLIC = {
         "ByteArraySchema",
         "DeserializationSchema",
         "Encoder",
+        "JsonRowDeserializationSchema",
+        "JsonRowSerializationSchema",
         "SerializationSchema",
         "SimpleStringSchema",
     },

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from barrierflow import Row, Types
 from barrierflow.errors import ConfigurationError
 from barrierflow.serialization import (
     ByteArraySchema,
     DeserializationSchema,
     Encoder,
+    JsonRowDeserializationSchema,
+    JsonRowSerializationSchema,
     SerializationSchema,
     SimpleStringSchema,
 )
@@ -56,3 +59,74 @@ def test_an_unknown_charset_is_refused_when_the_schema_is_made():
 )
 def test_the_simple_string_encoder_writes_a_line_per_record(charset, element, line):
     assert Encoder.simple_string_encoder(charset).encode(element) == line
+
+
+# -- JSON rows (PyFlink's pyflink.datastream.formats.json) ---------------------------------
+
+
+WORDS = Types.ROW_NAMED(["word", "count"], [Types.STRING(), Types.INT()])
+NESTED = Types.ROW_NAMED(
+    ["id", "owner"], [Types.INT(), Types.ROW_NAMED(["name"], [Types.STRING()])]
+)
+
+
+@pytest.mark.parametrize(
+    ("type_info", "element", "message"),
+    [
+        (WORDS, ("a", 1), b'{"word":"a","count":1}'),
+        (WORDS, Row(count=2, word="b"), b'{"word":"b","count":2}'),
+        (WORDS, {"word": "c", "count": None}, b'{"word":"c","count":null}'),
+        (WORDS, ("é", 3), '{"word":"é","count":3}'.encode()),
+        (NESTED, (7, ("ann",)), b'{"id":7,"owner":{"name":"ann"}}'),
+    ],
+)
+def test_json_row_serialization_writes_an_object_by_field_name(type_info, element, message):
+    schema = JsonRowSerializationSchema.builder().with_type_info(type_info).build()
+    assert schema.serialize(element) == message
+
+
+@pytest.mark.parametrize(
+    ("type_info", "message", "row"),
+    [
+        (WORDS, b'{"count": 1, "word": "a"}', Row(word="a", count=1)),
+        (WORDS, b'{"word": "a"}', Row(word="a", count=None)),
+        (WORDS, b'{"word": "a", "count": 1, "extra": true}', Row(word="a", count=1)),
+        (NESTED, b'{"id": 7, "owner": {"name": "ann"}}', Row(id=7, owner=Row(name="ann"))),
+    ],
+)
+def test_json_row_deserialization_reads_named_rows(type_info, message, row):
+    schema = JsonRowDeserializationSchema.builder().type_info(type_info).build()
+    assert schema.deserialize(message) == row
+
+
+def test_json_row_deserialization_on_missing_fields_and_bad_messages():
+    strict = JsonRowDeserializationSchema.builder().type_info(WORDS).fail_on_missing_field().build()
+    with pytest.raises(ValueError, match=r"lacks the fields \['count'\]"):
+        strict.deserialize(b'{"word": "a"}')
+    plain = JsonRowDeserializationSchema.builder().type_info(WORDS).build()
+    with pytest.raises(ValueError):
+        plain.deserialize(b"not json")
+    with pytest.raises(ValueError, match="not a JSON object"):
+        plain.deserialize(b"[1, 2]")
+    lenient = JsonRowDeserializationSchema.builder().type_info(WORDS).ignore_parse_errors().build()
+    assert lenient.deserialize(b"not json") is None
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: JsonRowSerializationSchema.builder().build(), "needs a row type"),
+        (
+            lambda: JsonRowSerializationSchema.builder().with_type_info(Types.STRING()).build(),
+            "needs a row type \\(Types.ROW_NAMED\\), got String",
+        ),
+        (lambda: JsonRowDeserializationSchema.builder().build(), "needs a row type"),
+        (
+            lambda: JsonRowDeserializationSchema.builder().json_schema("{}"),
+            "a JSON schema string is not supported",
+        ),
+    ],
+)
+def test_a_json_schema_without_a_row_type_is_refused_with_one_line(build, message):
+    with pytest.raises(ConfigurationError, match=message):
+        build()
