@@ -249,3 +249,62 @@ def test_a_crash_between_the_snapshot_and_the_cleanup_skips_the_repeat(warehouse
     assert rows(warehouse) == Counter({("a", 1): 1, ("b", 2): 1})
     assert len(ours(warehouse)) == 1
     assert again
+
+
+def test_duckdb_reads_the_committed_table_through_pyiceberg(warehouse):
+    pytest.importorskip("duckdb")
+    sink = sink_for(warehouse)
+    made = writer(sink, 0, parallelism=1)
+    made.write_batch([{"word": "a", "n": 1}, {"word": "a", "n": 2}, {"word": "b", "n": 5}])
+    made.pre_commit(1)
+    made.commit(1)
+    from support.iceberg_catalog import open_catalog
+
+    table = open_catalog(warehouse).load_table("db.words")
+    con = table.scan().to_duckdb("words")
+    assert con.sql("SELECT word, max(n) FROM words GROUP BY word ORDER BY word").fetchall() == [
+        ("a", 2),
+        ("b", 5),
+    ]
+
+
+class RunTables:
+    """A placement as `barrierflow chaos` installs one: each run writes its own table."""
+
+    def __init__(self, run: str, keeps: bool = False) -> None:
+        self.run, self.keeps = run, keeps
+
+    def location(self, path: str) -> str:
+        return path
+
+    def table(self, table: str) -> str:
+        return f"{table}__{self.run}"
+
+    def pace(self, rate: float | None) -> float | None:
+        return rate
+
+    @property
+    def keeps_tables(self) -> bool:
+        return self.keeps
+
+
+def test_under_chaos_each_run_writes_its_own_table_like_the_named_one(warehouse):
+    from barrierflow.connectors.placement import placed
+
+    sink_for(warehouse, identifier_fields=["word"])  # the named table, keyed
+    with placed(RunTables("chaos")):
+        sink = IcebergSink.for_table("db.words", warehouse)
+    assert sink.table == "db.words__chaos"
+    sink.prepare()  # created empty, like db.words
+    made = writer(sink, 0, parallelism=1)
+    made.write_batch([{"word": "a", "n": 1}, {"word": "a", "n": 2}])
+    made.pre_commit(1)
+    made.commit(1)
+    assert sink.committed_output() == [{"word": "a", "n": 2}]  # upserted, keys kept
+    assert rows(warehouse) == Counter()  # the named table untouched
+    with placed(RunTables("chaos", keeps=True)):
+        IcebergSink.for_table("db.words", warehouse).prepare()  # a continued run keeps it
+    assert sink.committed_output() == [{"word": "a", "n": 2}]
+    with placed(RunTables("chaos")):
+        IcebergSink.for_table("db.words", warehouse).prepare()  # a new run starts empty
+    assert sink.committed_output() == []
