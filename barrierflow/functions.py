@@ -26,6 +26,8 @@ from barrierflow.core.functions import (
     ProcessFunction,
     ReduceFunction,
     RuntimeContext,
+    SinkFunction,
+    SourceFunction,
     TimeDomain,
     TimerService,
 )
@@ -75,6 +77,8 @@ __all__ = [
     "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",
+    "SinkFunction",
+    "SourceFunction",
     "TimeDomain",
     "TimerService",
     "WindowFunction",

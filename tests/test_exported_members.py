@@ -143,6 +143,8 @@ PUBLIC = {
         "ProcessWindowFunction",
         "ReduceFunction",
         "RuntimeContext",
+        "SinkFunction",
+        "SourceFunction",
         "TimeDomain",
         "TimerService",
         "WindowFunction",

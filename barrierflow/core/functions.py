@@ -103,6 +103,23 @@ class Partitioner(Function, ABC):
     def partition(self, key: Any, num_partitions: int) -> int: ...
 
 
+class SourceFunction(Function):
+    """PyFlink's SourceFunction: a wrapper of a Java source (a legacy connector). barrierflow
+    runs no Java code, so `env.add_source` refuses it when the job is defined, naming it;
+    its sources are `barrierflow.connectors` Sources (`from_source`, `add_source`)."""
+
+    def __init__(self, source_func: Any = None) -> None:
+        self.source_func = source_func
+
+
+class SinkFunction(Function):
+    """PyFlink's SinkFunction: a wrapper of a Java sink. `DataStream.add_sink` refuses it,
+    naming it; barrierflow's sinks are `barrierflow.connectors` Sinks (`sink_to`)."""
+
+    def __init__(self, sink_func: Any = None) -> None:
+        self.sink_func = sink_func
+
+
 class TimeDomain(enum.Enum):
     """Which clock fired a timer (PyFlink's `TimeDomain`)."""
 

@@ -80,3 +80,22 @@ def test_jars_and_classpaths_are_accepted_and_ignored_with_a_warning(caplog):
         assert job.add_classpaths("file:///opt/classes") is job
     assert "flink-connector-kafka.jar" in caplog.text and "/opt/classes" in caplog.text
     assert job._spark_options().conf == {}
+
+
+def test_pyflinks_source_and_sink_functions_are_refused_naming_them():
+    from barrierflow.functions import SinkFunction, SourceFunction
+
+    job = env()
+    with pytest.raises(JobDefinitionError, match=r"add_source needs .*, got SourceFunction"):
+        job.add_source(SourceFunction("org.apache.flink.SomeSource"))
+    numbers = job.from_collection([1])
+    with pytest.raises(JobDefinitionError, match=r"add_sink needs .*, got SinkFunction"):
+        numbers.add_sink(SinkFunction("org.apache.flink.SomeSink"))
+
+
+def test_add_sink_runs_a_barrierflow_sink():
+    from barrierflow.connectors.discarding import DiscardingSink
+
+    job = env()
+    job.from_collection([1]).add_sink(DiscardingSink()).name("Discard")
+    assert [v.name for v in job.get_job_graph().vertices] == ["Collection -> Discard"]
