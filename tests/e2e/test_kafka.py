@@ -1,11 +1,12 @@
-"""Kafka -> keyed running count -> Kafka (EXACTLY_ONCE), with a task killed mid-run, on Spark
-against librdkafka's mock cluster (support/kafka_cluster.py): the output topic holds exactly
-what a failure-free run writes, every (word, n) once.
+"""Kafka -> keyed running count -> Kafka (EXACTLY_ONCE) on Spark against librdkafka's mock
+cluster (support/kafka_cluster.py): with a task killed mid-run, and rescaled from 2 to 3
+through a savepoint. Either way the output topic holds exactly what a failure-free run
+writes, every (word, n) once.
 
-The input's first half is in the topic at the start, the second half is written once the job
-has failed over (the source is bounded at offsets given up front), so the failure always
-lands mid-run. The output is read after the job ended: the mock cluster does not hide
-uncommitted records from read_committed readers.
+The input's first half is in the topic at the start and the second half is written later
+(after the failover, or between the two runs); the source is bounded at offsets given up
+front, so the job ends when all of it is read. The output is read after the job ended: the
+mock cluster does not hide uncommitted records from read_committed readers.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import Counter
 
 import pytest
 
+from barrierflow import StreamExecutionEnvironment, _fs
 from barrierflow.connectors import DeliveryGuarantee
 from barrierflow.connectors.kafka import (
     KafkaOffsetsInitializer,
@@ -38,60 +40,93 @@ RECORDS = 4000
 PARTITIONS = 4
 
 
-def test_kafka_to_kafka_exactly_once_survives_a_killed_task(spark, tmp_path, kafka_cluster):
-    words = [word_of(i) for i in range(RECORDS)]
-    source_topic = kafka_cluster.create_topic(kafka_cluster.fresh_name("words"), PARTITIONS)
-    out = kafka_cluster.create_topic(kafka_cluster.fresh_name("counts"), 2)
-    markers = kafka_cluster.create_topic(kafka_cluster.fresh_name("markers"), 1)
-    by_partition = [words[p::PARTITIONS] for p in range(PARTITIONS)]
-    half = [len(part) // 2 for part in by_partition]
-    for p, part in enumerate(by_partition):
-        kafka_cluster.produce(source_topic, part[: half[p]], partition=p)
+class Topics:
+    """The input split by partition (word i in partition i mod 4), its halves, the output
+    and marker topics, and the transactional id prefix of one test."""
 
-    env = recovering_environment(tmp_path / "checkpoints")
-    source = (
-        KafkaSource.builder()
-        .set_bootstrap_servers(kafka_cluster.bootstrap_servers)
-        .set_topics(source_topic)
-        .set_value_only_deserializer(bytes.decode)
-        .set_bounded(
-            KafkaOffsetsInitializer.offsets(
-                {
-                    KafkaTopicPartition(source_topic, p): len(by_partition[p])
-                    for p in range(PARTITIONS)
-                }
-            )
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self.words = [word_of(i) for i in range(RECORDS)]
+        self.source = cluster.create_topic(cluster.fresh_name("words"), PARTITIONS)
+        self.out = cluster.create_topic(cluster.fresh_name("counts"), 2)
+        self.markers = cluster.create_topic(cluster.fresh_name("markers"), 1)
+        self.prefix = cluster.fresh_name("counts-tx")
+        self.parts = [self.words[p::PARTITIONS] for p in range(PARTITIONS)]
+
+    def write_half(self, second: bool) -> None:
+        for p, part in enumerate(self.parts):
+            half = len(part) // 2
+            self.cluster.produce(self.source, part[half:] if second else part[:half], p)
+
+    def pipeline(self, env: StreamExecutionEnvironment) -> None:
+        ends = {KafkaTopicPartition(self.source, p): len(self.parts[p]) for p in range(PARTITIONS)}
+        source = (
+            KafkaSource.builder()
+            .set_bootstrap_servers(self.cluster.bootstrap_servers)
+            .set_topics(self.source)
+            .set_value_only_deserializer(bytes.decode)
+            .set_bounded(KafkaOffsetsInitializer.offsets(ends))
+            .set_property("fetch.wait.max.ms", 20)  # the mock cluster waits that long
+            .build()
         )
-        .build()
-    )
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(out)
-        .set_value_serialization_schema(lambda pair: f"{pair[0]},{pair[1]}")
-        .build()
-    )
-    sink = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(kafka_cluster.bootstrap_servers)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .set_transactional_id_prefix(kafka_cluster.fresh_name("counts-tx"))
-        .set_commit_marker_topic(markers)
-        .build()
-    )
-    words_in = env.from_source(source, WatermarkStrategy.no_watermarks(), "words").uid("words")
-    running_counts(words_in).sink_to(sink).uid("out")
+        serializer = (
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(self.out)
+            .set_value_serialization_schema(lambda pair: f"{pair[0]},{pair[1]}")
+            .build()
+        )
+        sink = (
+            KafkaSink.builder()
+            .set_bootstrap_servers(self.cluster.bootstrap_servers)
+            .set_record_serializer(serializer)
+            .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+            .set_transactional_id_prefix(self.prefix)
+            .set_commit_marker_topic(self.markers)
+            .build()
+        )
+        words = env.from_source(source, WatermarkStrategy.no_watermarks(), "words").uid("words")
+        running_counts(words).sink_to(sink).uid("out")
+
+    def check_output(self) -> None:
+        written = Counter(tuple(v.rsplit(",", 1)) for v in self.cluster.read(self.out))
+        assert written == Counter((w, str(n)) for w, n in running_count_rows(self.words))
+
+
+def test_kafka_to_kafka_exactly_once_survives_a_killed_task(spark, tmp_path, kafka_cluster):
+    topics = Topics(kafka_cluster)
+    topics.write_half(second=False)
+    env = recovering_environment(tmp_path / "checkpoints")
+    topics.pipeline(env)
     job = env.execute_async("kafka-count")
     if not job.wait_for_completed_checkpoints(2, timeout=120):  # deploying on a busy machine
         raise AssertionError(f"no 2 checkpoints: {job.get_job_status()}: {job.wait(timeout=10)}")
     counting = next(v.vertex_id for v in job.job_graph.vertices if "Reduce" in v.name)
     job.inject_failure("executor", counting, 1)
     wait_for_attempt(job, 1, timeout=60)
-    for p, part in enumerate(by_partition):  # the rest of the input, after the failure
-        kafka_cluster.produce(source_topic, part[half[p] :], partition=p)
+    topics.write_half(second=True)  # the rest of the input, after the failover
     result = job.wait(timeout=120)
 
     assert result.restarts >= 1
-    written = Counter(tuple(v.rsplit(",", 1)) for v in kafka_cluster.read(out))
-    expected = Counter((w, str(n)) for w, n in running_count_rows(words))
-    assert written == expected
+    topics.check_output()
+
+
+def test_a_kafka_job_rescaled_from_2_to_3_through_a_savepoint(spark, tmp_path, kafka_cluster):
+    topics = Topics(kafka_cluster)
+    topics.write_half(second=False)
+    env = recovering_environment(tmp_path / "run-1")
+    topics.pipeline(env)
+    job = env.execute_async("kafka-rescale")
+    assert job.wait_for_completed_checkpoints(1, timeout=120)
+    stopped = job.stop_with_savepoint(False, str(tmp_path / "sp"), timeout=120).result()
+    job.wait(timeout=60)
+
+    topics.write_half(second=True)
+    env = recovering_environment(tmp_path / "run-2")
+    env.set_parallelism(3)
+    env.set_savepoint_restore_settings(_fs.Location(stopped).path)
+    topics.pipeline(env)
+    resumed = env.execute_async("kafka-rescale")
+    resumed.wait(timeout=180)
+
+    assert resumed.restored_from is not None
+    topics.check_output()
