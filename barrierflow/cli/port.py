@@ -26,7 +26,7 @@ import click
 
 from barrierflow.cli.porting_notes import IGNORED, REFUSED
 
-__all__ = ["PortReport", "port", "port_source", "target_module"]
+__all__ = ["PortReport", "name_status", "port", "port_source", "target_module"]
 
 ROOT_MODULES = frozenset(
     {
@@ -203,6 +203,8 @@ def check_names(source: str) -> list[Finding]:
                     aliases["barrierflow"] = "barrierflow"
     for node in ast.walk(tree):  # attributes of imported modules: ds.Types, barrierflow.X.Y
         if isinstance(node, ast.Attribute):
+            if node.attr in REFUSED or node.attr in IGNORED:  # env.add_jars(...)
+                findings += notes(node.lineno, node.attr)
             dotted = dotted_name(node)
             if dotted and dotted[0] in aliases:
                 findings += check_attribute(node.lineno, aliases[dotted[0]], dotted[1:])
@@ -293,3 +295,22 @@ def port(file: Path, output: Path | None) -> None:
     )
     if missing:
         sys.exit(1)
+
+
+def name_status(module: str, name: str) -> tuple[str, str]:
+    """A PyFlink name's status here, for docs/porting.md's table: ("supported", where),
+    ("ignored", why), ("refused", the error) or ("missing", what an import raises).
+
+    >>> name_status("pyflink.datastream", "StreamExecutionEnvironment")
+    ('supported', 'barrierflow.StreamExecutionEnvironment')
+    """
+    target = target_module(module)
+    if name in REFUSED:
+        return "refused", REFUSED[name]
+    if target is not None and has_name(target, name):
+        if name in IGNORED:
+            return "ignored", IGNORED[name]
+        return "supported", f"{target}.{name}"
+    if target is None:
+        return "missing", f"no barrierflow module for {module}"
+    return "missing", f"ImportError: cannot import name '{name}' from '{target}'"
