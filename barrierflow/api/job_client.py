@@ -140,7 +140,9 @@ class JobClient:
         return self._master.status.rest_url
 
     def get_job_status(self) -> JobStatus:
-        """The job's state (a `str` enum: compares equal to "RUNNING", "FINISHED", ...)."""
+        """The job's state (a `str` enum: compares equal to "RUNNING", "FINISHED", ...).
+        PyFlink returns a future of it; `.result()` on the status returns the status, so
+        `get_job_status().result()` works as there."""
         return self._master.status.state
 
     def get_job_id(self) -> str:

@@ -75,3 +75,10 @@ def test_the_execution_result_has_pyflinks_getters():
     assert (result.get_job_id(), result.get_net_runtime()) == ("ab12", 1200)
     assert result.get_all_accumulator_results() == {}
     assert result.get_accumulator_result("n") is None
+
+
+def test_a_status_reads_as_pyflinks_future_of_it_too():
+    from barrierflow import JobStatus
+
+    assert JobStatus.RUNNING.result() is JobStatus.RUNNING
+    assert JobStatus.FINISHED.result(timeout=1) == "FINISHED"

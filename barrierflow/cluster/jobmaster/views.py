@@ -56,6 +56,15 @@ class JobStatus(StrEnum):
         """
         return state in _TERMINAL
 
+    def result(self, timeout: float | None = None) -> JobStatus:
+        """The status itself: PyFlink's `JobClient.get_job_status()` returns a future of the
+        status, so a ported `client.get_job_status().result()` reads it unchanged.
+
+        >>> JobStatus.RUNNING.result()
+        <JobStatus.RUNNING: 'RUNNING'>
+        """
+        return self
+
 
 _TERMINAL = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED})
 
