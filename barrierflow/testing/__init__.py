@@ -23,6 +23,7 @@ from barrierflow.testing._broadcast import (
 )
 from barrierflow.testing._functions import (
     CoProcessFunctionHarness,
+    FilterFunctionHarness,
     FlatMapFunctionHarness,
     MapFunctionHarness,
     ProcessFunctionHarness,
@@ -33,6 +34,11 @@ from barrierflow.testing._keyed import (
     KeyedHarness,
     KeyedProcessFunctionHarness,
 )
+from barrierflow.testing._keyed_functions import (
+    KeyedFilterFunctionHarness,
+    KeyedFlatMapFunctionHarness,
+    KeyedMapFunctionHarness,
+)
 from barrierflow.testing._parallel import ParallelHarness
 from barrierflow.testing._snapshot import HarnessSnapshot
 from barrierflow.testing._window import WindowOperatorHarness
@@ -40,11 +46,15 @@ from barrierflow.testing._window import WindowOperatorHarness
 __all__ = [
     "BroadcastProcessFunctionHarness",
     "CoProcessFunctionHarness",
+    "FilterFunctionHarness",
     "FlatMapFunctionHarness",
     "HarnessSnapshot",
     "KeyedBroadcastProcessFunctionHarness",
     "KeyedCoProcessFunctionHarness",
+    "KeyedFilterFunctionHarness",
+    "KeyedFlatMapFunctionHarness",
     "KeyedHarness",
+    "KeyedMapFunctionHarness",
     "KeyedProcessFunctionHarness",
     "MapFunctionHarness",
     "OperatorHarness",

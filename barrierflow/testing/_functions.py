@@ -1,6 +1,6 @@
 """Harnesses for functions on non-keyed streams: `ProcessFunction`, `CoProcessFunction`,
-`MapFunction`, `FlatMapFunction` (also plain callables), over the operators a job runs.
-Their only state is a `CheckpointedFunction`'s operator list state."""
+`MapFunction`, `FlatMapFunction`, `FilterFunction` (also plain callables), over the
+operators a job runs. Their only state is a `CheckpointedFunction`'s operator list state."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from barrierflow.runtime.operators.co_process import CoProcessOperator
 from barrierflow.runtime.operators.process import ProcessOperator
-from barrierflow.runtime.operators.stateless import FlatMapOperator, MapOperator
+from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOperator, MapOperator
 from barrierflow.testing._harness import OperatorHarness, TwoInputs
 from barrierflow.testing._keyed import UID, built
 
@@ -71,6 +71,21 @@ class FlatMapFunctionHarness(_OneInput):
 
     def __init__(self, function: Any, **settings: Any) -> None:
         operator = built(FlatMapOperator, UID, _name(function), function)
+        super().__init__(operator, function, **settings)
+
+
+class FilterFunctionHarness(_OneInput):
+    """Drives a `FilterFunction` (or a predicate) as `stream.filter(function)` runs it.
+
+    >>> harness = FilterFunctionHarness(str.isdigit)
+    >>> for value in ["1", "x", "22"]:
+    ...     harness.process_element(value)
+    >>> harness.extract_output_values()
+    ['1', '22']
+    """
+
+    def __init__(self, function: Any, **settings: Any) -> None:
+        operator = built(FilterOperator, UID, _name(function), function)
         super().__init__(operator, function, **settings)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from barrierflow._clock import Clock, ManualClock
 from barrierflow.core.output_tag import OutputTag
@@ -209,7 +209,7 @@ class OperatorHarness:
         self._closed = True
         self._guarded("close", self.operator.close)
 
-    def __enter__(self) -> OperatorHarness:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
