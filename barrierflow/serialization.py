@@ -21,6 +21,7 @@ import codecs
 import json
 from typing import Any
 
+from barrierflow.core.record_text import record_text
 from barrierflow.core.row import Row
 from barrierflow.core.typeinfo import RowTypeInfo, TypeInformation, check_type_info
 from barrierflow.errors import ConfigurationError
@@ -105,15 +106,25 @@ class Encoder:
     `SimpleStringEncoder` writes `toString()` and `\\n`.
     """
 
-    def __init__(self, charset: str = "UTF-8") -> None:
+    def __init__(self, charset: str = "UTF-8", type_info: TypeInformation | None = None) -> None:
         self.charset = _checked_charset(charset)
+        self.type_info = type_info
+        """The records' declared type (the stream's), which the text follows as Flink's
+        `toString()` of that type does: `+I[a, 1]` for a row, `(a,1)` for a tuple."""
 
     @staticmethod
     def simple_string_encoder(charset_name: str = "UTF-8") -> Encoder:
         return Encoder(charset_name)
 
+    def for_type(self, type_info: TypeInformation | None) -> Encoder:
+        """This encoder for records of `type_info` (the sink's input stream's)."""
+        return Encoder(self.charset, type_info)
+
     def encode(self, element: Any) -> bytes:
-        text = element if isinstance(element, str) else str(element)
+        if self.type_info is not None:
+            text = record_text(element, self.type_info, java_rows=True)
+        else:
+            text = element if isinstance(element, str) else str(element)
         return (text + "\n").encode(self.charset)
 
     def __repr__(self) -> str:

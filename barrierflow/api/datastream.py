@@ -380,6 +380,8 @@ class DataStream:
     def sink_to(self, sink: Sink) -> DataStreamSink:
         if not isinstance(sink, Sink):
             raise JobDefinitionError(f"sink_to needs a Sink, got {sink!r}")
+        if self._declared_type is not None and hasattr(sink, "with_declared_type"):
+            sink = sink.with_declared_type(self._declared_type)  # file_system.FileSink
         transformation = Transformation(
             "sink",
             "Sink",

@@ -35,15 +35,18 @@ from barrierflow.core.typeinfo import (
 __all__ = ["record_text"]
 
 
-def record_text(value: Any, type_info: TypeInformation | None) -> str:
-    """The text `print()` writes for `value` of the declared `type_info` (see the module)."""
+def record_text(value: Any, type_info: TypeInformation | None, *, java_rows: bool = False) -> str:
+    """The text `print()` writes for `value` of the declared `type_info` (see the module);
+    `java_rows`: a row as Flink's `Row.toString()` (`+I[a, 1]`), as a FileSink's
+    `Encoder.simple_string_encoder()` writes it."""
     if type_info is None or (value is None and not isinstance(type_info, RowTypeInfo)):
         return "null" if value is None and type_info is not None else str(value)
     if isinstance(type_info, RowTypeInfo):
         row = type_info.conform(value)
         if row is None:
             return "null"
-        return f"{row.get_row_kind()}[{','.join(str(field) for field in row)}]"
+        separator = ", " if java_rows else ","
+        return f"{row.get_row_kind()}[{separator.join(str(field) for field in row)}]"
     if isinstance(type_info, TupleTypeInfo) and isinstance(value, tuple | list):
         fields = [
             record_text(field, field_type)
