@@ -16,6 +16,7 @@ import pytest
 from barrierflow.connectors import DeliveryGuarantee, SinkContext
 from barrierflow.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
 from barrierflow.errors import ConfigurationError, SinkError
+from barrierflow.serialization import SimpleStringSchema
 
 pytest.importorskip("confluent_kafka")
 
@@ -24,7 +25,7 @@ def make_sink(cluster, topic: str, prefix: str, guarantee=DeliveryGuarantee.EXAC
     serializer = (
         KafkaRecordSerializationSchema.builder()
         .set_topic(topic)
-        .set_value_serialization_schema(kw.pop("value", str))
+        .set_value_serialization_schema(kw.pop("value", SimpleStringSchema()))
         .build()
     )
     builder = (

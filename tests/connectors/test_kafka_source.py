@@ -17,6 +17,7 @@ from barrierflow.connectors.kafka import (
     KafkaTopicPartition,
 )
 from barrierflow.errors import ConfigurationError, SourceError
+from barrierflow.serialization import SimpleStringSchema
 
 pytest.importorskip("confluent_kafka")
 
@@ -25,7 +26,7 @@ BOUND_S = 20.0
 
 def builder(cluster, **properties):
     out = KafkaSource.builder().set_bootstrap_servers(cluster.bootstrap_servers)
-    return out.set_value_only_deserializer(bytes.decode).set_properties(properties)
+    return out.set_value_only_deserializer(SimpleStringSchema()).set_properties(properties)
 
 
 OPEN: list = []
@@ -209,6 +210,22 @@ def test_an_undecodable_record_is_reported_with_its_partition_and_offset(kafka_c
     assert bad.error.startswith("UnicodeDecodeError")
     assert reader.snapshot() == {f"{name}-0": 3}  # the bad record counts as read
     reader.close()
+
+
+def test_a_record_the_deserializer_makes_none_is_skipped_and_counts_as_read(kafka_cluster):
+    name = kafka_cluster.create_topic(kafka_cluster.fresh_name("skip"), 1)
+    kafka_cluster.produce(name, [b"keep", b"drop", b"also"])
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_cluster.bootstrap_servers)
+        .set_topics(name)
+        .set_value_only_deserializer(lambda v: None if v == b"drop" else v.decode())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    (reader,) = readers(source)
+    assert values(drain(reader)) == ["also", "keep"]
+    assert reader.snapshot() == {f"{name}-0": 3}
 
 
 def test_a_topic_created_while_running_is_found_by_the_pattern(kafka_cluster):

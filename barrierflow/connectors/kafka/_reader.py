@@ -182,6 +182,8 @@ class KafkaReader(SourceReader):
             except Exception as error:
                 bad.append(BadRecord(split_id, offset, message.value(), _text(error)))
                 continue
+            if value is None:
+                continue  # Flink skips a record its deserializer makes None
             records.append(value)
             stamped = stamped and bool(kind)
             timestamps.append(timestamp)

@@ -239,7 +239,8 @@ class KafkaSourceBuilder:
 
     def set_value_only_deserializer(self, deserialization_schema: Any) -> KafkaSourceBuilder:
         """The value's bytes to a record: `SimpleStringSchema()`, a
-        `JsonRowDeserializationSchema`, anything with `deserialize(bytes)`, or a function."""
+        `JsonRowDeserializationSchema`, anything with `deserialize(bytes)`, or a function. A
+        record it makes None is skipped (as in Flink)."""
         self._deserializer = KafkaRecordDeserializationSchema.value_only(deserialization_schema)
         return self
 
