@@ -308,3 +308,20 @@ def test_under_chaos_each_run_writes_its_own_table_like_the_named_one(warehouse)
     with placed(RunTables("chaos")):
         IcebergSink.for_table("db.words", warehouse).prepare()  # a new run starts empty
     assert sink.committed_output() == []
+
+
+def test_under_chaos_a_new_run_starts_its_dead_letter_table_empty(warehouse):
+    from barrierflow.connectors.placement import placed
+
+    sink_for(warehouse)
+    with placed(RunTables("chaos")):
+        sink = IcebergSink.for_table("db.words", warehouse).with_dead_letter_table("db.rej")
+    assert sink.dead_letter_table == "db.rej__chaos"
+    sink.prepare()
+    made = writer(sink, 0, parallelism=1)
+    made.write_batch([{"word": "a", "n": "x"}])
+    made.pre_commit(1)
+    made.commit(1)
+    assert len(table_rows(warehouse, "db.rej__chaos")) == 1
+    sink.prepare()  # the next run (not a continued one) starts empty
+    assert table_rows(warehouse, "db.rej__chaos") == []

@@ -14,15 +14,18 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from barrierflow.errors import BarrierflowError
+from barrierflow.errors import BarrierflowError, SinkError
 
 __all__ = [
     "Misfit",
+    "check_columns",
     "connect",
     "convert_rows",
+    "dead_letter_schema",
     "folder_of",
     "load_table",
     "pyiceberg",
+    "required",
     "warehouse_catalog",
 ]
 
@@ -152,3 +155,44 @@ def _culprit(records: list[Any], schema: Any) -> Misfit:
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def check_columns(schema: Any, table: Any, name: str) -> None:
+    """Each column of the configured schema is the table's, with the same type."""
+    actual = table.schema()
+    for field in schema.fields:
+        if field.name not in actual.column_names:
+            raise SinkError(f"{name}: the table has no column '{field.name}'")
+        other = actual.find_field(field.name)
+        if other.field_type != field.field_type:
+            raise SinkError(
+                f"{name}: column '{field.name}' is {other.field_type} in the table, "
+                f"{field.field_type} in the sink's schema"
+            )
+
+
+def required(schema: Any, ids: list[int]) -> Any:
+    """`schema` with the fields `ids` required and as its identifier fields."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import NestedField
+
+    fields = [
+        NestedField(f.field_id, f.name, f.field_type, required=True, doc=f.doc)
+        if f.field_id in ids
+        else f
+        for f in schema.fields
+    ]
+    return Schema(*fields, identifier_field_ids=ids)
+
+
+def dead_letter_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("sink", pa.string(), nullable=False),
+            pa.field("row", pa.string()),
+            pa.field("error", pa.string(), nullable=False),
+            pa.field("failed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    )

@@ -33,10 +33,13 @@ from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.iceberg import _staging as staging
 from barrierflow.connectors.iceberg._catalog import (
     Misfit,
+    check_columns,
     connect,
     convert_rows,
+    dead_letter_schema,
     load_table,
     pyiceberg,
+    required,
     warehouse_catalog,
 )
 from barrierflow.connectors.placement import placement
@@ -102,6 +105,7 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
         self.partition_columns: list[str] = []
         self.identifier_fields: list[str] = []
         self.dead_letter_table: str | None = None
+        self.named_dead_letter_table: str | None = None
         self._reset_live_state()
 
     # ---- configuration ---------------------------------------------------------------------
@@ -146,6 +150,7 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
         failing the job."""
         configured = self._copy()
         configured.dead_letter_table = Sink.output_table(table)
+        configured.named_dead_letter_table = table
         return configured
 
     def _copy(self) -> IcebergSink:
@@ -189,9 +194,13 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
             self._create_table(catalog, self.table, self.schema, self.identifier_fields)
         table = load_table(catalog, self.table, SinkError)
         if self.schema is not None:
-            _check_columns(self._iceberg_schema(self.schema), table, self._name())
-        if self.dead_letter_table is not None and not catalog.table_exists(self.dead_letter_table):
-            self._create_table(catalog, self.dead_letter_table, _dead_letter_schema(), [], ())
+            check_columns(self._iceberg_schema(self.schema), table, self._name())
+        dead = self.dead_letter_table
+        if dead is not None and dead != self.named_dead_letter_table and not self.keeps_run_tables:
+            with contextlib.suppress(Exception):  # a chaos run's own: a new run starts empty
+                catalog.drop_table(dead)
+        if dead is not None and not catalog.table_exists(dead):
+            self._create_table(catalog, dead, dead_letter_schema(), [], ())
 
     def _create_run_table(self, catalog: Any) -> None:
         """Under `barrierflow chaos`: the run's own table, empty, like the named one."""
@@ -226,7 +235,7 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
                 if field is None:
                     raise SinkError(f"{self._name()}: identifier field '{column}' is not a column")
                 ids.append(field.field_id)
-            iceberg = _required(iceberg, ids)
+            iceberg = required(iceberg, ids)
         columns = self.partition_columns if partition_columns is None else partition_columns
         fields = []
         for index, column in enumerate(columns):
@@ -547,44 +556,3 @@ def _upsert(table: Any, rows: Any, keys: list[str], props: dict[str, str]) -> No
             transaction.upsert(rows, join_cols=keys, snapshot_properties=props)
     except CommitFailedException:
         raise _Conflict() from None
-
-
-def _check_columns(schema: Any, table: Any, name: str) -> None:
-    """Each column of the configured schema is the table's, with the same type."""
-    actual = table.schema()
-    for field in schema.fields:
-        if field.name not in actual.column_names:
-            raise SinkError(f"{name}: the table has no column '{field.name}'")
-        other = actual.find_field(field.name)
-        if other.field_type != field.field_type:
-            raise SinkError(
-                f"{name}: column '{field.name}' is {other.field_type} in the table, "
-                f"{field.field_type} in the sink's schema"
-            )
-
-
-def _required(schema: Any, ids: list[int]) -> Any:
-    """`schema` with the fields `ids` required and as its identifier fields."""
-    from pyiceberg.schema import Schema
-    from pyiceberg.types import NestedField
-
-    fields = [
-        NestedField(f.field_id, f.name, f.field_type, required=True, doc=f.doc)
-        if f.field_id in ids
-        else f
-        for f in schema.fields
-    ]
-    return Schema(*fields, identifier_field_ids=ids)
-
-
-def _dead_letter_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            pa.field("sink", pa.string(), nullable=False),
-            pa.field("row", pa.string()),
-            pa.field("error", pa.string(), nullable=False),
-            pa.field("failed_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        ]
-    )
