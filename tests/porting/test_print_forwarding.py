@@ -100,3 +100,10 @@ def test_the_driver_side_survives_a_closed_console(monkeypatch):
     closed.close()
     monkeypatch.setattr(sys, "stdout", closed)
     print_task_output(TaskConsoleOutput(0, 0, "lost\n"))  # no error: the job goes on
+
+
+def test_a_library_asking_for_stdouts_descriptor_gets_the_process_one():
+    previous = sys.stdout
+    with forwarding_task_console(0, lambda: 0, [].append) as forwarder:
+        assert forwarder.fileno() == previous.fileno()
+    assert sys.stdout is previous

@@ -41,8 +41,16 @@ class ConsoleForwarder(io.TextIOBase):
     JobMaster through `send`. Any thread may write; sends are serialized, so batches leave in
     the order their text was written."""
 
-    def __init__(self, partition: int, attempt: Callable[[], int], send: Callable[[Any], None]):
+    def __init__(
+        self,
+        partition: int,
+        attempt: Callable[[], int],
+        send: Callable[[Any], None],
+        underlying: Any = None,
+    ):
         super().__init__()
+        self._underlying = underlying
+        """The stream it stands for: its file descriptor is still the process's stdout."""
         self._partition = partition
         self._attempt = attempt
         self._send = send
@@ -59,6 +67,13 @@ class ConsoleForwarder(io.TextIOBase):
 
     def isatty(self) -> bool:
         return False
+
+    def fileno(self) -> int:
+        """The process's own stdout (a library asking for a descriptor writes past the
+        forwarding, to the worker's log, as before)."""
+        if self._underlying is None:
+            raise io.UnsupportedOperation("fileno")
+        return self._underlying.fileno()
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
@@ -103,8 +118,8 @@ def forwarding_task_console(
 ) -> Iterator[ConsoleForwarder]:
     """For the block (a stream task's process): `sys.stdout` forwards to the driver's console,
     whole lines every FLUSH_S, everything at the end."""
-    forwarder = ConsoleForwarder(partition, attempt, send)
     previous = sys.stdout
+    forwarder = ConsoleForwarder(partition, attempt, send, previous)
     sys.stdout = forwarder
     stop = threading.Event()
 
