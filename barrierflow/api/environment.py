@@ -379,6 +379,15 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
         self._add(transformation)
         return DataStream(self, transformation)._declare(type_info, "from_source")
 
+    def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
+        """Each line of a file, or of a folder's files, as a `str`, once (PyFlink 1.x's
+        `read_text_file`; the file connector's text line format, bounded)."""
+        from barrierflow.connectors.file_system import FileSource, StreamFormat
+
+        text_lines = StreamFormat.text_line_format(charset_name)
+        source = FileSource.for_record_stream_format(text_lines, file_path).build()
+        return self.from_source(source, WatermarkStrategy.no_watermarks(), "Read Text File")
+
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
         """A bounded stream of `collection`'s elements; with a row `type_info`
         (`Types.ROW_NAMED(...)`) each element becomes a `Row` with its field names."""

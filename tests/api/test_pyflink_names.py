@@ -232,6 +232,24 @@ PYFLINK_NAMES = {
         ],
     ),
     # not here: -
+    "pyflink.datastream.connectors.file_system": (
+        "barrierflow.connectors.file_system",
+        [
+            "OutputFileConfig",
+            "FileSource",
+            "FileSourceBuilder",
+            "FileSink",
+            "StreamFormat",
+            "RollingPolicy",
+            "BucketAssigner",
+        ],
+    ),
+    # not here: FileCompactor FileCompactStrategy StreamingFileSink BulkFormat
+    # FileEnumeratorProvider FileSplitAssignerProvider
+    "pyflink.datastream.connectors.number_seq": (
+        "barrierflow.connectors.number_seq",
+        ["NumberSequenceSource"],
+    ),
 }
 
 
@@ -321,3 +339,57 @@ def test_a_class_pyflink_makes_generic_can_be_subscripted_and_subclassed(cls, pa
         pass
 
     assert issubclass(Mine, cls)
+
+
+# -- items 12 and 18 -----------------------------------------------------------------------
+
+
+def test_state_ttl_from_pyflink_paths_on_descriptors_with_declared_types():
+    from barrierflow import Time, Types
+    from barrierflow.state import (
+        ListStateDescriptor,
+        MapStateDescriptor,
+        StateTtlConfig,
+        ValueStateDescriptor,
+    )
+
+    ttl = (
+        StateTtlConfig.new_builder(Time.seconds(1))
+        .set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
+        .set_state_visibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
+        .cleanup_full_snapshot()
+        .build()
+    )
+    assert ttl.get_ttl().to_milliseconds() == 1_000
+    for descriptor in (
+        ValueStateDescriptor("v", Types.INT()),
+        ListStateDescriptor("l", Types.STRING()),
+        MapStateDescriptor("m", Types.STRING(), Types.LONG()),
+    ):
+        descriptor.enable_time_to_live(ttl)
+        assert descriptor.ttl_config is ttl
+
+
+def test_number_sequence_source_at_pyflink_path_is_the_datagen_one():
+    from barrierflow.connectors.datagen import NumberSequenceSource as Datagen
+    from barrierflow.connectors.number_seq import NumberSequenceSource
+
+    assert NumberSequenceSource is Datagen
+    source = NumberSequenceSource(1, 5)
+    reader = source.create_reader(source.create_splits())
+    assert sorted(reader.poll_batch(10)) == [1, 2, 3, 4, 5]
+
+
+def test_read_text_file_reads_each_line_once(tmp_path):
+    from barrierflow import StreamExecutionEnvironment
+    from barrierflow.errors import ConfigurationError
+
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.read_text_file(str(tmp_path / "a.txt")).print()
+    (source,) = [t.source for t in env._transformations if t.source is not None]
+    reader = source.create_reader(source.create_splits())
+    reader.restore({})
+    assert (reader.poll_batch(10), source.bounded) == (["one", "two"], True)
+    with pytest.raises(ConfigurationError, match="UTF-8 only"):
+        env.read_text_file(str(tmp_path), "latin-1")
