@@ -191,7 +191,6 @@ PUBLIC = {
         "State",
         "StateDescriptor",
         "StateTtlConfig",
-        "Time",
         "ValueState",
         "ValueStateDescriptor",
     },

@@ -9,7 +9,7 @@ state through `barrierflow.functions.CheckpointedFunction`), and state TTL
 
 from barrierflow.core.functions import OperatorStateStore
 from barrierflow.core.state_ttl import StateTtlConfig
-from barrierflow.core.time import Time
+from barrierflow.core.time import Time  # noqa: F401 (older path: barrierflow.Time)
 from barrierflow.state.broadcast_state import BroadcastState, ReadOnlyBroadcastState
 from barrierflow.state.descriptors import (
     AggregatingStateDescriptor,
@@ -43,7 +43,6 @@ __all__ = [
     "State",
     "StateDescriptor",
     "StateTtlConfig",
-    "Time",
     "ValueState",
     "ValueStateDescriptor",
 ]
