@@ -12,9 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from barrierflow import _fs
+from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import ConfigurationError, StateRestoreError
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.state.key_groups import KeyGroupRange, key_group_range_for_subtask
+from barrierflow.state.operator_state import decode_operator_state
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,55 @@ class HarnessSnapshot:
     parallelism: int
     subtasks: tuple[SubtaskState, ...]
     checkpoint_id: int = 0
+    base: _fs.Location | None = None
+    """The checkpoint folder native keyed sections resolve against (`from_savepoint`)."""
+
+    @classmethod
+    def from_savepoint(cls, path: str | Any, uid: str) -> HarnessSnapshot:
+        """The state of operator `uid` in a savepoint or retained checkpoint of a job (a
+        folder or its `_metadata`), to test a function against the state a job left:
+        `restore_from=HarnessSnapshot.from_savepoint(folder, "my-uid")`. Native RocksDB and
+        changelog sections restore as the job would restore them.
+
+        StateRestoreError names the file if the folder cannot be read; KeyError lists the
+        uids it holds if `uid` is not one of them.
+        """
+        from barrierflow.state_processor import load
+
+        snapshot = load(path)
+        operators = snapshot.metadata["operators"]
+        if uid not in operators:
+            raise KeyError(
+                f"{snapshot.path} holds no state of operator {uid!r}; it holds "
+                f"{', '.join(sorted(operators)) or 'none'}"
+            )
+        stored, files = operators[uid], SubtaskStateReader()
+
+        def section(entry: dict[str, Any], name: str) -> bytes | None:
+            where = entry.get(name)
+            if where is None:
+                return None
+            return files.slice(snapshot.folder.child(entry["file"]).uri, *map(int, where))
+
+        subtasks = []
+        for entry in stored["subtasks"]:
+            operator = section(entry, "operator")
+            subtasks.append(
+                SubtaskState(
+                    int(entry["subtask"]),
+                    KeyGroupRange(*map(int, entry["key_group_range"])),
+                    section(entry, "keyed"),
+                    section(entry, "timers"),
+                    None if operator is None else decode_operator_state(operator),
+                )
+            )
+        return cls(
+            snapshot.max_parallelism,
+            int(stored.get("parallelism", len(subtasks))),
+            tuple(sorted(subtasks, key=lambda s: s.subtask_index)),
+            snapshot.checkpoint_id,
+            snapshot.folder,
+        )
 
     @classmethod
     def combine(cls, snapshots: Iterable[HarnessSnapshot]) -> HarnessSnapshot:
@@ -71,6 +123,7 @@ class HarnessSnapshot:
             first.parallelism,
             tuple(sorted(subtasks, key=lambda s: s.subtask_index)),
             max(snapshot.checkpoint_id for snapshot in taken),
+            first.base,
         )
 
     def restored_state(
@@ -93,7 +146,7 @@ class HarnessSnapshot:
                 timers.append(state.timers)
             if state.operator is not None:
                 operator.append((state.subtask_index, state.operator))
-        return RestoredState(keyed=keyed, operator=operator, timers=timers)
+        return RestoredState(keyed=keyed, operator=operator, timers=timers, base=self.base)
 
     def _check_covers(self, own: KeyGroupRange, parallelism: int, subtask_index: int) -> None:
         """Refuse a restore that would silently miss key groups no snapshot part holds."""
