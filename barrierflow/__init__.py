@@ -20,6 +20,7 @@ from barrierflow.api.environment import (
 from barrierflow.api.execution_config import ExecutionConfig
 from barrierflow.api.joins import CoGroupedStreams, JoinedStreams
 from barrierflow.api.windowed_stream import WindowedStream
+from barrierflow.core import async_retry_predicates as async_retry_predicates
 from barrierflow.core.async_function import AsyncFunction
 from barrierflow.core.broadcast_functions import (
     BroadcastProcessFunction,

@@ -18,7 +18,6 @@ The order, top to bottom (issue 9):
     connectors  source and sink contracts and implementations
     core        user-facing contracts: function classes, Duration, watermarks, ...
                 serialization.py (PyFlink's schemas and encoders: connectors use them)
-                async_retry_predicates.py (PyFlink's module of that name)
     leaves      errors.py, _fs.py, _clock.py, _scheduler.py, _envelope.py, _bytes.py
 
 A module may import its own unit (package or leaf module) and any unit of a lower
@@ -55,7 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("checkpoint",),
     ("state",),
     ("connectors",),
-    ("core", "serialization", "async_retry_predicates"),
+    ("core", "serialization"),
     ("errors", "_fs", "_clock", "_scheduler", "_envelope", "_bytes"),
 )
 """Units per layer, top first. A unit is a subpackage or a module of barrierflow; the

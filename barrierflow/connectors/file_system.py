@@ -236,8 +236,9 @@ class _EncodedPart(PartFile):
 class _EncoderFormat(PartFileFormat):
     """Part files of an `Encoder`'s bytes, one record after the other."""
 
-    def __init__(self, encoder: Encoder, suffix: str) -> None:
+    def __init__(self, encoder: Encoder, prefix: str, suffix: str) -> None:
         self.encoder = encoder
+        self.prefix = prefix
         self.extension = suffix
 
     def encode(self, rows: list[Any]) -> bytes:
@@ -261,9 +262,8 @@ class FileSink(_FileSink):
         if not isinstance(self.format, _EncoderFormat):
             return self
         typed = copy.copy(self)
-        typed.format = _EncoderFormat(
-            self.format.encoder.for_type(type_info), self.format.extension
-        )
+        encoder = self.format.encoder.for_type(type_info)
+        typed.format = _EncoderFormat(encoder, self.format.prefix, self.format.extension)
         return typed
 
     @staticmethod
@@ -329,7 +329,7 @@ class FileSink(_FileSink):
 
         def build(self) -> FileSink:
             sink = FileSink(os.fspath(self._base_path))
-            sink.format = _EncoderFormat(self._encoder, self._output_file_config.part_suffix)
-            sink.part_prefix = self._output_file_config.part_prefix
+            config = self._output_file_config
+            sink.format = _EncoderFormat(self._encoder, config.part_prefix, config.part_suffix)
             sink.rolling_policy = self._rolling_policy
             return sink

@@ -42,9 +42,11 @@ class PartFile(ABC):
 
 
 class PartFileFormat(ABC):
-    """Encodes rows for part files of one sink; `extension` ends every file name."""
+    """Encodes rows for part files of one sink; `prefix` starts and `extension` ends every
+    file name."""
 
     extension: str
+    prefix = "part"
 
     @abstractmethod
     def encode(self, rows: list[Any]) -> Any:

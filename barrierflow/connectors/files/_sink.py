@@ -181,8 +181,6 @@ class FileSink(TwoPhaseCommitSink[Any]):
         self.format: PartFileFormat = part_file_format("json")
         self.partitioner: PartitionSpec | None = None
         self.rolling_policy = RollingPolicy.on_checkpoint()
-        self.part_prefix = "part"
-        """How part file names start (PyFlink's `OutputFileConfig` part prefix)."""
         self._task: _TaskFiles | None = None
 
     # ---- configuration ------------------------------------------------------------------------
@@ -246,7 +244,7 @@ class FileSink(TwoPhaseCommitSink[Any]):
         try:
             for name in _fs.list_files_recursive(self.output):
                 base, ext = os.path.splitext(name.rsplit("/", 1)[-1])
-                if base.startswith(f"{self.part_prefix}-") and ext in formats:
+                if base.startswith(f"{self.format.prefix}-") and ext in formats:
                     rows.extend(formats[ext].read(_fs.read_bytes(self.output.child(name))))
         except (OSError, ValueError, pa.ArrowException) as error:
             raise SinkError(f"cannot read the committed output in {self.output}: {error}") from None
@@ -509,7 +507,7 @@ class _TaskFiles:
 
     def _open_part(self, folder: str, now: int) -> _OpenPart:
         name = (
-            f"{self.sink.part_prefix}-{self.uid}-{self.context.subtask_index}-{self.deployment}"
+            f"{self.sink.format.prefix}-{self.uid}-{self.context.subtask_index}-{self.deployment}"
             f"-{self._sequence:08d}{self.sink.format.extension}"
         )
         self._sequence += 1
@@ -561,12 +559,9 @@ def _committed_name(final: str, checkpoint_id: int, lineage: str) -> str:
 
     >>> _committed_name("d=1/part-s-0-ab-1-00000003.jsonl", 7, "00ff")
     'd=1/part-s-0-ab-1-00000003-ck7-00ff.jsonl'
-    >>> _committed_name("v.2/pre-s-0-ab-1-00000003", 7, "00ff")  # no suffix (Flink's default)
-    'v.2/pre-s-0-ab-1-00000003-ck7-00ff'
     """
-    folder, slash, base = final.rpartition("/")
-    stem, dot, extension = base.rpartition(".") if "." in base else (base, "", "")
-    return f"{folder}{slash}{stem}-ck{checkpoint_id}-{lineage}{dot}{extension}"
+    stem, dot, ext = final.rpartition(".") if "." in final.rpartition("/")[2] else (final, "", "")
+    return f"{stem}-ck{checkpoint_id}-{lineage}{dot}{ext}"
 
 
 def committed_checkpoint(path: str) -> tuple[str, int] | None:
