@@ -325,3 +325,21 @@ def test_under_chaos_a_new_run_starts_its_dead_letter_table_empty(warehouse):
     assert len(table_rows(warehouse, "db.rej__chaos")) == 1
     sink.prepare()  # the next run (not a continued one) starts empty
     assert table_rows(warehouse, "db.rej__chaos") == []
+
+
+def test_a_rescale_to_one_subtask_commits_both_old_subtasks_files_once(warehouse, tmp_path):
+    sink = sink_for(warehouse)
+    first, second = writer(sink, 0), writer(sink, 1)
+    first.write_batch([{"word": "a", "n": 1}])
+    second.write_batch([{"word": "b", "n": 2}])
+    first.pre_commit(1)
+    second.pre_commit(1)
+    states = [state(first), state(second)]  # checkpoint 1 completed, not committed
+    second.write_batch([{"word": "lost", "n": 3}])
+    second.pre_commit(2)  # never completes
+    alone = writer(sink, 0, parallelism=1, run="run1-1", states=states)
+    assert rows(warehouse) == Counter({("a", 1): 1, ("b", 2): 1})
+    assert len(ours(warehouse)) == 1
+    assert not list((tmp_path / "lake").rglob("ck-*"))
+    assert len(parquet_files(tmp_path / "lake")) == 2  # the file of checkpoint 2 is gone
+    assert alone
