@@ -11,6 +11,8 @@ a `CollectingOutput`.
 from __future__ import annotations
 
 import os
+import site
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, Self
@@ -30,6 +32,12 @@ from barrierflow.testing._snapshot import HarnessSnapshot, SubtaskState
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 """barrierflow/: frames below it are the engine's, others the user's."""
+_INTERPRETER_DIRS = tuple(
+    os.path.abspath(folder) + os.sep
+    for folder in {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
+)
+"""Where the standard library and installed packages live: a frame there is rarely the
+user's own line (pyarrow raising inside the user's call names the call instead)."""
 
 
 class OperatorHarness:
@@ -289,9 +297,15 @@ class TwoInputs:
 
 
 def _raised_in_user_code(error: BaseException) -> str | None:
-    """'file:line in function' of the innermost frame outside barrierflow, or None."""
-    found = None
+    """'file:line in function' of the innermost frame of the user's code: outside barrierflow
+    and, when there is such a frame, outside the interpreter's own folders (the standard
+    library, installed packages); None if every frame is barrierflow's."""
+    outside, user = None, None
     for frame in traceback.extract_tb(error.__traceback__):
-        if not os.path.abspath(frame.filename).startswith(_PACKAGE_DIR + os.sep):
-            found = f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
-    return found
+        path = os.path.abspath(frame.filename)
+        if path.startswith(_PACKAGE_DIR + os.sep):
+            continue
+        outside = f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+        if not path.startswith(_INTERPRETER_DIRS):
+            user = outside
+    return user or outside

@@ -3,6 +3,8 @@ the problem: the function, the call, the element or timer, and the line that rai
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from barrierflow.errors import ConfigurationError, UserFunctionError
@@ -118,3 +120,13 @@ def test_a_closed_harness_refuses_more_input():
     h.close()  # once
     with pytest.raises(ConfigurationError, match="the harness is closed"):
         h.process_element(1)
+
+
+def test_an_error_raised_inside_a_library_the_function_calls_names_the_functions_line():
+    class Parse(ProcessFunction):
+        def process_element(self, value, ctx):
+            yield json.loads(value)
+
+    line = r"\(test_harness_errors.py:\d+ in process_element\)$"
+    with pytest.raises(UserFunctionError, match=line):
+        ProcessFunctionHarness(Parse()).process_element("{broken")
