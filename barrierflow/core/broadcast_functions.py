@@ -9,18 +9,22 @@ share of the other stream and may only read it. Outputs are returned or yielded,
 output. The keyed variant adds keyed state and timers to `process_element` and
 `on_timer`, and `ctx.apply_to_keyed_state(descriptor, function)` to the broadcast side
 (Flink's Java `applyToKeyedState`, which PyFlink lacks): `function(key, state)` for every
-key of this subtask with a value in that state.
+key of this subtask with a value in that state. `process_broadcast_element` has no current
+key: reach keyed state there only through `apply_to_keyed_state`.
 
 Write the same to the broadcast state on every subtask (decide from the broadcast
 element alone, not from keyed state or the subtask): a restore at another parallelism
 gives each new subtask one old subtask's copy.
+
+Generic as in PyFlink (`KeyedBroadcastProcessFunction[str, Event, Rule, str]`), through
+`Function`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from barrierflow.core.functions import Function, TimeDomain, TimerService
 
@@ -29,11 +33,6 @@ __all__ = [
     "BroadcastProcessFunction",
     "KeyedBroadcastProcessFunction",
 ]
-
-KEY = TypeVar("KEY")
-IN1 = TypeVar("IN1")
-IN2 = TypeVar("IN2")
-OUT = TypeVar("OUT")
 
 
 class BaseBroadcastProcessFunction(Function):
@@ -71,7 +70,7 @@ class BaseBroadcastProcessFunction(Function):
             """The `ReadOnlyBroadcastState` of a `MapStateDescriptor` given to `broadcast`."""
 
 
-class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
+class BroadcastProcessFunction(BaseBroadcastProcessFunction):
     """A non-keyed stream connected with a broadcast stream (`stream.connect(broadcast)`)."""
 
     class Context(BaseBroadcastProcessFunction.Context, ABC):
@@ -89,7 +88,7 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, O
         """An element of the broadcast stream (every subtask sees each one)."""
 
 
-class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction):
     """A keyed stream connected with a broadcast stream (`keyed.connect(broadcast)`):
     `process_element` and `on_timer` also have keyed state and timers."""
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import pickle
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from types import GenericAlias
 from typing import Any
 
 from barrierflow.core.state_descriptors import MapStateDescriptor
@@ -49,6 +50,8 @@ _PICKLE_PROTOCOL = 5
 class ReadOnlyBroadcastState(State):
     """A read-only view of a broadcast state (the non-broadcast side's): values are the
     stored objects themselves, so do not change them in place."""
+
+    __class_getitem__ = classmethod(GenericAlias)  # generic in PyFlink: Foo[K, V]
 
     @abstractmethod
     def get(self, key: Any) -> Any:
