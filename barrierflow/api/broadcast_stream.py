@@ -97,7 +97,8 @@ class BroadcastConnectedStream:
         return isinstance(self.non_broadcast_stream, KeyedStream)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
-        """Input 1 is the (keyed) stream, input 2 the broadcast stream (see the functions)."""
+        """Input 1 is the (keyed) stream, input 2 the broadcast stream (see the functions);
+        `output_type` (a `Types` value) is how `print()` writes the results, as elsewhere."""
         keyed = self._is_keyed_stream()
         if isinstance(func, KeyedBroadcastProcessFunction):
             if not keyed:
@@ -105,7 +106,7 @@ class BroadcastConnectedStream:
                     "a KeyedBroadcastProcessFunction needs a keyed stream: "
                     "key_by(...).connect(broadcast_stream)"
                 )
-            return add_two_input_operator(
+            processed = add_two_input_operator(
                 self.non_broadcast_stream,
                 self.broadcast_stream.input_stream,
                 "KeyedBroadcastProcess",
@@ -114,13 +115,14 @@ class BroadcastConnectedStream:
                 func,
                 self.broadcast_state_descriptors,
             )
+            return processed._declare(output_type, "process")
         if isinstance(func, BroadcastProcessFunction):
             if keyed:
                 raise JobDefinitionError(
                     "a BroadcastProcessFunction applies to a non-keyed stream; on a keyed "
                     "stream use a KeyedBroadcastProcessFunction"
                 )
-            return add_two_input_operator(
+            processed = add_two_input_operator(
                 self.non_broadcast_stream,
                 self.broadcast_stream.input_stream,
                 "BroadcastProcess",
@@ -128,6 +130,7 @@ class BroadcastConnectedStream:
                 func,
                 self.broadcast_state_descriptors,
             )
+            return processed._declare(output_type, "process")
         raise JobDefinitionError(
             "process() on a broadcast-connected stream needs a BroadcastProcessFunction or "
             f"KeyedBroadcastProcessFunction, got {func!r:.200}"

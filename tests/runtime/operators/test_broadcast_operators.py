@@ -338,3 +338,14 @@ def test_a_function_of_the_wrong_kind_is_refused_when_the_job_is_built():
         env.from_collection([1]).broadcast(ValueStateDescriptor("x"))
     with pytest.raises(JobDefinitionError, match="two MapStateDescriptors named 'rules'"):
         env.from_collection([1]).broadcast(RULES, MapStateDescriptor("rules", None, None))
+
+
+def test_the_output_type_is_checked_when_the_job_is_built():
+    from barrierflow import Types
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    rules = env.from_collection([("limit", 1)]).broadcast(RULES)
+    stream = env.from_collection([1]).connect(rules).process(Threshold(), output_type=Types.INT())
+    assert stream._declared_type == Types.INT()
+    with pytest.raises(ConfigurationError, match="declared type"):
+        env.from_collection([1]).connect(rules).process(Threshold(), output_type=Types.INT)
