@@ -48,6 +48,7 @@ from barrierflow.core.windows.sessions import (
 )
 from barrierflow.core.windows.triggers import (
     ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
     CountTrigger,
     EventTimeTrigger,
     NeverTrigger,
@@ -61,6 +62,7 @@ from barrierflow.core.windows.window import CountWindow, GlobalWindow, TimeWindo
 __all__ = [
     "MAX_TIMESTAMP",
     "ContinuousEventTimeTrigger",
+    "ContinuousProcessingTimeTrigger",
     "CountSlidingWindowAssigner",
     "CountTrigger",
     "CountTumblingWindowAssigner",

@@ -239,6 +239,7 @@ PUBLIC = {
     "barrierflow.window": {
         "MAX_TIMESTAMP",
         "ContinuousEventTimeTrigger",
+        "ContinuousProcessingTimeTrigger",
         "CountSlidingWindowAssigner",
         "CountTrigger",
         "CountTumblingWindowAssigner",

@@ -215,14 +215,14 @@ PYFLINK_NAMES = {
             "EventTimeTrigger",
             "ProcessingTimeTrigger",
             "ContinuousEventTimeTrigger",
+            "ContinuousProcessingTimeTrigger",
             "NeverTrigger",
             "PurgingTrigger",
             "CountTrigger",
             "SessionWindowTimeGapExtractor",
         ],
     ),
-    # not here: ContinuousProcessingTimeTrigger TimeWindowSerializer CountWindowSerializer
-    # GlobalWindowSerializer
+    # not here: TimeWindowSerializer CountWindowSerializer GlobalWindowSerializer
     "pyflink.datastream.connectors": (
         "barrierflow.connectors",
         [
@@ -393,3 +393,48 @@ def test_read_text_file_reads_each_line_once(tmp_path):
     assert (reader.poll_batch(10), source.bounded) == (["one", "two"], True)
     with pytest.raises(ConfigurationError, match="UTF-8 only"):
         env.read_text_file(str(tmp_path), "latin-1")
+
+
+# -- ContinuousProcessingTimeTrigger (pyflink.datastream.window) ---------------------------
+
+
+def fired(harness) -> list:
+    """The records emitted since the last call, as (value, timestamp)."""
+    return [
+        (value, ts) for kind, value, ts in (e for e in harness.take_output() if e[0] == "record")
+    ]
+
+
+def test_continuous_processing_time_trigger_fires_at_each_aligned_interval():
+    from barrierflow import Time
+    from barrierflow.testing import WindowOperatorHarness
+    from barrierflow.window import ContinuousProcessingTimeTrigger, TumblingEventTimeWindows
+
+    harness = WindowOperatorHarness(
+        TumblingEventTimeWindows.of(Time.seconds(100)),
+        lambda r: r[0],
+        reduce_function=lambda a, b: (a[0], a[1] + b[1]),
+        trigger=ContinuousProcessingTimeTrigger.of(Time.milliseconds(10)),
+        processing_time=3,
+    )
+    harness.process_element(("a", 1), 1)  # next fire at 10 (3 aligned down to 0, + 10)
+    harness.set_processing_time(9)
+    assert fired(harness) == []
+    harness.process_element(("a", 2), 2)
+    harness.set_processing_time(10)
+    assert fired(harness) == [(("a", 3), 99_999)]
+    harness.process_element(("a", 4), 3)
+    harness.set_processing_time(19)
+    assert fired(harness) == []
+    harness.set_processing_time(20)  # fires again with everything so far (no purge)
+    assert fired(harness) == [(("a", 7), 99_999)]
+    harness.set_processing_time(35)  # fires at 30: one timer per interval, nothing new
+    assert fired(harness) == [(("a", 7), 99_999)]
+
+
+def test_continuous_processing_time_trigger_refuses_a_non_positive_interval():
+    from barrierflow.errors import ConfigurationError
+    from barrierflow.window import ContinuousProcessingTimeTrigger
+
+    with pytest.raises(ConfigurationError, match="positive interval"):
+        ContinuousProcessingTimeTrigger.of(0)

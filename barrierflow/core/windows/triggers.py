@@ -375,6 +375,73 @@ class ContinuousEventTimeTrigger(Trigger):
         return f"ContinuousEventTimeTrigger({self.interval})"
 
 
+class ContinuousProcessingTimeTrigger(Trigger):
+    """Fires every `interval` of processing time (aligned to multiples of it), as Flink's
+    and PyFlink's; the window's end is fired by the last aligned time, capped at its end."""
+
+    def __init__(self, interval: int | Duration) -> None:
+        self.interval = to_millis(interval, "ContinuousProcessingTimeTrigger interval")
+        if self.interval <= 0:
+            raise ConfigurationError(
+                f"ContinuousProcessingTimeTrigger needs a positive interval, got {self.interval} ms"
+            )
+        self._state = ReducingStateDescriptor("fire-time", min)
+
+    @staticmethod
+    def of(interval: int | Duration) -> ContinuousProcessingTimeTrigger:
+        return ContinuousProcessingTimeTrigger(interval)
+
+    def on_element(
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
+        fire_time = ctx.get_partitioned_state(self._state)
+        if fire_time.get() is None:
+            now = ctx.get_current_processing_time()
+            self._register_next_fire_time(now - now % self.interval, window, ctx, fire_time)
+        return TriggerResult.CONTINUE
+
+    def on_processing_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
+        fire_time = ctx.get_partitioned_state(self._state)
+        if fire_time.get() == time:
+            fire_time.clear()
+            self._register_next_fire_time(time, window, ctx, fire_time)
+            return TriggerResult.FIRE
+        return TriggerResult.CONTINUE
+
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
+        fire_time = ctx.get_partitioned_state(self._state)
+        time = fire_time.get()
+        if time is not None:
+            ctx.delete_processing_time_timer(time)
+            fire_time.clear()
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
+        ctx.merge_partitioned_state(self._state)
+        next_fire_time = ctx.get_partitioned_state(self._state).get()
+        if next_fire_time is not None:
+            ctx.register_processing_time_timer(next_fire_time)
+
+    def _register_next_fire_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext, fire_time: Any
+    ) -> None:
+        next_fire_time = min(time + self.interval, window.max_timestamp())
+        fire_time.add(next_fire_time)
+        ctx.register_processing_time_timer(next_fire_time)
+
+    def __repr__(self) -> str:
+        return f"ContinuousProcessingTimeTrigger({self.interval})"
+
+
 def _java_remainder(dividend: int, divisor: int) -> int:
     """Java's `dividend % divisor`: the sign of the dividend."""
     remainder = abs(dividend) % abs(divisor)
