@@ -4,6 +4,7 @@ from barrierflow.api.all_windowed_stream import AllWindowFunction, ProcessAllWin
 from barrierflow.core.async_function import AsyncFunction
 from barrierflow.core.batch_functions import KeyedBatchFunction
 from barrierflow.core.broadcast_functions import (
+    BaseBroadcastProcessFunction,
     BroadcastProcessFunction,
     KeyedBroadcastProcessFunction,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "AsyncFunction",
     "AsyncRetryPredicate",
     "AsyncRetryStrategy",
+    "BaseBroadcastProcessFunction",
     "BroadcastProcessFunction",
     "CheckpointedFunction",
     "CoFlatMapFunction",

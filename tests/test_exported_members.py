@@ -117,6 +117,7 @@ PUBLIC = {
         "AsyncFunction",
         "AsyncRetryPredicate",
         "AsyncRetryStrategy",
+        "BaseBroadcastProcessFunction",
         "BroadcastProcessFunction",
         "CheckpointedFunction",
         "CoFlatMapFunction",
