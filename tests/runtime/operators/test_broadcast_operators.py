@@ -9,8 +9,10 @@ from dataclasses import replace
 
 import pytest
 from support.clocks import ManualClock
+from support.operator_harness import context
 
-from barrierflow import StreamExecutionEnvironment
+from barrierflow import StreamExecutionEnvironment, _fs
+from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend
 from barrierflow.errors import ConfigurationError, JobDefinitionError
 from barrierflow.functions import (
     BroadcastProcessFunction,
@@ -349,3 +351,35 @@ def test_the_output_type_is_checked_when_the_job_is_built():
     assert stream._declared_type == Types.INT()
     with pytest.raises(ConfigurationError, match="declared type"):
         env.from_collection([1]).connect(rules).process(Threshold(), output_type=Types.INT)
+
+
+def test_on_rocksdb_apply_to_keyed_state_and_a_checkpoint_restore_work_alike(tmp_path):
+    def operator(local, restored=None):
+        made = keyed_operator()
+        settings = replace(
+            context(ManualClock()),
+            state_backend=EmbeddedRocksDBStateBackend(),
+            local_dir=str(local),
+        )
+        made.setup(settings, CollectingOutput())
+        made.initialize_state(restored)
+        made.open()
+        return made
+
+    first = operator(tmp_path / "local-1")
+    first.process_batch2(RecordBatch([("limit", 2)]))
+    first.process_batch1(RecordBatch([("a", 3), ("b", 3), ("b", 4)], [1, 1, 1]))
+    first.process_batch2(RecordBatch([("reset", 10)]))
+    snapshot = first.snapshot_state(1)
+    checkpoint = _fs.location(tmp_path / "chk-1")
+    try:
+        section = snapshot.keyed.write(checkpoint.child("subtask-0.state.files-0"))
+    finally:
+        snapshot.keyed.release()
+    first.abort()
+    restored = handed_to([replace(snapshot, keyed=section)], 0, 1)
+    restored.base = checkpoint
+    second = operator(tmp_path / "local-2", restored)
+    second.process_batch1(RecordBatch([("a", 3), ("b", 1), ("c", 5)], [2, 2, 2]))
+    assert records(second.output) == [("a", 11), ("b", 10), ("c", 1)]
+    second.close()

@@ -5,14 +5,19 @@ a rescale."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from support.clocks import ManualClock
-from support.operator_harness import started
+from support.operator_harness import context, started
 
+from barrierflow import _fs
+from barrierflow.core.state_backends import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from barrierflow.core.windows.count_assigners import sliding_window_ids
 from barrierflow.errors import ConfigurationError
 from barrierflow.functions import ProcessWindowFunction
 from barrierflow.runtime.batch import RecordBatch
+from barrierflow.runtime.chain_outputs import CollectingOutput
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.window import WindowOperator
 from barrierflow.state.backend import canonical_section
@@ -156,3 +161,40 @@ def test_a_count_window_size_that_is_no_positive_int_is_refused_when_built(bad):
 def test_count_windows_without_a_keyed_runtime_context_are_refused():
     with pytest.raises(ConfigurationError, match="keyed stream"):
         CountTumblingWindowAssigner.of(2).assign_windows("x", 0, None)
+
+
+@pytest.mark.parametrize("backend", [HashMapStateBackend(), EmbeddedRocksDBStateBackend()],
+                         ids=["hashmap", "rocksdb"])  # fmt: skip
+def test_count_windows_restored_from_a_checkpoint_on_either_backend_go_on_where_they_were(
+    tmp_path, backend
+):
+    def operator(local, restored=None):
+        made = WindowOperator(
+            "w", "w", lambda r: r[0], CountSlidingWindowAssigner.of(3, 1),
+            ("process", Elements(), None),
+        )  # fmt: skip
+        settings = replace(context(ManualClock()), state_backend=backend, local_dir=str(local))
+        made.setup(settings, CollectingOutput())
+        made.initialize_state(restored)
+        made.open()
+        return made
+
+    records = [(key, n) for n in range(1, 6) for key in ("a", "b")]
+    unstopped = operator(tmp_path / "local-0")
+    expected = [out for out in feed(unstopped, *records) if out]
+    unstopped.close()
+
+    first = operator(tmp_path / "local-1")
+    before = [out for out in feed(first, *records[:5]) if out]
+    snapshot = first.snapshot_state(1)
+    checkpoint = _fs.location(tmp_path / "chk-1")
+    try:
+        section = snapshot.keyed.write(checkpoint.child("subtask-0.state.files-0"))
+    finally:
+        snapshot.keyed.release()
+    first.abort()
+    second = operator(tmp_path / "local-2", RestoredState(keyed=[section], base=checkpoint))
+    after = [out for out in feed(second, *records[5:]) if out]
+    second.close()
+    assert before + after == expected
+    assert expected[0] == [("a", 0, [1, 2, 3])]
