@@ -32,6 +32,7 @@ __all__ = [
     "Encoder",
     "JsonRowDeserializationSchema",
     "JsonRowSerializationSchema",
+    "RowFieldExtractorSchema",
     "SerializationSchema",
     "SimpleStringSchema",
 ]
@@ -97,6 +98,30 @@ class ByteArraySchema(SerializationSchema, DeserializationSchema):
 
     def __repr__(self) -> str:
         return "ByteArraySchema()"
+
+
+class RowFieldExtractorSchema(SerializationSchema):
+    """One field of a row, which must already be bytes (a Kafka key or value).
+
+    >>> RowFieldExtractorSchema(1).serialize(Row(b"key", b"value"))
+    b'value'
+    """
+
+    def __init__(self, field_index: int) -> None:
+        if isinstance(field_index, bool) or not isinstance(field_index, int) or field_index < 0:
+            raise ConfigurationError(
+                f"RowFieldExtractorSchema needs a field index >= 0, got {field_index!r}"
+            )
+        self.field_index = field_index
+
+    def serialize(self, element: Any) -> bytes:
+        field = element[self.field_index]
+        if not isinstance(field, bytes | bytearray):
+            raise TypeError(
+                f"RowFieldExtractorSchema: field {self.field_index} is "
+                f"{type(field).__name__}, not bytes"
+            )
+        return bytes(field)
 
 
 class Encoder:

@@ -201,6 +201,7 @@ PUBLIC = {
         "Encoder",
         "JsonRowDeserializationSchema",
         "JsonRowSerializationSchema",
+        "RowFieldExtractorSchema",
         "SerializationSchema",
         "SimpleStringSchema",
     },

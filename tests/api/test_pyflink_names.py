@@ -136,9 +136,10 @@ PYFLINK_NAMES = {
             "SimpleStringSchema",
             "ByteArraySchema",
             "Encoder",
+            "RowFieldExtractorSchema",
         ],
     ),
-    # not here: BulkWriterFactory RowFieldExtractorSchema
+    # not here: BulkWriterFactory
     "pyflink.datastream.functions": (
         "barrierflow.functions",
         [

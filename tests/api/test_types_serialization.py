@@ -12,6 +12,7 @@ from barrierflow.serialization import (
     Encoder,
     JsonRowDeserializationSchema,
     JsonRowSerializationSchema,
+    RowFieldExtractorSchema,
     SerializationSchema,
     SimpleStringSchema,
 )
@@ -130,3 +131,12 @@ def test_json_row_deserialization_on_missing_fields_and_bad_messages():
 def test_a_json_schema_without_a_row_type_is_refused_with_one_line(build, message):
     with pytest.raises(ConfigurationError, match=message):
         build()
+
+
+def test_row_field_extractor_takes_one_bytes_field():
+    assert RowFieldExtractorSchema(0).serialize(Row(b"k", b"v")) == b"k"
+    assert RowFieldExtractorSchema(1).serialize((b"k", bytearray(b"v"))) == b"v"
+    with pytest.raises(TypeError, match="field 0 is str, not bytes"):
+        RowFieldExtractorSchema(0).serialize(Row("k"))
+    with pytest.raises(ConfigurationError, match="field index >= 0, got -1"):
+        RowFieldExtractorSchema(-1)
