@@ -343,3 +343,26 @@ def test_a_rescale_to_one_subtask_commits_both_old_subtasks_files_once(warehouse
     assert not list((tmp_path / "lake").rglob("ck-*"))
     assert len(parquet_files(tmp_path / "lake")) == 2  # the file of checkpoint 2 is gone
     assert alone
+
+
+def test_a_savepoint_restored_into_new_storage_commits_its_pending_checkpoint_once(warehouse):
+    sink = sink_for(warehouse)
+    first, second = writer(sink, 0), writer(sink, 1)
+    first.write_batch([{"word": "a", "n": 1}])
+    second.write_batch([{"word": "b", "n": 2}])
+    first.pre_commit(1)
+    second.pre_commit(1)
+    states = [state(first), state(second)]  # a savepoint, not committed yet
+
+    def moved(subtask: int) -> Any:  # a new checkpoint folder: a new lineage
+        context = SinkContext("ice", subtask, 2, 0, "run2-0", JOB, lineage="ffee00")
+        made = sink._copy().create_writer(context)
+        made.restore([states[subtask]])
+        return made
+
+    again = [moved(0), moved(1)]
+    assert rows(warehouse) == Counter({("a", 1): 1, ("b", 2): 1})
+    [snapshot] = ours(warehouse)
+    assert snapshot["barrierflow.lineage"] == LINEAGE  # named by the run that wrote it
+    again.append(moved(0))  # restored from the savepoint once more: skipped
+    assert len(ours(warehouse)) == 1

@@ -49,7 +49,7 @@ from barrierflow.errors import ConfigurationError, SinkError
 __all__ = ["COMMIT_RETRIES", "HANDLE_VERSION", "IcebergSink"]
 
 HANDLE_VERSION = 1
-"""Format version of a transaction handle: {"v", "name", "deployment", "subtask",
+"""Format version of a transaction handle: {"v", "name", "lineage", "deployment", "subtask",
 "checkpoint"} (checkpoint None while open)."""
 
 COMMIT_RETRIES = 20
@@ -169,12 +169,14 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
         self._sequence = 0
         self._buffers: dict[str, list[Any]] = {}
         self._dead_rows: dict[str, list[dict[str, Any]]] = {}
-        self._floors: dict[str, dict[str, int]] | None = None
+        self._floors: dict[str, dict[str, dict[str, int]]] = {}
+        """Lineage -> "table" | "dead" -> deployment -> highest checkpoint committed."""
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_catalog", "_table", "_dead", "_floors"):
+        for name in ("_catalog", "_table", "_dead"):
             state[name] = None
+        state["_floors"] = {}
         state["_buffers"], state["_dead_rows"] = {}, {}
         return state
 
@@ -296,7 +298,7 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
         schema = self._table.schema()
         self._arrow = schema.as_arrow()
         self._keys = [schema.find_column_name(i) for i in schema.identifier_field_ids]
-        self._root = staging.staging_root(self._table, context)
+        self._root = staging.staging_root(self._table, context, context.lineage)
         if self.dead_letter_table is not None:
             self._dead = load_table(self._catalog, self.dead_letter_table, SinkError)
 
@@ -308,6 +310,7 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
         return {
             "v": HANDLE_VERSION,
             "name": name,
+            "lineage": context.lineage,
             "deployment": context.deployment_id,
             "subtask": context.subtask_index,
             "checkpoint": None,
@@ -392,10 +395,14 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
             return
         for attempt in itertools.count():
             try:
-                self._commit_upto(transaction["deployment"], transaction["checkpoint"])
+                self._commit_upto(
+                    transaction.get("lineage", self._require_context().lineage),
+                    transaction["deployment"],
+                    transaction["checkpoint"],
+                )
                 return
             except _Conflict:
-                self._floors = None
+                self._floors = {}
                 self._table = self._catalog.load_table(self.table)
                 if self._dead is not None:
                     self._dead = self._catalog.load_table(self.dead_letter_table)
@@ -412,7 +419,8 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
         if context.subtask_index != 0:
             return
         table = self._table
-        floors = self._floors_now(refresh=True)
+        self._floors = {}
+        floors = self._floors_now(context.lineage)
         for deployment in staging.list_deployments(table, self._root):
             if deployment == context.deployment_id:
                 continue
@@ -427,26 +435,26 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
                             target.io.delete(data_file.file_path)
             staging.delete_tree(table, f"{self._root}/{deployment}")
 
-    def _floors_now(self, refresh: bool = False) -> dict[str, dict[str, int]]:
+    def _floors_now(self, lineage: str) -> dict[str, dict[str, int]]:
         context = self._require_context()
-        if self._floors is None or refresh:
-            self._floors = {
-                "table": staging.committed_floors(self._table, context),
-                "dead": {} if self._dead is None else staging.committed_floors(self._dead, context),
+        if lineage not in self._floors:
+            dead = self._dead
+            self._floors[lineage] = {
+                "table": staging.committed_floors(self._table, context, lineage),
+                "dead": {} if dead is None else staging.committed_floors(dead, context, lineage),
             }
-        return self._floors
+        return self._floors[lineage]
 
-    def _commit_upto(self, deployment: str, checkpoint: int) -> None:
+    def _commit_upto(self, lineage: str, deployment: str, checkpoint: int) -> None:
         table, context = self._table, self._require_context()
+        root = staging.staging_root(table, context, lineage)
         folders = [
-            (k, f)
-            for k, f in staging.list_checkpoints(table, self._root, deployment)
-            if k <= checkpoint
+            (k, f) for k, f in staging.list_checkpoints(table, root, deployment) if k <= checkpoint
         ]
         if not folders:
             return
-        floors = self._floors_now()
-        props = staging.summary_properties(context, deployment, checkpoint)
+        floors = self._floors_now(lineage)
+        props = staging.summary_properties(context, lineage, deployment, checkpoint)
         if self._dead is not None:
             todo = [f for k, f in folders if k > floors["dead"].get(deployment, -1)]
             files = self._handed_over(self._dead, todo, ".dead.avro")

@@ -47,28 +47,31 @@ DEPLOYMENT, CHECKPOINT = "barrierflow.deployment", "barrierflow.checkpoint"
 _CK = re.compile(r"ck-(\d+)")
 
 
-def staging_root(table: Any, context: SinkContext) -> str:
-    """The folder of this sink's hand-offs in this job and lineage."""
+def staging_root(table: Any, context: SinkContext, lineage: str) -> str:
+    """The folder of this sink's hand-offs in this job and `lineage` (the lineage of the
+    run that wrote them: a savepoint restored into new storage commits them from there)."""
     job = hashlib.sha256(context.job_name.encode()).hexdigest()[:8]
     uid = re.sub(r"[^A-Za-z0-9_-]", "_", context.operator_uid)[:64]
-    lineage = context.lineage or "none"
-    return f"{table.location().rstrip('/')}/metadata/barrierflow/{lineage}.{job}.{uid}"
+    return f"{table.location().rstrip('/')}/metadata/barrierflow/{lineage or 'none'}.{job}.{uid}"
 
 
-def summary_properties(context: SinkContext, deployment: str, checkpoint: int) -> dict[str, str]:
-    """What every snapshot of checkpoint `checkpoint` carries in its summary."""
+def summary_properties(
+    context: SinkContext, lineage: str, deployment: str, checkpoint: int
+) -> dict[str, str]:
+    """What every snapshot of the hand-offs of `lineage`, `deployment` up to `checkpoint`
+    carries in its summary."""
     return {
         JOB: context.job_name,
         SINK: context.operator_uid,
-        LINEAGE: context.lineage,
+        LINEAGE: lineage,
         DEPLOYMENT: deployment,
         CHECKPOINT: str(checkpoint),
     }
 
 
-def committed_floors(table: Any, context: SinkContext) -> dict[str, int]:
+def committed_floors(table: Any, context: SinkContext, lineage: str) -> dict[str, int]:
     """Deployment -> the highest checkpoint of it this sink committed to `table` in this job
-    and lineage, from the summaries of the current snapshot's ancestors."""
+    and `lineage`, from the summaries of the current snapshot's ancestors."""
     from pyiceberg.table.snapshots import ancestors_of
 
     floors: dict[str, int] = {}
@@ -77,7 +80,7 @@ def committed_floors(table: Any, context: SinkContext) -> dict[str, int]:
         if (
             props.get(JOB) == context.job_name
             and props.get(SINK) == context.operator_uid
-            and props.get(LINEAGE) == context.lineage
+            and props.get(LINEAGE) == lineage
         ):
             deployment, checkpoint = props.get(DEPLOYMENT, ""), int(props.get(CHECKPOINT, -1))
             floors[deployment] = max(floors.get(deployment, -1), checkpoint)
