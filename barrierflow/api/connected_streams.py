@@ -79,9 +79,9 @@ class ConnectedStreams:
                 self.stream1._key_selector,
                 self.stream2._key_selector,
                 func,
-            )
+            )._declare(output_type, "process")
         if isinstance(func, CoProcessFunction):
-            return self._add("CoProcess", CoProcessOperator, func)
+            return self._add("CoProcess", CoProcessOperator, func)._declare(output_type, "process")
         raise JobDefinitionError(
             f"process() needs a CoProcessFunction or KeyedCoProcessFunction, got {func!r}"
         )
@@ -90,14 +90,15 @@ class ConnectedStreams:
         if not isinstance(func, CoMapFunction):
             raise JobDefinitionError(f"map() needs a CoMapFunction, got {func!r}")
         wrapper = _CheckpointedCoMap if isinstance(func, CheckpointedFunction) else _CoMapAsProcess
-        return self._add("CoMap", CoProcessOperator, wrapper(func))
+        return self._add("CoMap", CoProcessOperator, wrapper(func))._declare(output_type, "map")
 
     def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
         if not isinstance(func, CoFlatMapFunction):
             raise JobDefinitionError(f"flat_map() needs a CoFlatMapFunction, got {func!r}")
         checkpointed = isinstance(func, CheckpointedFunction)
         wrapper = _CheckpointedCoFlatMap if checkpointed else _CoFlatMapAsProcess
-        return self._add("CoFlatMap", CoProcessOperator, wrapper(func))
+        flat_mapped = self._add("CoFlatMap", CoProcessOperator, wrapper(func))
+        return flat_mapped._declare(output_type, "flat_map")
 
     def _add(self, name: str, operator_class: type, *args: Any) -> DataStream:
         return add_two_input_operator(self.stream1, self.stream2, name, operator_class, *args)

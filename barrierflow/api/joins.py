@@ -153,7 +153,7 @@ class IntervalJoined:
             self._left._key_selector,
             self._right._key_selector,
             spec,
-        )
+        )._declare(output_type, "process")
 
 
 # ---- window join and co-group ------------------------------------------------------------------

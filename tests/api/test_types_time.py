@@ -155,3 +155,55 @@ class _Passing:
 
     def apply(self, key, window, inputs):
         yield from inputs
+
+
+def test_two_input_operators_keep_their_output_type():
+    from barrierflow.functions import (
+        CoFlatMapFunction,
+        CoMapFunction,
+        CoProcessFunction,
+        KeyedCoProcessFunction,
+    )
+
+    class Map(CoMapFunction):
+        def map1(self, value):
+            return value
+
+        def map2(self, value):
+            return value
+
+    class FlatMap(CoFlatMapFunction):
+        def flat_map1(self, value):
+            yield value
+
+        def flat_map2(self, value):
+            yield value
+
+    class Process(CoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield value
+
+        def process_element2(self, value, ctx):
+            yield value
+
+    class KeyedProcess(KeyedCoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield value
+
+        def process_element2(self, value, ctx):
+            yield value
+
+    _, stream = _env_and_stream()
+    connected = stream.connect(stream)
+    assert connected.map(Map(), output_type=ROW)._declared_type == ROW
+    assert connected.flat_map(FlatMap(), output_type=ROW)._declared_type == ROW
+    assert connected.process(Process(), output_type=ROW)._declared_type == ROW
+    keyed = stream.key_by(lambda r: r[0]).connect(stream.key_by(lambda r: r[0]))
+    assert keyed.process(KeyedProcess(), output_type=ROW)._declared_type == ROW
+    joined = (
+        stream.key_by(lambda r: r[0])
+        .interval_join(stream.key_by(lambda r: r[0]))
+        .between(-1, 1)
+        .process(lambda left, right, ctx: [left], output_type=ROW)
+    )
+    assert joined._declared_type == ROW
