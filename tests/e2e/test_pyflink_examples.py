@@ -27,24 +27,19 @@ def example(name: str, ordered: bool, missing: str | None = None):
     return pytest.param(name, ordered, marks=marks, id=name.replace("windowing/", ""))
 
 
-FILE_SYSTEM = "barrierflow.connectors.file_system (FileSink, OutputFileConfig, RollingPolicy)"
 F32 = "Types.FLOAT() values as Flink's 32-bit floats (110.0999984741211, not 110.1)"
 REUSED = "a stream built before execute() used after it (item 7: KeyError: 0, graph builder)"
 EXAMPLES = [
-    example(
-        "basic_operations",
-        ordered=True,
-        missing=REUSED,
-    ),
+    example("basic_operations", ordered=True, missing=REUSED),
     example("process_json_data", ordered=False),
     example("state_access", ordered=False, missing=F32),
     example("event_time_timer", ordered=False, missing=F32),
-    example("word_count", ordered=False, missing=FILE_SYSTEM),
-    example("windowing/tumbling_time_window", ordered=True, missing=FILE_SYSTEM),
-    example("windowing/sliding_time_window", ordered=True, missing=FILE_SYSTEM),
-    example("windowing/session_with_gap_window", ordered=True, missing=FILE_SYSTEM),
-    example("windowing/session_with_dynamic_gap_window", ordered=True, missing=FILE_SYSTEM),
-    example("windowing/tumbling_count_window", ordered=True, missing=FILE_SYSTEM),
+    example("word_count", ordered=False),
+    example("windowing/tumbling_time_window", ordered=True),
+    example("windowing/sliding_time_window", ordered=True),
+    example("windowing/session_with_gap_window", ordered=True),
+    example("windowing/session_with_dynamic_gap_window", ordered=True),
+    example("windowing/tumbling_count_window", ordered=True),
 ]
 
 
