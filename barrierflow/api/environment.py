@@ -396,7 +396,10 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
         elements = list(collection)
         if type_info is not None:
             check_type_info(type_info, "from_collection's type_info")
-            elements = [type_info.conform(element) for element in elements]
+            try:
+                elements = [type_info.conform(element) for element in elements]
+            except TypeError as error:
+                raise ConfigurationError(f"from_collection: {error}") from None
         return self.from_source(
             CollectionSource(elements), WatermarkStrategy.no_watermarks(), "Collection", type_info
         )

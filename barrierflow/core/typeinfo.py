@@ -225,7 +225,8 @@ def check_type_info(value: Any, what: str) -> TypeInformation:
     """`value` if it is a TypeInformation; else one line naming `what` (when the job is
     built: `output_type=`, `type_info=` and the factories call it)."""
     if not isinstance(value, TypeInformation):
-        hint = " (call it: Types.STRING())" if callable(value) else ""
+        factory = getattr(value, "__qualname__", "").startswith("Types.")
+        hint = f" (call it: {value.__qualname__}())" if factory else ""
         raise ConfigurationError(f"{what} must be a Types.X() value, got {value!r}{hint}")
     return value
 

@@ -77,7 +77,8 @@ def test_a_row_type_names_its_fields():
     [
         (lambda: Types.ROW_NAMED(["a"], [Types.INT(), Types.INT()]), "one name"),
         (lambda: Types.ROW_NAMED(["a", "a"], [Types.INT(), Types.INT()]), "a field name twice"),
-        (lambda: Types.ROW([Types.INT]), "call it: Types.STRING()"),
+        (lambda: Types.ROW([Types.INT]), r"call it: Types.INT\(\)"),
+        (lambda: Types.ROW([int]), "must be a Types.X\\(\\) value, got <class 'int'>$"),
         (lambda: Types.LIST(int), "Types.LIST's element type must be a Types.X"),
         (lambda: Types.TUPLE(Types.INT()), "Types.TUPLE takes a list"),
     ],
@@ -294,3 +295,11 @@ def test_from_collection_refuses_a_type_info_that_is_not_a_type():
     env = StreamExecutionEnvironment.get_execution_environment()
     with pytest.raises(ConfigurationError, match="from_collection's type_info must be"):
         env.from_collection([1], type_info="int")
+
+
+def test_from_collection_refuses_an_element_its_row_type_cannot_hold():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    with pytest.raises(ConfigurationError, match=r"from_collection: \('a',\) has 1 fields"):
+        env.from_collection([("a", 1), ("a",)], type_info=NAMED)
+    with pytest.raises(ConfigurationError, match="from_collection: 5 is not a row of"):
+        env.from_collection([5], type_info=NAMED)
