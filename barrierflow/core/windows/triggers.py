@@ -217,15 +217,16 @@ class ProcessingTimeTrigger(Trigger):
 class CountTrigger(Trigger):
     """Fires every `count` elements of a window (the count lives in the window's state)."""
 
-    def __init__(self, count: int) -> None:
-        if isinstance(count, bool) or not isinstance(count, int):
-            raise ConfigurationError(f"CountTrigger needs an int count, got {count!r}")
-        self.count = count
+    def __init__(self, window_size: int) -> None:
+        if isinstance(window_size, bool) or not isinstance(window_size, int):
+            raise ConfigurationError(f"CountTrigger needs an int count, got {window_size!r}")
+        self.count = window_size
         self._state = ReducingStateDescriptor("count", operator.add)
 
     @staticmethod
-    def of(count: int) -> CountTrigger:
-        return CountTrigger(count)
+    def of(window_size: int) -> CountTrigger:
+        """PyFlink's argument name: fire every `window_size` elements."""
+        return CountTrigger(window_size)
 
     def on_element(
         self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext

@@ -198,3 +198,11 @@ def test_count_windows_restored_from_a_checkpoint_on_either_backend_go_on_where_
     second.close()
     assert before + after == expected
     assert expected[0] == [("a", 0, [1, 2, 3])]
+
+
+def test_count_trigger_and_assigners_take_pyflinks_argument_names():
+    assert CountTrigger(window_size=3).count == CountTrigger.of(window_size=3).count == 3
+    assert repr(CountTumblingWindowAssigner.of(window_size=2)) == "CountTumblingWindowAssigner(2)"
+    assert repr(CountSlidingWindowAssigner.of(window_size=4, window_slide=2)) == (
+        "CountSlidingWindowAssigner(4, 2)"
+    )
