@@ -25,6 +25,7 @@ from barrierflow.errors import ConfigurationError
 
 __all__ = [
     "ContinuousEventTimeTrigger",
+    "ContinuousProcessingTimeTrigger",
     "CountTrigger",
     "EventTimeTrigger",
     "NeverTrigger",
