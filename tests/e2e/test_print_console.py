@@ -13,6 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from barrierflow.cli.commands import main
 
 pytestmark = pytest.mark.spark
 
@@ -51,39 +54,38 @@ def check_printed(seen: dict[tuple[str, str], list[int]]) -> None:
     assert {subtask for _, subtask in seen} == {"1", "2"}, seen
 
 
-def test_a_job_file_prints_its_records_on_the_console_run_either_way(tmp_path):
+def test_python_job_py_prints_exactly_its_records_on_the_console(tmp_path):
+    """As a user runs it: its own process and Spark driver, its console's standard output."""
     job = tmp_path / "job.py"
     job.write_text(JOB)
     env = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "BARRIERFLOW_LOG_DIR": str(tmp_path / "logs"),
-        "BARRIERFLOW_PROGRESS_INTERVAL": "60",
     }
-    barrierflow = Path(sys.executable).parent / "barrierflow"
-    # both at once: each starts its own Spark driver, which dominates the test's time
-    runs = [
-        subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp_path,
-            env=env,
-        )
-        for command in ([sys.executable, str(job)], [str(barrierflow), "run", str(job)])
-    ]
-    (plain_out, plain_err), (run_out, run_err) = (run.communicate(timeout=300) for run in runs)
-    assert runs[0].returncode == 0, plain_err[-3000:]
-    assert runs[1].returncode == 0, run_err[-3000:]
+    run = subprocess.run(
+        [sys.executable, str(job)], capture_output=True, text=True, cwd=tmp_path, env=env,
+        timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    # the console's standard output is exactly the printed records
+    check_printed(printed_by_subtask(run.stdout.splitlines()))
 
-    # python job.py: the console's standard output is exactly the printed records
-    check_printed(printed_by_subtask(plain_out.splitlines()))
 
-    # barrierflow run: the same records among its own lines (where to look, the summary)
-    records = [line for line in run_out.splitlines() if re.match(r"^(tens:)?\d> ", line)]
+def test_barrierflow_run_prints_the_records_among_its_own_lines(tmp_path, spark, monkeypatch):
+    """`barrierflow run job.py`, in this process on the suite's session (a second Spark driver
+    would double the test's time): the records among where to look and the summary."""
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    monkeypatch.setenv("BARRIERFLOW_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("BARRIERFLOW_PROGRESS_INTERVAL", "60")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", str(job)])
+    assert result.exit_code == 0, result.output[-3000:]
+    lines = result.stdout.splitlines()
+    records = [line for line in lines if re.match(r"^(tens:)?\d> ", line)]
     check_printed(printed_by_subtask(records))
-    assert re.search(r"^job 'print-job' FINISHED after ", run_out, re.M), run_out
+    assert re.search(r"^job 'print-job' FINISHED after ", result.stdout, re.M), result.stdout
 
 
 def readme_windows_example() -> str:
