@@ -75,6 +75,8 @@ def test_a_tumbling_count_window_fires_every_size_elements_of_its_key():
     [
         # PyFlink's sliding count windows: window k holds elements k*slide .. k*slide+size-1
         # and fires once it has them all; the first result comes after `size` elements.
+        # PyFlink 2.3.0 run here: count_window(4, 2) over 1..8 gives 1234, 3456, 5678 and
+        # count_window(3) gives 123, 456 (a reduce concatenating digits).
         (4, 2, {4: [1, 2, 3, 4], 6: [3, 4, 5, 6], 8: [5, 6, 7, 8]}),
         (
             3,
