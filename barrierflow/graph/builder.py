@@ -28,7 +28,7 @@ def build_job_graph(
     job_parameters: dict[str, str] | None = None,
 ) -> JobGraph:
     """`chaining=False`: no operator chains to another (`env.disable_operator_chaining()`)."""
-    nodes = [t for t in transformations if not t.is_virtual]
+    nodes = [t for t in _with_ancestors(transformations) if not t.is_virtual]
     if not any(t.kind == "sink" for t in nodes):
         raise JobDefinitionError("the job has no sink: add sink_to(...) or print() to a stream")
     inputs = {t.id: _inputs_of(t) for t in nodes}
@@ -159,6 +159,20 @@ def _physical_inputs(
             raise JobDefinitionError("get_side_output() needs an operator, not a union")
         return [p for i in t.inputs for p in _physical_inputs(i, partitioner)]
     return [(t, partitioner, side_output)]
+
+
+def _with_ancestors(transformations: list[Transformation]) -> list[Transformation]:
+    """The steps and every step upstream of them, in creation order: a stream defined before
+    an earlier `execute()` (which cleared the environment's steps) feeds the new job again,
+    as Flink's graph generator walks back through a step's inputs."""
+    found = {t.id: t for t in transformations}
+    stack = list(transformations)
+    while stack:
+        for upstream in stack.pop().inputs:
+            if upstream.id not in found:
+                found[upstream.id] = upstream
+                stack.append(upstream)
+    return sorted(found.values(), key=lambda t: t.id)
 
 
 def _reachable_from_sinks(nodes, inputs) -> set[int]:

@@ -47,3 +47,18 @@ def test_an_execute_with_nothing_new_defined_has_no_sink_to_run(defined_graphs):
         env.execute("once")
     with pytest.raises(JobDefinitionError, match="the job has no sink"):
         env.execute("again")
+
+
+def test_a_stream_defined_before_an_execute_feeds_the_next_job_again(defined_graphs):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    numbers = env.from_collection([1, 2]).map(lambda x: x + 1).name("plus one")
+    numbers.print()
+    with pytest.raises(JobDefined):
+        env.execute("first")
+    numbers.map(lambda x: x * 2).name("doubled").print()
+    with pytest.raises(JobDefined):
+        env.execute("second")
+    assert [names(graph) for graph in defined_graphs] == [
+        ["Collection", "plus one", "Print"],
+        ["Collection", "plus one", "doubled", "Print"],
+    ]
