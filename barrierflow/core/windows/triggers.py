@@ -304,16 +304,60 @@ class PurgingTrigger(Trigger):
         return f"PurgingTrigger({self.nested_trigger!r})"
 
 
-class ContinuousEventTimeTrigger(Trigger):
-    """Fires every `interval` of event time within the window, and at the window's end."""
+class _ContinuousTrigger(Trigger):
+    """What the two continuous triggers share: the next fire time, in a reducing state (so
+    merged windows keep the earliest), and its timer in the trigger's own time domain."""
 
     def __init__(self, interval: int | Duration) -> None:
-        self.interval = to_millis(interval, "ContinuousEventTimeTrigger interval")
+        name = type(self).__name__
+        self.interval = to_millis(interval, f"{name} interval")
         if self.interval <= 0:
-            raise ConfigurationError(
-                f"ContinuousEventTimeTrigger needs a positive interval, got {self.interval} ms"
-            )
+            raise ConfigurationError(f"{name} needs a positive interval, got {self.interval} ms")
         self._state = ReducingStateDescriptor("fire-time", min)
+
+    def _register_timer(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        raise NotImplementedError
+
+    def _delete_timer(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        raise NotImplementedError
+
+    def _fire_if_due(self, time: int, window: Window, ctx: Trigger.TriggerContext) -> TriggerResult:
+        fire_time = ctx.get_partitioned_state(self._state)
+        if fire_time.get() == time:
+            fire_time.clear()
+            self._register_next_fire_time(time, window, ctx, fire_time)
+            return TriggerResult.FIRE
+        return TriggerResult.CONTINUE
+
+    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
+        fire_time = ctx.get_partitioned_state(self._state)
+        time = fire_time.get()
+        if time is not None:
+            self._delete_timer(ctx, time)
+            fire_time.clear()
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
+        ctx.merge_partitioned_state(self._state)
+        next_fire_time = ctx.get_partitioned_state(self._state).get()
+        if next_fire_time is not None:
+            self._register_timer(ctx, next_fire_time)
+
+    def _register_next_fire_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext, fire_time: Any
+    ) -> None:
+        next_fire_time = min(time + self.interval, window.max_timestamp())
+        fire_time.add(next_fire_time)
+        self._register_timer(ctx, next_fire_time)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.interval})"
+
+
+class ContinuousEventTimeTrigger(_ContinuousTrigger):
+    """Fires every `interval` of event time within the window, and at the window's end."""
 
     @staticmethod
     def of(interval: int | Duration) -> ContinuousEventTimeTrigger:
@@ -338,56 +382,23 @@ class ContinuousEventTimeTrigger(Trigger):
     ) -> TriggerResult:
         if time == window.max_timestamp():
             return TriggerResult.FIRE
-        fire_time = ctx.get_partitioned_state(self._state)
-        if fire_time.get() == time:
-            fire_time.clear()
-            self._register_next_fire_time(time, window, ctx, fire_time)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
+        return self._fire_if_due(time, window, ctx)
 
     def on_processing_time(
         self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
-        fire_time = ctx.get_partitioned_state(self._state)
-        time = fire_time.get()
-        if time is not None:
-            ctx.delete_event_time_timer(time)
-            fire_time.clear()
+    def _register_timer(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.register_event_time_timer(time)
 
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
-        ctx.merge_partitioned_state(self._state)
-        next_fire_time = ctx.get_partitioned_state(self._state).get()
-        if next_fire_time is not None:
-            ctx.register_event_time_timer(next_fire_time)
-
-    def _register_next_fire_time(
-        self, time: int, window: Window, ctx: Trigger.TriggerContext, fire_time: Any
-    ) -> None:
-        next_fire_time = min(time + self.interval, window.max_timestamp())
-        fire_time.add(next_fire_time)
-        ctx.register_event_time_timer(next_fire_time)
-
-    def __repr__(self) -> str:
-        return f"ContinuousEventTimeTrigger({self.interval})"
+    def _delete_timer(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.delete_event_time_timer(time)
 
 
-class ContinuousProcessingTimeTrigger(Trigger):
+class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
     """Fires every `interval` of processing time (aligned to multiples of it), as Flink's
     and PyFlink's; the window's end is fired by the last aligned time, capped at its end."""
-
-    def __init__(self, interval: int | Duration) -> None:
-        self.interval = to_millis(interval, "ContinuousProcessingTimeTrigger interval")
-        if self.interval <= 0:
-            raise ConfigurationError(
-                f"ContinuousProcessingTimeTrigger needs a positive interval, got {self.interval} ms"
-            )
-        self._state = ReducingStateDescriptor("fire-time", min)
 
     @staticmethod
     def of(interval: int | Duration) -> ContinuousProcessingTimeTrigger:
@@ -405,43 +416,18 @@ class ContinuousProcessingTimeTrigger(Trigger):
     def on_processing_time(
         self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
-        fire_time = ctx.get_partitioned_state(self._state)
-        if fire_time.get() == time:
-            fire_time.clear()
-            self._register_next_fire_time(time, window, ctx, fire_time)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
+        return self._fire_if_due(time, window, ctx)
 
     def on_event_time(
         self, time: int, window: Window, ctx: Trigger.TriggerContext
     ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
-        fire_time = ctx.get_partitioned_state(self._state)
-        time = fire_time.get()
-        if time is not None:
-            ctx.delete_processing_time_timer(time)
-            fire_time.clear()
+    def _register_timer(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.register_processing_time_timer(time)
 
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window: Window, ctx: Trigger.OnMergeContext) -> None:
-        ctx.merge_partitioned_state(self._state)
-        next_fire_time = ctx.get_partitioned_state(self._state).get()
-        if next_fire_time is not None:
-            ctx.register_processing_time_timer(next_fire_time)
-
-    def _register_next_fire_time(
-        self, time: int, window: Window, ctx: Trigger.TriggerContext, fire_time: Any
-    ) -> None:
-        next_fire_time = min(time + self.interval, window.max_timestamp())
-        fire_time.add(next_fire_time)
-        ctx.register_processing_time_timer(next_fire_time)
-
-    def __repr__(self) -> str:
-        return f"ContinuousProcessingTimeTrigger({self.interval})"
+    def _delete_timer(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.delete_processing_time_timer(time)
 
 
 def _java_remainder(dividend: int, divisor: int) -> int:
