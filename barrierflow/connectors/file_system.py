@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from barrierflow.connectors.files._formats import TextLineFormat
-from barrierflow.connectors.files._part_files import PartFile, PartFileFormat
+from barrierflow.connectors.files._part_files import ByteStreamPartFile, PartFile, PartFileFormat
 from barrierflow.connectors.files._sink import FileSink as _FileSink
 from barrierflow.connectors.files._sink import RollingPolicy as _RollingPolicy
 from barrierflow.connectors.files._source import FileSource as _FileSource
@@ -217,22 +217,6 @@ class BucketAssigner:
         )
 
 
-class _EncodedPart(PartFile):
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._size = 0
-
-    def append(self, encoded: bytes) -> None:
-        self._stream.write(encoded)
-        self._size += len(encoded)
-
-    def size(self) -> int:
-        return self._size
-
-    def close(self) -> None:
-        self._stream.close()
-
-
 class _EncoderFormat(PartFileFormat):
     """Part files of an `Encoder`'s bytes, one record after the other."""
 
@@ -246,7 +230,7 @@ class _EncoderFormat(PartFileFormat):
         return b"".join(encode(row) for row in rows)
 
     def open(self, stream: Any) -> PartFile:
-        return _EncodedPart(stream)
+        return ByteStreamPartFile(stream)
 
     def read(self, data: bytes) -> list[Any]:
         return data.decode(self.encoder.charset).splitlines()

@@ -118,7 +118,7 @@ class JsonLinesFormat(PartFileFormat):
         return self.encode(data.to_pylist())
 
     def open(self, stream: Any) -> PartFile:
-        return _JsonLinesFile(stream)
+        return ByteStreamPartFile(stream)
 
     def read(self, data: bytes) -> list[Any]:
         return [json.loads(line) for line in data.decode("utf-8").splitlines() if line]
@@ -152,7 +152,10 @@ def _json_texts(column: pa.Array, encode: Any) -> list[str] | None:
     return None
 
 
-class _JsonLinesFile(PartFile):
+class ByteStreamPartFile(PartFile):
+    """A part file of encoded records written one after the other to an open stream (JSON
+    Lines here, an `Encoder`'s bytes in `connectors.file_system`)."""
+
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._size = 0
