@@ -1,7 +1,7 @@
 """Kafka -> keyed running count -> Kafka (EXACTLY_ONCE) on Spark against librdkafka's mock
-cluster (support/kafka_cluster.py): with a task killed mid-run, and rescaled from 2 to 3
-through a savepoint. Either way the output topic holds exactly what a failure-free run
-writes, every (word, n) once.
+cluster (support/kafka_cluster.py): with a task killed mid-run (the counts also going into an
+Iceberg table), and rescaled from 2 to 3 through a savepoint. Either way the output topic (and
+the table) holds exactly what a failure-free run writes, every (word, n) once.
 
 The input's first half is in the topic at the start and the second half is written later
 (after the failover, or between the two runs); the source is bounded at offsets given up
@@ -12,11 +12,15 @@ mock cluster does not hide uncommitted records from read_committed readers.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
+import pyarrow as pa
 import pytest
+from support.iceberg_catalog import catalog_properties, table_rows
 
 from barrierflow import StreamExecutionEnvironment, _fs
 from barrierflow.connectors import DeliveryGuarantee
+from barrierflow.connectors.iceberg import IcebergSink
 from barrierflow.connectors.kafka import (
     KafkaOffsetsInitializer,
     KafkaRecordSerializationSchema,
@@ -38,6 +42,7 @@ pytestmark = pytest.mark.spark
 
 RECORDS = 4000
 PARTITIONS = 4
+COUNT_ROWS = pa.schema([("word", pa.string()), ("count", pa.int64())])
 
 
 class Topics:
@@ -58,7 +63,9 @@ class Topics:
             half = len(part) // 2
             self.cluster.produce(self.source, part[half:] if second else part[:half], p)
 
-    def pipeline(self, env: StreamExecutionEnvironment) -> None:
+    def pipeline(self, env: StreamExecutionEnvironment, lake: dict[str, Any] | None = None) -> None:
+        """The job; with `lake` (a catalog's properties) the counts also go into the
+        Iceberg table db.counts."""
         ends = {KafkaTopicPartition(self.source, p): len(self.parts[p]) for p in range(PARTITIONS)}
         source = (
             KafkaSource.builder()
@@ -85,18 +92,26 @@ class Topics:
             .build()
         )
         words = env.from_source(source, WatermarkStrategy.no_watermarks(), "words").uid("words")
-        running_counts(words).sink_to(sink).uid("out")
+        counts = running_counts(words)
+        counts.sink_to(sink).uid("out")
+        if lake is not None:
+            table = IcebergSink.for_table("db.counts", lake).with_schema(COUNT_ROWS)
+            rows = counts.map(lambda pair: {"word": pair[0], "count": pair[1]}).uid("rows")
+            rows.sink_to(table).uid("iceberg")
 
     def check_output(self) -> None:
         written = Counter(tuple(v.rsplit(",", 1)) for v in self.cluster.read(self.out))
         assert written == Counter((w, str(n)) for w, n in running_count_rows(self.words))
 
 
-def test_kafka_to_kafka_exactly_once_survives_a_killed_task(spark, tmp_path, kafka_cluster):
+def test_kafka_to_kafka_and_iceberg_exactly_once_survives_a_killed_task(
+    spark, tmp_path, kafka_cluster
+):
     topics = Topics(kafka_cluster)
     topics.write_half(second=False)
+    lake = catalog_properties(tmp_path / "lake")
     env = recovering_environment(tmp_path / "checkpoints")
-    topics.pipeline(env)
+    topics.pipeline(env, lake)
     job = env.execute_async("kafka-count")
     if not job.wait_for_completed_checkpoints(2, timeout=120):  # deploying on a busy machine
         raise AssertionError(f"no 2 checkpoints: {job.get_job_status()}: {job.wait(timeout=10)}")
@@ -108,6 +123,8 @@ def test_kafka_to_kafka_exactly_once_survives_a_killed_task(spark, tmp_path, kaf
 
     assert result.restarts >= 1
     topics.check_output()
+    in_table = Counter((row["word"], row["count"]) for row in table_rows(lake, "db.counts"))
+    assert in_table == running_count_rows(topics.words)
 
 
 def test_a_kafka_job_rescaled_from_2_to_3_through_a_savepoint(spark, tmp_path, kafka_cluster):
