@@ -124,6 +124,8 @@ def test_rules_and_count_windows_survive_a_failure_and_a_rescale_exactly_once(sp
     enrich = next(v.vertex_id for v in first.job_graph.vertices if "KeyedBroadcast" in v.name)
     first.inject_failure("exception", enrich, 1)
     wait_for_attempt(first, 1, timeout=60)
+    # A stop is taken only while the job runs: wait until the restarted attempt does.
+    assert first.wait_until_running(1, timeout=120), first.get_job_status()
     stopped = first.stop_with_savepoint(False, str(tmp_path / "savepoints"), timeout=120)
     savepoint = _fs.Location(stopped.result()).path
     first.wait(timeout=60)
