@@ -131,8 +131,38 @@ class RebalancePartitioner(Partitioner):
         return parts
 
 
+class _PerRecordPartitioner(Partitioner):
+    """A partitioner that picks each record's channel by `_channels` (hash, shuffle, custom)."""
+
+    def _channels(self, values: list[Any], channel_count: int) -> list[int]:
+        raise NotImplementedError
+
+    def route(self, batch: list[Any], channel_count: int) -> list[tuple[int, list[Any]]]:
+        parts: list[list[Any]] = [[] for _ in range(channel_count)]
+        for value, channel in zip(batch, self._channels(batch, channel_count), strict=True):
+            parts[channel].append(value)
+        return [(channel, part) for channel, part in enumerate(parts) if part]
+
+    def route_with_timestamps(
+        self, values: list[Any], timestamps: list[int], channel_count: int
+    ) -> list[tuple[int, list[Any], list[int]]]:
+        parts: list[list[Any]] = [[] for _ in range(channel_count)]
+        stamps: list[list[int]] = [[] for _ in range(channel_count)]
+        channels = self._channels(values, channel_count)
+        for value, timestamp, channel in zip(values, timestamps, channels, strict=True):
+            parts[channel].append(value)
+            stamps[channel].append(timestamp)
+        return [(channel, part, stamps[channel]) for channel, part in enumerate(parts) if part]
+
+    def route_columnar(
+        self, batch: ColumnarBatch, channel_count: int
+    ) -> list[tuple[int, ColumnarBatch]]:
+        channels = np.array(self._channels(batch.values, channel_count), dtype=np.int64)
+        return split_columnar(batch, channels, channel_count)
+
+
 @dataclass
-class KeyGroupStreamPartitioner(Partitioner):
+class KeyGroupStreamPartitioner(_PerRecordPartitioner):
     """Sends each record to the subtask owning its key's key group (stable across processes)."""
 
     key_selector: Any
@@ -143,25 +173,16 @@ class KeyGroupStreamPartitioner(Partitioner):
         self._get_key = as_callable(self.key_selector, "get_key", "KeySelector")
 
     def route(self, batch: list[Any], channel_count: int) -> list[tuple[int, list[Any]]]:
-        if channel_count == 1:
+        if channel_count == 1:  # no key to hash
             return [(0, batch)] if batch else []
-        parts: list[list[Any]] = [[] for _ in range(channel_count)]
-        for value, channel in zip(batch, self._channels(batch, channel_count), strict=True):
-            parts[channel].append(value)
-        return [(channel, part) for channel, part in enumerate(parts) if part]
+        return super().route(batch, channel_count)
 
     def route_with_timestamps(
         self, values: list[Any], timestamps: list[int], channel_count: int
     ) -> list[tuple[int, list[Any], list[int]]]:
         if channel_count == 1:
             return [(0, values, timestamps)] if values else []
-        parts: list[list[Any]] = [[] for _ in range(channel_count)]
-        stamps: list[list[int]] = [[] for _ in range(channel_count)]
-        channels = self._channels(values, channel_count)
-        for value, timestamp, channel in zip(values, timestamps, channels, strict=True):
-            parts[channel].append(value)
-            stamps[channel].append(timestamp)
-        return [(channel, part, stamps[channel]) for channel, part in enumerate(parts) if part]
+        return super().route_with_timestamps(values, timestamps, channel_count)
 
     def _channels(self, values: list[Any], channel_count: int) -> list[int]:
         max_p = self.max_parallelism
@@ -214,36 +235,6 @@ def split_columnar(
             parts.append((channel, taken.slice(start, start + count)))
             start += count
     return parts
-
-
-class _PerRecordPartitioner(Partitioner):
-    """A partitioner that picks each record's channel by `_channels` (shuffle, custom)."""
-
-    def _channels(self, values: list[Any], channel_count: int) -> list[int]:
-        raise NotImplementedError
-
-    def route(self, batch: list[Any], channel_count: int) -> list[tuple[int, list[Any]]]:
-        parts: list[list[Any]] = [[] for _ in range(channel_count)]
-        for value, channel in zip(batch, self._channels(batch, channel_count), strict=True):
-            parts[channel].append(value)
-        return [(channel, part) for channel, part in enumerate(parts) if part]
-
-    def route_with_timestamps(
-        self, values: list[Any], timestamps: list[int], channel_count: int
-    ) -> list[tuple[int, list[Any], list[int]]]:
-        parts: list[list[Any]] = [[] for _ in range(channel_count)]
-        stamps: list[list[int]] = [[] for _ in range(channel_count)]
-        channels = self._channels(values, channel_count)
-        for value, timestamp, channel in zip(values, timestamps, channels, strict=True):
-            parts[channel].append(value)
-            stamps[channel].append(timestamp)
-        return [(channel, part, stamps[channel]) for channel, part in enumerate(parts) if part]
-
-    def route_columnar(
-        self, batch: ColumnarBatch, channel_count: int
-    ) -> list[tuple[int, ColumnarBatch]]:
-        channels = np.array(self._channels(batch.values, channel_count), dtype=np.int64)
-        return split_columnar(batch, channels, channel_count)
 
 
 class ShufflePartitioner(_PerRecordPartitioner):

@@ -114,7 +114,9 @@ def test_kafka_to_kafka_and_iceberg_exactly_once_survives_a_killed_task(
     topics.pipeline(env, lake)
     job = env.execute_async("kafka-count")
     if not job.wait_for_completed_checkpoints(2, timeout=120):  # deploying on a busy machine
-        raise AssertionError(f"no 2 checkpoints: {job.get_job_status()}: {job.wait(timeout=10)}")
+        if job.join(timeout=0):
+            job.wait()  # the job ended: raises its error, if it failed
+        raise AssertionError(f"no 2 checkpoints in 120 s; the job is {job.get_job_status()}")
     counting = next(v.vertex_id for v in job.job_graph.vertices if "Reduce" in v.name)
     job.inject_failure("executor", counting, 1)
     wait_for_attempt(job, 1, timeout=60)
