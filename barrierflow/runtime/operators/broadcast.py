@@ -111,12 +111,12 @@ class _BroadcastSide:
         emitter.flush()
 
 
-class _NonKeyedContext(BroadcastProcessFunction.Context, BroadcastProcessFunction.ReadOnlyContext):
-    """Both contexts of a BroadcastProcessFunction; `writable` picks the side."""
+class _ElementContext:
+    """What the contexts these operators build themselves share: the current element's
+    timestamp (set by `_process_broadcast`), the task's clock and side outputs."""
 
-    def __init__(self, operator: CoBroadcastProcessOperator, writable: bool) -> None:
+    def __init__(self, operator: CoBroadcastProcessOperator | KeyedBroadcastProcessOperator):
         self._operator = operator
-        self._writable = writable
         self.current_timestamp: int | None = None
 
     def timestamp(self) -> int | None:
@@ -126,11 +126,23 @@ class _NonKeyedContext(BroadcastProcessFunction.Context, BroadcastProcessFunctio
         assert self._operator.context is not None
         return self._operator.context.processing_time()
 
-    def current_watermark(self) -> int:
-        return self._operator.current_watermark
-
     def output(self, output_tag: Any, value: Any) -> None:
         self._operator.emitter.add_side(output_tag, value, self.current_timestamp)
+
+
+class _NonKeyedContext(
+    _ElementContext, BroadcastProcessFunction.Context, BroadcastProcessFunction.ReadOnlyContext
+):
+    """Both contexts of a BroadcastProcessFunction; `writable` picks the side."""
+
+    _operator: CoBroadcastProcessOperator
+
+    def __init__(self, operator: CoBroadcastProcessOperator, writable: bool) -> None:
+        super().__init__(operator)
+        self._writable = writable
+
+    def current_watermark(self) -> int:
+        return self._operator.current_watermark
 
     def get_broadcast_state(self, state_descriptor: Any) -> Any:
         store = self._operator.broadcast_states
@@ -193,27 +205,15 @@ class _KeyedReadOnlyContext(_ProcessContext, KeyedBroadcastProcessFunction.OnTim
         return self._operator.broadcast_states.read_only_state(state_descriptor)
 
 
-class _KeyedBroadcastContext(KeyedBroadcastProcessFunction.Context):
+class _KeyedBroadcastContext(_ElementContext, KeyedBroadcastProcessFunction.Context):
     """The broadcast side's context of a KeyedBroadcastProcessFunction: writable broadcast
     state and `apply_to_keyed_state` over every key of the subtask."""
 
-    def __init__(self, operator: KeyedBroadcastProcessOperator) -> None:
-        self._operator = operator
-        self.current_timestamp: int | None = None
-
-    def timestamp(self) -> int | None:
-        return self.current_timestamp
-
-    def current_processing_time(self) -> int:
-        assert self._operator.context is not None
-        return self._operator.context.processing_time()
+    _operator: KeyedBroadcastProcessOperator
 
     def current_watermark(self) -> int:
         assert self._operator.timer_service is not None
         return self._operator.timer_service.current_watermark
-
-    def output(self, output_tag: Any, value: Any) -> None:
-        self._operator.emitter.add_side(output_tag, value, self.current_timestamp)
 
     def get_broadcast_state(self, state_descriptor: Any) -> Any:
         return self._operator.broadcast_states.broadcast_state(state_descriptor)
