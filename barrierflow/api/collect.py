@@ -29,6 +29,7 @@ from barrierflow.errors import JobDefinitionError, JobExecutionError
 if TYPE_CHECKING:
     from barrierflow.api.datastream import DataStream
     from barrierflow.api.job_client import JobClient
+    from barrierflow.core.typeinfo import TypeInformation
 
 POLL_S = 0.2
 """How long the iterator waits for the job to end between two looks for new records."""
@@ -87,8 +88,15 @@ class CloseableIterator:
     """The records of a running job, in checkpoint order (within a subtask, as produced);
     `close()` (or leaving the `with` block) stops the job if it still runs."""
 
-    def __init__(self, client: JobClient, folder: str, temporary: bool) -> None:
+    def __init__(
+        self,
+        client: JobClient,
+        folder: str,
+        temporary: bool,
+        declared_type: TypeInformation | None = None,
+    ) -> None:
         self._client = client
+        self._declared_type = declared_type
         self._folder = _fs.location(folder)
         self._temporary = temporary
         self._read: set[str] = set()
@@ -139,7 +147,10 @@ class CloseableIterator:
         for name in sorted(set(_fs.list_dir(committed)) - self._read):
             if name.startswith("."):
                 continue
-            self._records.extend(pickle.loads(_fs.read_bytes(committed.child(name))))
+            records = pickle.loads(_fs.read_bytes(committed.child(name)))
+            if self._declared_type is not None and self._declared_type.narrows_floats():
+                records = [self._declared_type.collected(record) for record in records]
+            self._records.extend(records)
             self._read.add(name)
 
     def _finish(self) -> None:
@@ -188,7 +199,9 @@ def execute_and_collect(
     else:
         folder = str(storage.child(f".collect-{uuid.uuid4().hex}"))
     stream.sink_to(CollectSink(folder)).name("Collect")
-    iterator = CloseableIterator(env.execute_async(job_execution_name), folder, temporary=True)
+    iterator = CloseableIterator(
+        env.execute_async(job_execution_name), folder, True, stream._declared_type
+    )
     if limit is None:
         return iterator
     with iterator:

@@ -421,11 +421,25 @@ class DataStream:
         return DataStream(self._env, transformation)
 
     def _partition(self, partitioner: Partitioner) -> Transformation:
+        upstream = self._crossing()._transformation
         transformation = Transformation(
-            "partition", partitioner.name, [self._transformation], partitioner=partitioner
+            "partition", partitioner.name, [upstream], partitioner=partitioner
         )
         self._env._add(transformation)
         return transformation
+
+    def _crossing(self) -> DataStream:
+        """This stream as PyFlink's records leave a chain of Python functions: a record
+        declared with a `Types.FLOAT()` goes through its 4-byte coder there, so a map
+        narrows it before a partitioning (core/typeinfo.py; a source already did)."""
+        declared = self._declared_type
+        if (
+            declared is None
+            or not declared.narrows_floats()
+            or self._transformation.kind == "source"
+        ):
+            return self
+        return self._add_operator("Float32", MapOperator, declared.conform)
 
     def _physical(self, method: str) -> Transformation:
         if self._transformation.is_virtual:

@@ -390,14 +390,15 @@ or EmbeddedRocksDBStateBackend(...), got 'rocksdb'
 
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> DataStream:
         """A bounded stream of `collection`'s elements; with a row `type_info`
-        (`Types.ROW_NAMED(...)`) each element becomes a `Row` with its field names."""
+        (`Types.ROW_NAMED(...)`) each element becomes a `Row` with its field names, and a
+        `Types.FLOAT()` value a 32-bit float (PyFlink converts them on the JVM)."""
         from barrierflow.connectors.collection import CollectionSource
 
         elements = list(collection)
         if type_info is not None:
             check_type_info(type_info, "from_collection's type_info")
             try:
-                elements = [type_info.conform(element) for element in elements]
+                elements = [type_info.conform(element, strict=True) for element in elements]
             except TypeError as error:
                 raise ConfigurationError(f"from_collection: {error}") from None
         return self.from_source(

@@ -30,6 +30,8 @@ from barrierflow.core.typeinfo import (
     SqlTimeTypeInfo,
     TupleTypeInfo,
     TypeInformation,
+    float32,
+    float32_text,
 )
 
 __all__ = ["record_text"]
@@ -42,7 +44,7 @@ def record_text(value: Any, type_info: TypeInformation | None, *, java_rows: boo
     if type_info is None or (value is None and not isinstance(type_info, RowTypeInfo)):
         return "null" if value is None and type_info is not None else str(value)
     if isinstance(type_info, RowTypeInfo):
-        row = type_info.conform(value)
+        row = type_info.to_row(value)  # PyFlink prints a row's fields in Python, as they are
         if row is None:
             return "null"
         separator = ", " if java_rows else ","
@@ -69,22 +71,33 @@ def record_text(value: Any, type_info: TypeInformation | None, *, java_rows: boo
 def _basic_text(value: Any, java_class: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and java_class in ("Double", "Float"):
+    if isinstance(value, float | int) and java_class == "Float":
+        return _java_float(float(value))
+    if isinstance(value, float) and java_class == "Double":
         return _java_double(value)
     if isinstance(value, Row):
         return str(value)
     return str(value)
 
 
-def _java_double(value: float) -> str:
-    """Java's `Double.toString`: `2.0`, `1.0E20`, `1.0E-4`, `NaN`, `Infinity`."""
+def _java_float(value: float) -> str:
+    """Java's `Float.toString` of the value a Java sink holds (32 bits): 110.1 prints
+    `110.1`, the shortest digits that give the same 32-bit float back."""
+    narrowed = float32(value)
+    return _java_double(narrowed, float32_text(narrowed))
+
+
+def _java_double(value: float, text: str | None = None) -> str:
+    """Java's `Double.toString`: `2.0`, `1.0E20`, `1.0E-4`, `NaN`, `Infinity` (`text`:
+    the shortest digits of `value`, its repr unless given)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
+    text = repr(value) if text is None else text
     if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return repr(value)
-    sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+        return text
+    sign, digits, exponent = decimal.Decimal(text).normalize().as_tuple()
     text = "".join(map(str, digits))
     mantissa = text[0] + "." + (text[1:] or "0")
     return f"{'-' if sign else ''}{mantissa}E{len(text) - 1 + int(exponent)}"

@@ -1,10 +1,23 @@
 """`Types` and `TypeInformation`: PyFlink's declared record types (`pyflink.common.Types`).
 
 barrierflow moves Python objects between tasks as they are, so most declared types are
-informational: `map(f, output_type=Types.INT())` runs as `map(f)`. Two things follow a
+informational: `map(f, output_type=Types.INT())` runs as `map(f)`. Three things follow a
 declared type, as in PyFlink: a row type (`Types.ROW`, `Types.ROW_NAMED`) turns each record
-into a `Row` with the type's field names (`conform`), and `print()` writes records as Flink
-prints values of that type (`core/java_strings.py`).
+into a `Row` with the type's field names (`conform`); a `Types.FLOAT()` value is a 32-bit
+float wherever PyFlink's records pass through Java (`conform`, below); and `print()` writes
+records as Flink prints values of that type (`core/record_text.py`).
+
+Where PyFlink 2.3 narrows a `Types.FLOAT()` value to 32 bits (found by running it here):
+`from_collection(..., type_info=...)` converts each element on the JVM (`Double.floatValue`:
+110.1 becomes 110.0999984741211, 1e40 becomes inf); an operator's output declared FLOAT is
+written by PyFlink's FloatCoder (4 bytes) when it leaves its chain of Python operators: at
+`key_by`, a repartitioning and a sink, but not into the next chained Python function. Its
+keyed state keeps the Python object in its cache (the recorded `state_access` output sums
+unrounded values), so state declared FLOAT is not narrowed here either. `conform` is that
+conversion: rows, and FLOAT values (nested in rows, tuples, lists, arrays and map values)
+rounded to the nearest 32-bit float, out of range to +-inf, nan kept. `from_collection`
+calls it `strict`, as PyFlink's converter refuses what is no Python float in a FLOAT place
+(an int, a bool; None outside a row, list, array or map) when the job is built.
 
 >>> Types.ROW_NAMED(["word", "count"], [Types.STRING(), Types.INT()])
 RowTypeInfo(word: String, count: Integer)
@@ -12,10 +25,15 @@ RowTypeInfo(word: String, count: Integer)
 Row(word='a', count=1)
 >>> Types.TUPLE([Types.STRING(), Types.LONG()])
 TupleTypeInfo(String, Long)
+>>> Types.TUPLE([Types.STRING(), Types.FLOAT()]).conform(("a", 110.1))
+('a', 110.0999984741211)
 """
 
 from __future__ import annotations
 
+import math
+import struct
+from enum import Enum
 from typing import Any
 
 from barrierflow.core.row import Row, RowKind
@@ -35,19 +53,66 @@ __all__ = [
     "TypeInformation",
     "Types",
     "check_type_info",
+    "float32",
+    "float32_text",
 ]
+
+
+def float32(value: float) -> float:
+    """`value` rounded to the nearest 32-bit float, as Java's `(float)` and PyFlink's
+    FloatCoder do: beyond the float range to +-inf, nan kept (Python's struct refuses)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def float32_text(value: float) -> str:
+    """The shortest decimal text of `value`'s 32-bit float (what Java's `Float.toString`
+    shows, before its exponent form): `110.1` for 110.1, `inf`/`nan` as Python writes them."""
+    narrowed = float32(value)
+    if math.isnan(narrowed) or math.isinf(narrowed):
+        return repr(narrowed)
+    for digits in range(1, 10):
+        shortest = repr(float(f"{narrowed:.{digits}g}"))
+        if float32(float(shortest)) == narrowed:
+            return shortest
+    return repr(narrowed)
+
+
+class _Mode(Enum):
+    """How far `TypeInformation._convert` goes (see the module)."""
+
+    ROWS = "rows"  # records made rows, nothing narrowed (print of a row, as PyFlink's)
+    CROSSING = "crossing"  # rows, and FLOAT values narrowed as PyFlink's coder does
+    COLLECTION = "collection"  # the same, refusing what PyFlink's JVM converter refuses
+    COLLECTED = "collected"  # crossing, then back from the JVM as execute_and_collect does
 
 
 class TypeInformation:
     """A declared record type; see the module for what it changes."""
 
-    def conform(self, value: Any) -> Any:
-        """The record as this type delivers it to the next function (as it is, but rows)."""
-        return value
+    def conform(self, value: Any, *, strict: bool = False) -> Any:
+        """The record as PyFlink delivers this type past a chain of Python functions: rows
+        made, FLOAT values 32-bit (see the module). `strict`: as `from_collection` converts
+        it; TypeError naming the value for what PyFlink refuses there."""
+        return self._convert(value, _Mode.COLLECTION if strict else _Mode.CROSSING)
+
+    def collected(self, value: Any) -> Any:
+        """`value` as PyFlink's `execute_and_collect` hands it back from the JVM: a FLOAT
+        value is the shortest decimal of its 32-bit float (110.1 stays 110.1, 1e40 is inf)."""
+        return self._convert(value, _Mode.COLLECTED)
 
     def shapes_records(self) -> bool:
         """Whether `conform` changes records (the API skips a no-op step otherwise)."""
+        return self.narrows_floats()
+
+    def narrows_floats(self) -> bool:
+        """Whether the type holds a `Types.FLOAT()` somewhere (so `conform` rounds)."""
         return False
+
+    def _convert(self, value: Any, mode: _Mode) -> Any:
+        return value
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and repr(self) == repr(other)
@@ -62,6 +127,22 @@ class BasicTypeInfo(TypeInformation):
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def narrows_floats(self) -> bool:
+        return self.name == "Float"
+
+    def _convert(self, value: Any, mode: _Mode) -> Any:
+        if self.name != "Float" or mode is _Mode.ROWS:
+            return value
+        if value is None:
+            raise TypeError("None is no Float: Types.FLOAT() holds null only as a row field")
+        if isinstance(value, float) or (
+            mode is not _Mode.COLLECTION and isinstance(value, int) and abs(value) < 2**1024
+        ):
+            if mode is _Mode.COLLECTED:  # py4j hands a Java Float over as its text
+                return float(float32_text(float(value)))
+            return float32(float(value))
+        raise TypeError(f"{value!r} is no Float: Types.FLOAT() takes a Python float")
 
     def __repr__(self) -> str:
         return self.name
@@ -89,6 +170,18 @@ class _ElementTypeInfo(TypeInformation):
 
     def __init__(self, element_type: TypeInformation) -> None:
         self.element_type = check_type_info(element_type, f"Types.{self.label}'s element type")
+
+    def narrows_floats(self) -> bool:
+        return self.element_type.narrows_floats()
+
+    def _convert(self, value: Any, mode: _Mode) -> Any:
+        if not self.narrows_floats() or mode is _Mode.ROWS or not isinstance(value, list):
+            return value
+        nulls = not isinstance(self, PrimitiveArrayTypeInfo)
+        return [
+            None if item is None and nulls else self.element_type._convert(item, mode)
+            for item in value
+        ]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}<{self.element_type!r}>"
@@ -125,6 +218,19 @@ class MapTypeInfo(TypeInformation):
         self.key_type = check_type_info(key_type, "Types.MAP's key type")
         self.value_type = check_type_info(value_type, "Types.MAP's value type")
 
+    def narrows_floats(self) -> bool:
+        return self.key_type.narrows_floats() or self.value_type.narrows_floats()
+
+    def _convert(self, value: Any, mode: _Mode) -> Any:
+        if not self.narrows_floats() or mode is _Mode.ROWS or not isinstance(value, dict):
+            return value
+        return {
+            self.key_type._convert(k, mode): None
+            if v is None
+            else self.value_type._convert(v, mode)
+            for k, v in value.items()
+        }
+
     def __repr__(self) -> str:
         return f"MapTypeInfo<{self.key_type!r}, {self.value_type!r}>"
 
@@ -137,6 +243,16 @@ class TupleTypeInfo(TypeInformation):
 
     def get_field_types(self) -> list[TypeInformation]:
         return list(self.field_types)
+
+    def narrows_floats(self) -> bool:
+        return any(t.narrows_floats() for t in self.field_types)
+
+    def _convert(self, value: Any, mode: _Mode) -> Any:
+        if not self.narrows_floats() or mode is _Mode.ROWS:
+            return value
+        if not isinstance(value, tuple | list) or len(value) != len(self.field_types):
+            raise TypeError(f"{value!r} is no tuple of {len(self.field_types)} fields ({self!r})")
+        return tuple(t._convert(v, mode) for t, v in zip(self.field_types, value, strict=True))
 
     def __repr__(self) -> str:
         return "TupleTypeInfo({})".format(", ".join(repr(t) for t in self.field_types))
@@ -178,7 +294,14 @@ class RowTypeInfo(TypeInformation):
     def shapes_records(self) -> bool:
         return True
 
-    def conform(self, value: Any) -> Any:
+    def narrows_floats(self) -> bool:
+        return any(t.narrows_floats() for t in self.field_types)
+
+    def to_row(self, value: Any) -> Any:
+        """`value` as a Row of this type, its fields as they are (nested rows made rows)."""
+        return self._convert(value, _Mode.ROWS)
+
+    def _convert(self, value: Any, mode: _Mode) -> Any:
         if value is None:
             return None
         kind = RowKind.INSERT
@@ -199,7 +322,7 @@ class RowTypeInfo(TypeInformation):
                 f"{value!r} has {len(values)} fields, {self!r} has {len(self.field_names)}"
             )
         values = [
-            field_type.conform(field) if isinstance(field_type, RowTypeInfo) else field
+            None if field is None else field_type._convert(field, mode)
             for field_type, field in zip(self.field_types, values, strict=True)
         ]
         row = Row(**dict(zip(self.field_names, values, strict=True)))

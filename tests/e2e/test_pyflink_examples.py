@@ -27,12 +27,11 @@ def example(name: str, ordered: bool, missing: str | None = None):
     return pytest.param(name, ordered, marks=marks, id=name.replace("windowing/", ""))
 
 
-F32 = "Types.FLOAT() values as Flink's 32-bit floats (110.0999984741211, not 110.1)"
 EXAMPLES = [
     example("basic_operations", ordered=True),
     example("process_json_data", ordered=False),
-    example("state_access", ordered=False, missing=F32),
-    example("event_time_timer", ordered=False, missing=F32),
+    example("state_access", ordered=False),
+    example("event_time_timer", ordered=False),
     example("word_count", ordered=False),
     example("windowing/tumbling_time_window", ordered=True),
     example("windowing/sliding_time_window", ordered=True),
