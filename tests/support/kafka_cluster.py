@@ -40,7 +40,10 @@ BROKERS = 1
 # The holder: librdkafka's mock-cluster API through ctypes (confluent-kafka exposes only
 # `test.mock.num.brokers`, whose topics all get 4 partitions, and the mock cluster has no
 # controller, so the admin API cannot create topics). It prints the bootstrap address, then
-# answers each "topic NAME PARTITIONS" line of its stdin with the error code (0: created).
+# answers each line of its stdin: "topic NAME PARTITIONS" and "coordinator TRANSACTIONAL_ID
+# BROKER" with the error code (0: done), "requests API_KEY" with "broker:count,..." of the
+# requests of that kind the brokers received since the last "requests" ("-": none; the
+# first one starts counting).
 _HOLDER = r"""
 import ctypes, glob, os, sys
 import confluent_kafka
@@ -56,15 +59,45 @@ lib.rd_kafka_mock_cluster_new.argtypes = [pointer, ctypes.c_int]
 lib.rd_kafka_mock_cluster_bootstraps.restype = text
 lib.rd_kafka_mock_cluster_bootstraps.argtypes = [pointer]
 lib.rd_kafka_mock_topic_create.argtypes = [pointer, text, ctypes.c_int, ctypes.c_int]
+lib.rd_kafka_mock_coordinator_set.argtypes = [pointer, text, text, ctypes.c_int32]
+lib.rd_kafka_mock_start_request_tracking.argtypes = [pointer]
+lib.rd_kafka_mock_get_requests.restype = ctypes.POINTER(pointer)
+lib.rd_kafka_mock_get_requests.argtypes = [pointer, ctypes.POINTER(ctypes.c_size_t)]
+lib.rd_kafka_mock_request_id.restype = ctypes.c_int32
+lib.rd_kafka_mock_request_id.argtypes = [pointer]
+lib.rd_kafka_mock_request_api_key.restype = ctypes.c_int16
+lib.rd_kafka_mock_request_api_key.argtypes = [pointer]
+lib.rd_kafka_mock_request_destroy_array.argtypes = [ctypes.POINTER(pointer), ctypes.c_size_t]
+lib.rd_kafka_mock_clear_requests.argtypes = [pointer]
 error = ctypes.create_string_buffer(512)
 conf = lib.rd_kafka_conf_new()
 lib.rd_kafka_conf_set(conf, b"log_level", b"3", error, 512)
 client = lib.rd_kafka_new(0, conf, error, 512)
 cluster = lib.rd_kafka_mock_cluster_new(client, int(sys.argv[1]))
 print(lib.rd_kafka_mock_cluster_bootstraps(cluster).decode(), flush=True)
+tracking = False
 for line in sys.stdin:  # up until the test session closes our stdin
-    _, topic, partitions = line.split()
-    code = lib.rd_kafka_mock_topic_create(cluster, topic.encode(), int(partitions), 1)
+    command, *args = line.split()
+    if command == "topic":
+        topic, partitions = args
+        code = lib.rd_kafka_mock_topic_create(cluster, topic.encode(), int(partitions), 1)
+    elif command == "coordinator":
+        tid, broker = args
+        code = lib.rd_kafka_mock_coordinator_set(cluster, b"transaction", tid.encode(), int(broker))
+    else:  # "requests API_KEY": broker:count of that request since the last asking
+        if not tracking:
+            lib.rd_kafka_mock_start_request_tracking(cluster)
+            tracking = True
+        count = ctypes.c_size_t(0)
+        requests = lib.rd_kafka_mock_get_requests(cluster, ctypes.byref(count))
+        seen = {}
+        for i in range(count.value):
+            if lib.rd_kafka_mock_request_api_key(requests[i]) == int(args[0]):
+                broker = lib.rd_kafka_mock_request_id(requests[i])
+                seen[broker] = seen.get(broker, 0) + 1
+        lib.rd_kafka_mock_request_destroy_array(requests, count.value)
+        lib.rd_kafka_mock_clear_requests(cluster)
+        code = ",".join(f"{b}:{n}" for b, n in sorted(seen.items())) or "-"
     print(code, flush=True)
 """
 
@@ -84,14 +117,33 @@ class KafkaCluster:
     def create_topic(self, name: str, partitions: int = 1) -> str:
         """Create `name` with `partitions` partitions (the mock cluster cannot add
         partitions later: a test of discovery makes a new topic matching a pattern)."""
-        with self._lock:
-            assert self.process.stdin is not None and self.process.stdout is not None
-            self.process.stdin.write(f"topic {name} {partitions}\n")
-            self.process.stdin.flush()
-            code = self.process.stdout.readline().strip()
+        code = self._ask(f"topic {name} {partitions}")
         if code != "0":
             raise RuntimeError(f"the mock cluster did not create topic {name!r}: error {code}")
         return name
+
+    def _ask(self, line: str) -> str:
+        with self._lock:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+            return self.process.stdout.readline().strip()
+
+    def set_coordinator(self, transactional_id: str, broker: int) -> None:
+        """Make `broker` (1..brokers) the transaction coordinator of `transactional_id`."""
+        code = self._ask(f"coordinator {transactional_id} {broker}")
+        if code != "0":
+            raise RuntimeError(f"the mock cluster refused coordinator {broker}: error {code}")
+
+    def requests_per_broker(self, api_key: int) -> dict[int, int]:
+        """How many requests of `api_key` each broker received since the last call (the
+        first call starts counting). The mock cluster shows no request's content, so a test
+        tells transactional ids apart by giving each its own coordinator broker."""
+        answer = self._ask(f"requests {api_key}")
+        if answer == "-":
+            return {}
+        pairs = (item.split(":") for item in answer.split(","))
+        return {int(broker): int(count) for broker, count in pairs}
 
     def produce(
         self,

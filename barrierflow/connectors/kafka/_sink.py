@@ -21,7 +21,7 @@ from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.delivery_guarantee import DeliveryGuarantee
 from barrierflow.connectors.kafka._client import CLIENT_TIMEOUT_S, client_config, import_kafka
 from barrierflow.connectors.kafka._serialization import KafkaRecordSerializationSchema
-from barrierflow.connectors.kafka._transactions import MarkerLog, transact
+from barrierflow.connectors.kafka._transactions import MarkerLog, fence_ids, transact
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import ConfigurationError, SinkError
 
@@ -46,6 +46,7 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
         marker_topic: str = DEFAULT_MARKER_TOPIC,
         dead_letter_topic: str | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        transactional_id_probe_limit: int | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.serializer = serializer.placed()
@@ -56,6 +57,9 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
         self.marker_topic = marker_topic
         self.dead_letter_topic = dead_letter_topic
         self.clock = clock
+        self.transactional_id_probe_limit = transactional_id_probe_limit
+        """At every start, `<prefix>-k` for parallelism <= k < this is fenced (None: the
+        job's max parallelism, which no earlier run's subtask index reached)."""
 
     @staticmethod
     def builder() -> KafkaSinkBuilder:
@@ -201,10 +205,28 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
             self._log.producer(transaction["tid"])
 
     def finish_recovery(self) -> None:
+        """Fence the subtask's own transactional id, then the lingering ones it owns: ids at
+        or beyond this run's parallelism that an earlier run at a higher parallelism used
+        and no restored state named (a fresh start, or a restore of a checkpoint older than
+        that run), so a transaction it left open is aborted now, not at the broker's
+        `transaction.timeout.ms`."""
         if self.exactly_once:
             assert self._log is not None
-            self._log.producer(self.transactional_id(self.context.subtask_index))
-            self._log.release_others(self.transactional_id(self.context.subtask_index))
+            own = self.transactional_id(self.context.subtask_index)
+            self._log.producer(own)
+            fenced = self._log.initialized()
+            self._log.release_others(own)
+            fence_ids(self, [tid for tid in self.lingering_ids() if tid not in fenced])
+
+    def lingering_ids(self) -> list[str]:
+        """The ids beyond this run's parallelism this subtask fences at start: `<prefix>-k`
+        for parallelism <= k < the probe limit, k = subtask (mod parallelism)."""
+        context = self.context
+        limit = self.transactional_id_probe_limit
+        if limit is None:
+            limit = context.max_parallelism
+        first = context.subtask_index + context.parallelism
+        return [self.transactional_id(k) for k in range(first, limit, context.parallelism)]
 
     def close(self) -> None:
         if self._plain is not None:
@@ -266,6 +288,7 @@ class KafkaSinkBuilder:
         self._marker_topic = DEFAULT_MARKER_TOPIC
         self._dead_letter_topic: str | None = None
         self._clock: Clock = SYSTEM_CLOCK
+        self._probe_limit: int | None = None
 
     def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSinkBuilder:
         self._servers = bootstrap_servers
@@ -313,6 +336,18 @@ class KafkaSinkBuilder:
         self._dead_letter_topic = topic
         return self
 
+    def set_transactional_id_probe_limit(self, limit: int) -> KafkaSinkBuilder:
+        """EXACTLY_ONCE: at every start, fence the transactional ids `<prefix>-k` for this
+        run's parallelism <= k < `limit` (spread over the subtasks), so transactions an
+        earlier run at a higher parallelism left open are aborted at once. Default: the
+        job's max parallelism; 0 turns it off."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigurationError(
+                f"KafkaSink: set_transactional_id_probe_limit takes an int >= 0, not {limit!r}"
+            )
+        self._probe_limit = limit
+        return self
+
     def set_clock(self, clock: Clock) -> KafkaSinkBuilder:
         self._clock = clock
         return self
@@ -342,6 +377,7 @@ class KafkaSinkBuilder:
             marker_topic=self._marker_topic,
             dead_letter_topic=self._dead_letter_topic,
             clock=self._clock,
+            transactional_id_probe_limit=self._probe_limit,
         )
 
 

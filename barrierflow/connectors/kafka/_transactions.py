@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from barrierflow._clock import Clock
@@ -23,13 +24,22 @@ from barrierflow.connectors.base import SinkContext
 from barrierflow.connectors.kafka._client import CLIENT_TIMEOUT_S, import_kafka
 from barrierflow.errors import SinkError, SinkUnavailableError, TransactionBusyError
 
-__all__ = ["MARKER_WAIT_S", "MarkerLog", "read_partition_values", "transact"]
+__all__ = [
+    "MARKER_WAIT_S",
+    "PROBE_WAVE",
+    "MarkerLog",
+    "fence_ids",
+    "read_partition_values",
+    "transact",
+]
 
 MARKER_WAIT_S = 60.0
 """How long the marker check waits for the marker partition's last stable offset to reach
 its end (another producer's open transaction holds read_committed readers back) before
 calling the transaction busy; it is tried again on the writer's next call."""
 POLL_S = 0.2
+PROBE_WAVE = 16
+"""Transactional ids `fence_ids` initializes at once (a producer, with its threads, each)."""
 
 
 class MarkerLog:
@@ -67,6 +77,10 @@ class MarkerLog:
 
     def forget(self, tid: str) -> None:
         self._producers.pop(tid, None)
+
+    def initialized(self) -> set[str]:
+        """The transactional ids this writer has initialized (and so fenced) since it opened."""
+        return set(self._producers)
 
     def release_others(self, own: str) -> None:
         """Drop the producers of other subtasks' ids (used only to recover their state)."""
@@ -164,6 +178,38 @@ class MarkerLog:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+def fence_ids(sink: Any, tids: list[str]) -> None:
+    """`init_transactions` on each of `tids`, `PROBE_WAVE` at a time, then let go of them.
+
+    The broker aborts whatever transaction each id left open and fences its producers: what
+    Flink's transaction aborter does with the ids beyond the current parallelism. librdkafka
+    does not tell the producer epoch it got, so unlike Flink's probe this one cannot stop at
+    the first id never used: it goes through every id it is given (the sink bounds them)."""
+    if not tids:
+        return
+    kafka = import_kafka()
+
+    def fence(tid: str) -> str | None:
+        config = sink.producer_config({"transactional.id": tid, "enable.idempotence": True})
+        producer = kafka.Producer(config)
+        try:
+            producer.init_transactions(CLIENT_TIMEOUT_S)
+            return None
+        except kafka.KafkaException as error:
+            return f"{tid!r}: {error}"
+        finally:
+            close = getattr(producer, "close", None)  # confluent-kafka >= 2.13
+            if close is not None:
+                close()
+
+    with ThreadPoolExecutor(PROBE_WAVE, thread_name_prefix="kafka-fence") as pool:
+        failures = [f for f in pool.map(fence, tids) if f is not None]
+    if failures:
+        raise SinkUnavailableError(
+            f"{sink.describe()}: cannot fence lingering transactional id {failures[0]}"
+        )
 
 
 def transact(producer: Any, sink: Any, transaction: dict[str, Any]) -> None:
