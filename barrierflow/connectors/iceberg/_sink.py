@@ -15,7 +15,8 @@ every subtask stored its state, so every subtask's hand-off of it is written by 
 
 Recovery: the history of the table (`committed_floors`) says which hand-offs were
 committed; a repeated commit skips them. The restore's subtask 0 deletes every other
-deployment's hand-offs: the data files of those never committed, then the folders.
+deployment's hand-offs, in every lineage of the job's sink: the data files of those never
+committed, then the folders.
 """
 
 from __future__ import annotations
@@ -413,27 +414,41 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
                     ) from None
 
     def finish_recovery(self) -> None:
-        """Subtask 0 deletes every other deployment's hand-offs, and first the data files of
-        those never committed (no restored state lists them, nothing will commit them)."""
+        """Subtask 0 deletes every other deployment's hand-offs, in every lineage of this
+        job's sink, and first the data files of those never committed: the restored
+        checkpoints are committed by now, so nothing will commit the rest (another lineage's
+        are an abandoned run's: a restore from an older checkpoint or savepoint, or a
+        savepoint restored elsewhere). Committed ones are known by the table's history of
+        their own lineage, so no file of a snapshot is ever deleted."""
         context = self._require_context()
         if context.subtask_index != 0:
             return
         table = self._table
         self._floors = {}
-        floors = self._floors_now(context.lineage)
-        for deployment in staging.list_deployments(table, self._root):
-            if deployment == context.deployment_id:
-                continue
-            for checkpoint, folder in staging.list_checkpoints(table, self._root, deployment):
-                for name in staging.files_in(table, folder):
-                    dead = name.endswith(".dead.avro")
-                    target = self._dead if dead else table
-                    if target is None or not name.endswith(".avro"):
-                        continue
-                    if checkpoint > floors["dead" if dead else "table"].get(deployment, -1):
-                        for data_file in staging.read_manifest(target, f"{folder}/{name}"):
-                            target.io.delete(data_file.file_path)
-            staging.delete_tree(table, f"{self._root}/{deployment}")
+        for lineage, root in staging.list_lineages(table, context):
+            ours = lineage == context.lineage
+            for deployment in staging.list_deployments(table, root):
+                if ours and deployment == context.deployment_id:
+                    continue
+                self._sweep(lineage, root, deployment)
+            if not ours:
+                staging.delete_tree(table, root)
+
+    def _sweep(self, lineage: str, root: str, deployment: str) -> None:
+        """Delete the data files of `deployment`'s hand-offs above what it committed, then
+        its hand-offs."""
+        table = self._table
+        floors = self._floors_now(lineage)
+        for checkpoint, folder in staging.list_checkpoints(table, root, deployment):
+            for name in staging.files_in(table, folder):
+                dead = name.endswith(".dead.avro")
+                target = self._dead if dead else table
+                if target is None or not name.endswith(".avro"):
+                    continue
+                if checkpoint > floors["dead" if dead else "table"].get(deployment, -1):
+                    for data_file in staging.read_manifest(target, f"{folder}/{name}"):
+                        target.io.delete(data_file.file_path)
+        staging.delete_tree(table, f"{root}/{deployment}")
 
     def _floors_now(self, lineage: str) -> dict[str, dict[str, int]]:
         context = self._require_context()

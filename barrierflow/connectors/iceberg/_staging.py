@@ -11,7 +11,8 @@ Every snapshot the committer makes carries `barrierflow.job`, `barrierflow.sink`
 summary. Walking the table's history for them says, per deployment of this job's sink and
 lineage, the highest checkpoint committed: the committer never commits a folder at or
 below it again, and the restore deletes the data files of folders above it (never
-committed) and the folders themselves.
+committed) and the folders themselves, in every lineage of the job's sink
+(`list_lineages`), not only its own.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "files_in",
     "list_checkpoints",
     "list_deployments",
+    "list_lineages",
     "read_manifest",
     "staging_root",
     "summary_properties",
@@ -47,12 +49,33 @@ DEPLOYMENT, CHECKPOINT = "barrierflow.deployment", "barrierflow.checkpoint"
 _CK = re.compile(r"ck-(\d+)")
 
 
+def _hand_offs(table: Any) -> str:
+    return f"{table.location().rstrip('/')}/metadata/barrierflow"
+
+
+def _suffix(context: SinkContext) -> str:
+    """`.<job digest>.<sink uid>`: what every lineage's root of this job's sink ends with."""
+    job = hashlib.sha256(context.job_name.encode()).hexdigest()[:8]
+    uid = re.sub(r"[^A-Za-z0-9_-]", "_", context.operator_uid)[:64]
+    return f".{job}.{uid}"
+
+
 def staging_root(table: Any, context: SinkContext, lineage: str) -> str:
     """The folder of this sink's hand-offs in this job and `lineage` (the lineage of the
     run that wrote them: a savepoint restored into new storage commits them from there)."""
-    job = hashlib.sha256(context.job_name.encode()).hexdigest()[:8]
-    uid = re.sub(r"[^A-Za-z0-9_-]", "_", context.operator_uid)[:64]
-    return f"{table.location().rstrip('/')}/metadata/barrierflow/{lineage or 'none'}.{job}.{uid}"
+    return f"{_hand_offs(table)}/{lineage or 'none'}{_suffix(context)}"
+
+
+def list_lineages(table: Any, context: SinkContext) -> list[tuple[str, str]]:
+    """(lineage, root) of every lineage of this job's sink that handed files over to
+    `table`: its own, earlier ones, and ones a savepoint of it was restored into."""
+    suffix = _suffix(context)
+    found = []
+    for name in _children(table, _hand_offs(table)):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            lineage = name[: -len(suffix)]
+            found.append(("" if lineage == "none" else lineage, f"{_hand_offs(table)}/{name}"))
+    return found
 
 
 def summary_properties(
