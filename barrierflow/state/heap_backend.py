@@ -34,8 +34,8 @@ keys to values (value state: the value; list state: a list; map state: a dict).
 Pickle holds only user keys and values; restore unpickles only the sections of
 key groups in the restoring backend's range. The heap backend writes no side files:
 a checkpoint's `write(folder)` is the same envelope as a savepoint's `write(None)`,
-unless changelog checkpoints are on (`changelog=True`, `heap_changelog.py`): then each
-key group of each state stays behind a `TrackedGroup` recording the keys that change,
+unless changelog checkpoints are on (`changelog=True`, `heap_changelog.py`): then the
+state handles add the keys they change to per-key-group dirty sets (`StateTable.dirty`),
 and a checkpoint's `write(folder, shared)` uploads only a delta into `shared`.
 
 >>> from barrierflow.state import ValueStateDescriptor
@@ -236,11 +236,14 @@ class HeapKeyedStateBackend(KeyScope):
         index, and fresh sets in their place (O(key groups x states))."""
         dirty: dict[str, dict[int, set[Any]]] = {}
         for name, table in self._tables.items():
+            sets = table.dirty
+            if sets is None:
+                continue
             swapped: dict[int, set[Any]] = {}
-            for index, group in enumerate(table.reads):
-                if group.dirty:
-                    swapped[index] = group.dirty
-                    group.dirty = set()
+            for index, keys in enumerate(sets):
+                if keys:
+                    swapped[index] = keys
+                    sets[index] = set()
             if swapped:
                 dirty[name] = swapped
         return dirty

@@ -15,8 +15,10 @@ envelope, itself a shared file) and the deltas after it, in order, with their si
      "deltas": [[name, size], ...]}         # oldest first
 
 A delta file is a "heap-changelog-delta" envelope with the canonical header's fields
-(states, key_groups: {key group: [offset, length]}) and one pickle per key group: a list
-with one `[changed {key: value}, removed [key, ...]]` per state of its header.
+(states, key_groups: {key group: [offset, length]}) and one section per key group
+(marshalled or pickled, `heap_sections.encode_whole`): a list with one `[keys, values]`
+per state of its header, a value None where the key was removed (state never stores None;
+files of the first layout, `[{key: value}, [removed key, ...]]`, are still read).
 
 Reuse rule (Flink's, as the RocksDB backend's): a checkpoint references only deltas of
 checkpoints that completed (or of a chain restored from this same job folder). The dirty
@@ -167,9 +169,10 @@ def encode_delta(
     fast: bool = True,
 ) -> list[bytes]:
     """A delta file's envelope parts: per key group with a dirty key, per state, the dirty
-    keys' values in the snapshot's version `held` (filtered as `set_snapshot_filter`
-    says) and the dirty keys it lacks (tombstones). Marshalled where every object allows
-    it (`heap_sections.encode_whole`), else pickled; `fast` False: always pickled."""
+    keys and their values in the snapshot's version `held` (filtered as
+    `set_snapshot_filter` says), None where it holds none (a tombstone: state never stores
+    None). Marshalled where every object allows it (`heap_sections.encode_whole`), else
+    pickled; `fast` False: always pickled."""
     names = [name for name, _ in states]
     indices = sorted({index for groups in dirty.values() for index in groups})
     sections: list[bytes] = []
@@ -178,20 +181,12 @@ def encode_delta(
     for index in indices:
         per_state: list[list[Any]] = []
         for name, groups, transform in zip(names, held, filters, strict=True):
-            keys = dirty.get(name, {}).get(index, _NONE)
-            entries = groups[index]
-            present = keys & entries.keys()  # set operations in C: the hot part of a write
-            changed = {key: entries[key] for key in present}
-            removed = list(keys - present)
+            keys = list(dirty.get(name, {}).get(index, _NONE))
+            # C-level passes (no Python frame per key): the hot part of a write
+            values = list(map(groups[index].get, keys))
             if transform is not None:
-                for key, value in list(changed.items()):
-                    written = transform(value)
-                    if written is None:
-                        del changed[key]
-                        removed.append(key)
-                    else:
-                        changed[key] = written
-            per_state.append([changed, removed])
+                values = [None if value is None else transform(value) for value in values]
+            per_state.append([keys, values])
         section = encode_whole(names, per_state, fast)
         fast = fast and section[0] == MARSHAL_WHOLE_TAG
         key_groups[key_group_range.start + index] = [offset, len(section)]
@@ -373,11 +368,7 @@ def changelog_to_canonical(
             into = groups.setdefault(key_group, {})
             for name, change in zip(names, per_state, strict=True):
                 try:
-                    changed, removed = change
-                    entries = into.setdefault(name, {})
-                    entries.update(changed)
-                    for key in removed:
-                        entries.pop(key, None)
+                    _apply_change(into.setdefault(name, {}), change)
                 except (TypeError, ValueError) as error:
                     raise StateRestoreError(
                         f"key group {key_group} of heap-changelog delta {delta[0]} is "
@@ -403,6 +394,23 @@ def changelog_to_canonical(
         "key_groups": index,
     }
     return _envelope.encode_parts(KEYED_STATE, canonical, sections)
+
+
+def _apply_change(entries: dict[Any, Any], change: Any) -> None:
+    """One state's change in a delta's key group applied to `entries`: `[keys, values]`
+    (None: removed), or the first layout's `[{key: value}, [removed key, ...]]`."""
+    first, second = change
+    if isinstance(first, dict):
+        entries.update(first)
+        for key in second:
+            entries.pop(key, None)
+        return
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} keys but {len(second)} values")
+    entries.update(zip(first, second, strict=True))
+    for key, value in zip(first, second, strict=True):
+        if value is None:
+            del entries[key]
 
 
 def _key_groups(header: dict[str, Any]) -> dict[int, tuple[int, int]]:

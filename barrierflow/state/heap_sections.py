@@ -99,8 +99,8 @@ def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
 
 
 def encode_whole(names: list[str], per_state: list[Any], fast: bool) -> bytes:
-    """A small section (a changelog delta's key group: per state `[changed, removed]`) in
-    one piece: one marshal call if `fast` and every object allows it, else one pickle."""
+    """A small section (a changelog delta's key group: per state `[keys, values]`) in one
+    piece: one marshal call if `fast` and every object allows it, else one pickle."""
     if fast:
         try:
             return bytes((MARSHAL_WHOLE_TAG,)) + marshal.dumps(per_state, 4)
@@ -109,7 +109,13 @@ def encode_whole(names: list[str], per_state: list[Any], fast: bool) -> bytes:
     try:
         return pickle.dumps(per_state, protocol=5)
     except Exception as error:
-        raise pickle_error(names, [changed for changed, _ in per_state], error) from error
+        raise pickle_error(names, [_as_dict(change) for change in per_state], error) from error
+
+
+def _as_dict(change: Any) -> dict[Any, Any]:
+    """A delta's `[keys, values]` as {key: value} (for naming what cannot be pickled)."""
+    keys, values = change
+    return dict(zip(keys, values, strict=True))
 
 
 def _chunks(entries: dict[Any, Any]) -> Any:

@@ -3,9 +3,11 @@ snapshot holds them, and the value, list and map handles that read and write thr
 
 A snapshot (`heap_backend.py`) shares each key group's dict instead of copying it; the first
 write to a shared key group after the barrier copies that one dict (`SharedGroup`), and
-with changelog checkpoints the written keys are recorded as well (`TrackedGroup`). Values
-of immutable types are handed out as they are; anything else is copied on the way out of a
-shared group, so a snapshot in flight never sees a later write. Mailbox thread only.
+with changelog checkpoints the handles also add each key they write, clear or hand out
+mutable to the key group's dirty set (`StateTable.dirty`), one C-level `set.add` in the
+handle's own frame. Values of immutable types are handed out as they are; anything else is
+copied on the way out of a shared group, so a snapshot in flight never sees a later write.
+Mailbox thread only.
 """
 
 from __future__ import annotations
@@ -48,15 +50,16 @@ class StateTable:
     """One state's key groups: the live dicts, and per key group what reads and writes go
     through: the live dict itself, or its `SharedGroup` while a snapshot holds it."""
 
-    __slots__ = ("live", "reads", "writes")
+    __slots__ = ("dirty", "live", "reads", "writes")
 
     def __init__(self, count: int, tracked: bool = False) -> None:
         self.live: list[dict[Any, Any]] = [{} for _ in range(count)]
         self.reads: list[Any] = list(self.live)
         self.writes: list[Any] = list(self.live)
-        if tracked:  # changelog checkpoints: every access goes through a `TrackedGroup`
-            for index in range(count):
-                TrackedGroup(self, index)
+        self.dirty: list[set[Any]] | None = [set() for _ in range(count)] if tracked else None
+        """Changelog checkpoints: per key group, the keys written, cleared or handed out
+        mutable since the last snapshot (which swaps each set for a fresh one in place, so
+        the handles' reference to this list stays valid); None: not tracked."""
 
     def writable(self, index: int) -> dict[Any, Any]:
         """Key group `index`'s live dict, copied first if a snapshot holds it."""
@@ -147,72 +150,6 @@ class SharedGroup:
         return self.writable().pop(key, default)
 
 
-class TrackedGroup(SharedGroup):
-    """Changelog checkpoints (`heap_changelog.py`): key group `index` of one state, in the
-    table's `reads` and `writes` for good, recording in `dirty` every key written, cleared
-    or whose mutable value was handed out (it may be changed in place). The ONE write
-    path: ValueState, ListState and MapState handles and the batched `get_many` /
-    `put_many` / `remove_many` all read through `reads[index].get` and write through
-    `writes[index][key] = value` / `.pop(key)`, so each marks its keys dirty here.
-    Copy-on-write as `SharedGroup` while snapshots hold the dict."""
-
-    __slots__ = ("dirty",)
-
-    def __init__(self, table: StateTable, index: int) -> None:
-        self._table = table
-        self._index = index
-        self._live = table.live[index]
-        self._holders = []
-        self._dict_shared = False
-        self._owned = set()
-        self.dirty: set[Any] = set()
-        """Keys changed since the last snapshot (swapped out by `snapshot`)."""
-        table.reads[index] = table.writes[index] = self
-
-    def _unshare_if_released(self) -> bool:
-        """Every holder is released: the live dict is ours again (this stays in place)."""
-        for holder in self._holders:
-            if not holder.released:
-                return False
-        if self._holders:
-            self._holders = []
-            self._dict_shared = False
-        return True
-
-    def writable(self) -> dict[Any, Any]:
-        """The live dict, copied first if a snapshot holds it; unlike `SharedGroup`'s,
-        this stays in `writes` (later writes must still be recorded)."""
-        if self._dict_shared and not self._unshare_if_released():
-            self._live = self._table.live[self._index] = dict(self._live)
-            self._dict_shared = False
-        return self._live
-
-    def get(self, key: Any) -> Any:
-        value = self._live.get(key)
-        if value is None or type(value) in IMMUTABLE_TYPES or key in self._owned:
-            return value  # (an owned key's mutable value is dirty already)
-        if not self._holders:
-            if not _immutable(value):
-                self.dirty.add(key)
-            return value
-        if not _immutable(value):
-            self.dirty.add(key)
-        return self._held(key, value)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.dirty.add(key)
-        if self._dict_shared:
-            self.writable()[key] = value
-        else:
-            self._live[key] = value
-        if self._holders:
-            self._owned.add(key)
-
-    def pop(self, key: Any, default: Any = None) -> Any:
-        self.dirty.add(key)
-        return self.writable().pop(key, default)
-
-
 _TUPLE_KINDS: dict[type, bool] = {tuple: True}
 """Per tuple type seen, whether its instances are plain tuples (no instance dict, as a
 named tuple's): immutable when their items are."""
@@ -255,17 +192,36 @@ def _copy(value: Any) -> Any:
 
 class HeapState:
     """Base of the heap state handles: the backend (for the current key) and the state's
-    per-key-group read and write paths (`StateTable.reads`, `StateTable.writes`)."""
+    per-key-group read and write paths (`StateTable.reads`, `StateTable.writes`) and, with
+    changelog checkpoints, its dirty sets (`StateTable.dirty`), filled in the same frame as
+    the dict operation (no further Python call on the record path)."""
 
-    __slots__ = ("_backend", "_reads", "_writes")
+    __slots__ = ("_backend", "_dirty", "_reads", "_writes")
 
     def __init__(self, backend: HeapKeyedStateBackend, table: StateTable) -> None:
         self._backend = backend
         self._reads = table.reads
         self._writes = table.writes
+        self._dirty = table.dirty
 
     def _current(self) -> Any:
-        """The current key's entry (a copy of its own if a snapshot holds it), or None."""
+        """The current key's entry (a copy of its own if a snapshot holds it), or None.
+        Tracked: a value that could be changed in place is marked dirty (it may be)."""
+        backend = self._backend
+        index = backend._current_index
+        key = backend._current_key
+        try:
+            value = self._reads[index].get(key)
+        except TypeError as error:
+            backend._explain_key_error(error)
+            raise
+        if value is not None and self._dirty is not None and type(value) not in IMMUTABLE_TYPES:
+            self._dirty[index].add(key)
+        return value
+
+    def _peek(self) -> Any:
+        """The current key's entry for reading only (never marked dirty): the caller hands
+        out nothing that could be changed in place."""
         backend = self._backend
         try:
             return self._reads[backend._current_index].get(backend._current_key)
@@ -275,15 +231,23 @@ class HeapState:
 
     def _put(self, value: Any) -> None:
         backend = self._backend
-        self._writes[backend._current_index][backend._current_key] = value
+        index = backend._current_index
+        key = backend._current_key
+        self._writes[index][key] = value
+        if self._dirty is not None:
+            self._dirty[index].add(key)
 
     def clear(self) -> None:
         backend = self._backend
+        index = backend._current_index
+        key = backend._current_key
         try:
-            self._writes[backend._current_index].pop(backend._current_key, None)
+            self._writes[index].pop(key, None)
         except TypeError as error:
             backend._explain_key_error(error)
             raise
+        if self._dirty is not None:
+            self._dirty[index].add(key)
 
 
 class HeapValueState(HeapState, ValueState):
@@ -293,14 +257,18 @@ class HeapValueState(HeapState, ValueState):
 
     def update(self, value: Any) -> None:
         backend = self._backend
+        index = backend._current_index
+        key = backend._current_key
         try:
             if value is None:
-                self._writes[backend._current_index].pop(backend._current_key, None)
+                self._writes[index].pop(key, None)
             else:
-                self._writes[backend._current_index][backend._current_key] = value
+                self._writes[index][key] = value
         except TypeError as error:
             backend._explain_key_error(error)
             raise
+        if self._dirty is not None:
+            self._dirty[index].add(key)
 
     # batched access (`state/batched.py`): one pass of dict operations through the same
     # per-key-group read and write paths as value() and update(), so copy-on-write holds
@@ -311,9 +279,15 @@ class HeapValueState(HeapState, ValueState):
         )
         reads = self._reads
         try:
-            return [reads[index].get(key) for index, key in zip(indices, keys, strict=True)]
+            values = [reads[index].get(key) for index, key in zip(indices, keys, strict=True)]
         except TypeError as error:
             raise _unhashable(keys, error) from error
+        dirty = self._dirty
+        if dirty is not None:
+            for index, key, value in zip(indices, keys, values, strict=True):
+                if value is not None and type(value) not in IMMUTABLE_TYPES:
+                    dirty[index].add(key)
+        return values
 
     def put_many(self, keys: Any, values: Any, key_groups: Any = None) -> None:
         backend = self._backend
@@ -329,6 +303,7 @@ class HeapValueState(HeapState, ValueState):
                     writes[index][key] = value
         except TypeError as error:
             raise _unhashable(keys, error) from error
+        _mark(self._dirty, indices, keys)
 
     def remove_many(self, keys: Any, key_groups: Any = None) -> None:
         backend = self._backend
@@ -341,6 +316,14 @@ class HeapValueState(HeapState, ValueState):
                 writes[index].pop(key, None)
         except TypeError as error:
             raise _unhashable(keys, error) from error
+        _mark(self._dirty, indices, keys)
+
+
+def _mark(dirty: list[set[Any]] | None, indices: Any, keys: Any) -> None:
+    """Tracked: mark every key of a batch dirty in its key group's set."""
+    if dirty is not None:
+        for index, key in zip(indices, keys, strict=True):
+            dirty[index].add(key)
 
 
 def _unhashable(keys: Any, error: TypeError) -> ConfigurationError:
@@ -357,7 +340,7 @@ class HeapListState(HeapState, ListState):
     __slots__ = ()
 
     def get(self) -> list[Any]:
-        values = self._current()
+        values = self._peek()  # a copy is handed out: not dirty
         return [] if values is None else list(values)
 
     def add(self, value: Any) -> None:
@@ -417,11 +400,11 @@ class HeapMapState(HeapState, MapState):
                 self.clear()
 
     def contains(self, key: Any) -> bool:
-        current = self._current()
+        current = self._peek()
         return current is not None and key in current
 
     def keys(self) -> list[Any]:
-        current = self._current()
+        current = self._peek()  # map keys are hashable, hence not changed in place
         return [] if current is None else list(current)
 
     def values(self) -> list[Any]:
@@ -433,4 +416,4 @@ class HeapMapState(HeapState, MapState):
         return [] if current is None else list(current.items())
 
     def is_empty(self) -> bool:
-        return not self._current()
+        return not self._peek()

@@ -68,7 +68,7 @@ class Job:
         return self.folder.child(f"chk-{checkpoint_id}")
 
     def delta(self, files: list[tuple[str, int, bool]]) -> dict[int, list[Any]]:
-        """The new delta file among `files`, decoded: key group -> [[changed, removed]]."""
+        """The new delta file among `files`, decoded: key group -> [[keys, values]] per state."""
         (name,) = [name for name, _, new in files if new]
         assert name.endswith(".heapdelta")
         header, body = _envelope.decode(
@@ -85,9 +85,13 @@ def changed_keys(delta: dict[int, list[Any]]) -> tuple[dict[Any, Any], set[Any]]
     changed: dict[Any, Any] = {}
     removed: set[Any] = set()
     for per_state in delta.values():
-        for c, r in per_state:
-            changed.update(c)
-            removed.update(r)
+        for keys, values in per_state:
+            assert len(keys) == len(values) == len(set(keys))
+            for key, value in zip(keys, values, strict=True):
+                if value is None:
+                    removed.add(key)
+                else:
+                    changed[key] = value
     return changed, removed
 
 
@@ -188,8 +192,8 @@ def test_in_place_changes_lists_maps_and_batches_are_dirty(tmp_path: Path) -> No
     per_state: dict[str, dict[Any, Any]] = {"v": {}, "l": {}, "m": {}}  # name -> changed
     order = [name for name in b._tables]
     for sections in delta.values():
-        for name, (changed, _) in zip(order, sections, strict=True):
-            per_state[name].update(changed)
+        for name, (keys, changed) in zip(order, sections, strict=True):
+            per_state[name].update(zip(keys, changed, strict=True))
     assert per_state == {
         "v": {"x": {"n": 2}, "z": {"n": 3}},
         "l": {"x": [1, 2]},
