@@ -206,6 +206,8 @@ PUBLIC = {
         "SimpleStringSchema",
     },
     "barrierflow.state_processor": {
+        "BroadcastEntry",
+        "BroadcastStateInfo",
         "KeyedEntry",
         "ListStateInfo",
         "OperatorInfo",

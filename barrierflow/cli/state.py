@@ -5,7 +5,8 @@
 PATH is a savepoint or `chk-N` folder, or its `_metadata`. Without --key: every
 operator (uid, name, parallelism, sizes), its keyed states (kind, key count, a
 sample of entries), operator state per subtask (for a user function's operator
-list state: each list's mode, element count and a sample) and timer count. With
+list state: each list's mode, element count and a sample; for a broadcast
+operator: each broadcast state's entry count, copies and a sample) and timer count. With
 --key: that key's value in every keyed state (K is matched as written and, when it
 reads as a Python literal such as `7` or `('a', 1)`, as that value). Errors are one
 line naming the file, exit status 1.
@@ -100,7 +101,18 @@ def _operator_lines(snapshot: Snapshot, uid: str, sample: int) -> list[str]:
             lines.append(_clip(f"    subtask {entry.subtask}: {entry.value!r}"))
         if len(entries) > sample:
             lines.append(f"    ... {len(entries) - sample} more")
-    if not info.list_states:
+    for broadcast in info.broadcast_states:
+        lines.append(
+            f"  broadcast state {broadcast.name!r}: {broadcast.entries} entr"
+            f"{'y' if broadcast.entries == 1 else 'ies'}, a copy in each of "
+            f"{broadcast.subtasks} subtask(s)"
+        )
+        entries = list(snapshot.broadcast_entries(uid, broadcast.name))
+        for entry in entries[:sample]:
+            lines.append(_clip(f"    {entry.key!r} = {entry.value!r}"))
+        if len(entries) > sample:
+            lines.append(f"    ... {len(entries) - sample} more")
+    if not info.list_states and not info.broadcast_states:
         for subtask, value in snapshot.operator_state_entries(uid):
             lines.append(_clip(f"  operator state of subtask {subtask}: {value!r}"))
     timers = list(snapshot.timer_entries(uid))

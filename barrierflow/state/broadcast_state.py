@@ -38,6 +38,8 @@ __all__ = [
     "BroadcastState",
     "BroadcastStateStore",
     "ReadOnlyBroadcastState",
+    "decode_broadcast_maps",
+    "encode_broadcast_maps",
     "is_broadcast_snapshot",
 ]
 
@@ -179,16 +181,7 @@ class BroadcastStateStore:
             return store
         ordered = sorted(snapshots, key=lambda item: item[0])
         _, chosen = ordered[subtask_index % len(ordered)]
-        for name, data in _checked(chosen)["states"].items():
-            try:
-                mapping = pickle.loads(data)
-            except Exception as error:
-                raise StateRestoreError(
-                    f"broadcast state {name!r} cannot be unpickled: {error!r}"
-                ) from error
-            if not isinstance(mapping, dict):
-                raise StateRestoreError(f"broadcast state {name!r} is no map: {mapping!r:.200}")
-            store._maps[name] = mapping
+        store._maps.update(decode_broadcast_maps(chosen))
         return store
 
     def broadcast_state(self, descriptor: MapStateDescriptor) -> BroadcastState:
@@ -203,16 +196,7 @@ class BroadcastStateStore:
 
     def snapshot(self) -> dict[str, Any]:
         """Every map pickled now (a copy: later changes do not reach it)."""
-        states = {}
-        for name, mapping in self._maps.items():
-            try:
-                states[name] = pickle.dumps(mapping, protocol=_PICKLE_PROTOCOL)
-            except Exception as error:
-                raise ConfigurationError(
-                    f"broadcast state {name!r} holds something that cannot be pickled, so it "
-                    f"cannot be checkpointed: {error}"
-                ) from error
-        return {"version": BROADCAST_STATE_VERSION, "states": states}
+        return encode_broadcast_maps(self._maps)
 
     def _declared(self, descriptor: Any) -> str:
         name = _name_of(descriptor)
@@ -235,6 +219,37 @@ def _name_of(descriptor: Any) -> str:
 def is_broadcast_snapshot(state: Any) -> bool:
     """Whether an operator state value has the shape of a broadcast state snapshot."""
     return isinstance(state, dict) and {"version", "states"} <= state.keys()
+
+
+def encode_broadcast_maps(maps: dict[str, dict[Any, Any]]) -> dict[str, Any]:
+    """A subtask's snapshot of the broadcast maps `maps` by name (the module's format);
+    also how the state processor writes broadcast state."""
+    states = {}
+    for name, mapping in maps.items():
+        try:
+            states[name] = pickle.dumps(mapping, protocol=_PICKLE_PROTOCOL)
+        except Exception as error:
+            raise ConfigurationError(
+                f"broadcast state {name!r} holds something that cannot be pickled, so it "
+                f"cannot be checkpointed: {error}"
+            ) from error
+    return {"version": BROADCAST_STATE_VERSION, "states": states}
+
+
+def decode_broadcast_maps(snapshot: Any) -> dict[str, dict[Any, Any]]:
+    """The maps by name of one subtask's snapshot; StateRestoreError naming what is wrong."""
+    maps = {}
+    for name, data in _checked(snapshot)["states"].items():
+        try:
+            mapping = pickle.loads(data)
+        except Exception as error:
+            raise StateRestoreError(
+                f"broadcast state {name!r} cannot be unpickled: {error!r}"
+            ) from error
+        if not isinstance(mapping, dict):
+            raise StateRestoreError(f"broadcast state {name!r} is no map: {mapping!r:.200}")
+        maps[name] = mapping
+    return maps
 
 
 def _checked(state: Any) -> dict[str, Any]:

@@ -3,9 +3,10 @@ Processor API, over the format of docs/savepoint-format.md).
 
 Reading. `load(path)` opens a savepoint or `chk-N` folder (or its `_metadata`) in
 pure Python: `operators()` lists uid, name, parallelism and keyed states with their
-kinds; `keyed_entries`, `operator_state_entries`, `operator_list_entries` and
-`timer_entries` yield the entries. With a SparkSession, `keyed_state(spark, uid,
-state)`, `operator_state(spark, uid)`, `operator_list_state(spark, uid)` and
+kinds; `keyed_entries`, `operator_state_entries`, `operator_list_entries`,
+`broadcast_entries` and `timer_entries` yield the entries. With a SparkSession,
+`keyed_state(spark, uid, state)`, `operator_state(spark, uid)`,
+`operator_list_state(spark, uid)`, `broadcast_state(spark, uid, state)` and
 `timers(spark, uid)` return DataFrames, and
 `read(spark).option("uid", ...).option("state", ...).load(path)` does the same in
 the shape of `spark.read`.
@@ -18,13 +19,17 @@ the shape of `spark.read`.
     operator state      subtask, state
     operator list state state_name, subtask, value (a row per element of the lists
       of a user function  a CheckpointedFunction keeps)
+    broadcast state     key, value (a row per entry of the map a (Keyed)Broadcast-
+                        ProcessFunction keeps under its MapStateDescriptor's name; every
+                        subtask holds the same copy, read from the lowest subtask's)
     timers              domain ("event_time"/"processing_time"), timestamp, key, namespace
 
 The namespace is null outside window operators. Each column takes the type Spark
 infers from its values; a column Spark cannot type holds pickles (see `_frames`).
 
 Writing. `SavepointWriter(max_parallelism)` builds a savepoint from DataFrames, dicts
-or tuples (`with_keyed_state`, `with_operator_state`, `with_operator_list_state`)
+or tuples (`with_keyed_state`, `with_operator_state`, `with_operator_list_state`,
+`with_broadcast_state`: a copy for every subtask)
 and operators copied from a snapshot (`with_operator_of`;
 `SavepointWriter.from_snapshot(s)` copies all of them, to modify one state). Keys
 are split into key groups by the runtime's stable hash, so a job of any parallelism
@@ -55,6 +60,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from barrierflow.state_processor._snapshot import (
+    BroadcastEntry,
+    BroadcastStateInfo,
     KeyedEntry,
     ListStateInfo,
     OperatorInfo,
@@ -70,6 +77,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "BroadcastEntry",
+    "BroadcastStateInfo",
     "KeyedEntry",
     "ListStateInfo",
     "OperatorInfo",
@@ -88,8 +97,9 @@ class StateReader:
     """`spark.read`-shaped access to one state of a snapshot.
 
     Options: "uid" (required); "state" (a keyed state name, or with kind
-    "operator_list" a list's name); "kind" ("keyed", the default with "state",
-    "operator", the default without, "operator_list" or "timers");
+    "operator_list" a list's name, with "broadcast" a broadcast state's); "kind"
+    ("keyed", the default with "state", "operator", the default without,
+    "operator_list", "broadcast" or "timers");
     "namespaced" ("true"/"false", map state only).
     """
 
@@ -126,10 +136,15 @@ class StateReader:
             return snapshot.operator_state(self._spark, uid)
         if kind == "operator_list":
             return snapshot.operator_list_state(self._spark, uid, state)
+        if kind == "broadcast":
+            if not state:
+                raise ValueError('broadcast state needs .option("state", <state name>)')
+            return snapshot.broadcast_state(self._spark, uid, state)
         if kind == "timers":
             return snapshot.timers(self._spark, uid)
         raise ValueError(
-            f'kind must be "keyed", "operator", "operator_list" or "timers", got {kind!r}'
+            'kind must be "keyed", "operator", "operator_list", "broadcast" or "timers", '
+            f"got {kind!r}"
         )
 
 

@@ -20,7 +20,9 @@ from barrierflow.checkpoint.metadata import METADATA_SCHEMA
 from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import StateRestoreError
+from barrierflow.runtime.operators.broadcast import split_broadcast_operator_state
 from barrierflow.runtime.timers import SNAPSHOT_KIND as TIMERS_KIND
+from barrierflow.state.broadcast_state import decode_broadcast_maps
 from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group
 from barrierflow.state.key_scope import check_keyed_header_version
 from barrierflow.state.operator_list_state import decode_lists, is_list_state
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "BroadcastEntry",
+    "BroadcastStateInfo",
     "KeyedEntry",
     "ListStateInfo",
     "OperatorInfo",
@@ -70,6 +74,18 @@ class ListStateInfo:
 
 
 @dataclass(frozen=True)
+class BroadcastStateInfo:
+    """One broadcast state of a (Keyed)BroadcastProcessFunction's operator: a map every
+    subtask holds a copy of."""
+
+    name: str
+    entries: int
+    """Its entries (in one copy: every subtask's copy is the same)."""
+    subtasks: int
+    """The subtasks that stored a copy."""
+
+
+@dataclass(frozen=True)
 class OperatorInfo:
     """One operator of a snapshot, as `_metadata` and the keyed-state headers describe it."""
 
@@ -85,6 +101,8 @@ class OperatorInfo:
     has_operator_state: bool
     list_states: tuple[ListStateInfo, ...] = ()
     """Its user function's operator list state, by name (empty: none)."""
+    broadcast_states: tuple[BroadcastStateInfo, ...] = ()
+    """Its broadcast states, by name (empty: no broadcast operator)."""
 
     @property
     def namespaced(self) -> bool:
@@ -110,6 +128,15 @@ class OperatorListEntry:
     state_name: str
     subtask: int
     mode: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class BroadcastEntry:
+    """One entry of a broadcast state's map, from the copy of the lowest subtask."""
+
+    state_name: str
+    key: Any
     value: Any
 
 
@@ -214,6 +241,11 @@ class Snapshot:
                 lists[name] = ListStateInfo(
                     name, mode, known.elements + len(values), known.subtasks + 1
                 )
+        copies = self._broadcast_maps(uid)
+        broadcast = tuple(
+            BroadcastStateInfo(name, len(mapping), len(copies))
+            for name, mapping in (copies[0][1].items() if copies else ())
+        )
         return OperatorInfo(
             uid=uid,
             name=str(stored.get("name", "")),
@@ -224,6 +256,7 @@ class Snapshot:
             timer_bytes=sizes["timers"],
             has_operator_state=any(e.get("operator") is not None for e in stored["subtasks"]),
             list_states=tuple(lists.values()),
+            broadcast_states=broadcast,
         )
 
     def state_info(self, uid: str, state_name: str) -> StateInfo:
@@ -364,6 +397,9 @@ class Snapshot:
     def _decoded_lists(self, uid: str) -> Iterator[tuple[int, dict[str, tuple[str, list[Any]]]]]:
         """(subtask, its lists) of every subtask whose operator state is list state."""
         for subtask, uri, value in self._operator_states(uid):
+            parts = split_broadcast_operator_state(value)
+            if parts is not None:  # a broadcast operator's function keeps its lists inside
+                value = parts[1]
             if not is_list_state(value):
                 continue
             try:
@@ -372,6 +408,43 @@ class Snapshot:
                 raise StateRestoreError(
                     f"{uri}: operator list state of {uid!r}: {error}"
                 ) from error
+
+    def broadcast_entries(
+        self, uid: str, state_name: str | None = None
+    ) -> Iterator[BroadcastEntry]:
+        """Every entry of `uid`'s broadcast states (all, or `state_name`), read from the copy
+        of its lowest subtask, as Flink's state processor reads one copy: every subtask saw
+        every broadcast element, so the copies are the same. KeyError naming the broadcast
+        states there are for an unknown `state_name`."""
+        copies = self._broadcast_maps(uid)
+        maps = copies[0][1] if copies else {}
+        if state_name is not None and state_name not in maps:
+            raise KeyError(
+                f"operator {uid!r} has no broadcast state {state_name!r}; it has "
+                f"{', '.join(sorted(maps)) or 'none'}"
+            )
+        for name, mapping in maps.items():
+            if state_name is None or name == state_name:
+                for key, value in mapping.items():
+                    yield BroadcastEntry(name, key, value)
+
+    def broadcast_copies(self, uid: str) -> list[tuple[int, dict[str, dict[Any, Any]]]]:
+        """(subtask, its broadcast maps by name, sorted) of every subtask of `uid` that
+        stored a copy, by subtask."""
+        return self._broadcast_maps(uid)
+
+    def _broadcast_maps(self, uid: str) -> list[tuple[int, dict[str, dict[Any, Any]]]]:
+        copies = []
+        for subtask, uri, value in self._operator_states(uid):
+            parts = split_broadcast_operator_state(value)
+            if parts is None:
+                continue
+            try:
+                maps = decode_broadcast_maps(parts[0])
+                copies.append((subtask, {name: maps[name] for name in sorted(maps)}))
+            except StateRestoreError as error:
+                raise StateRestoreError(f"{uri}: broadcast state of {uid!r}: {error}") from error
+        return copies
 
     def timer_entries(self, uid: str) -> Iterator[TimerEntry]:
         """Every timer of `uid`, by key group, event time first."""
@@ -430,6 +503,14 @@ class Snapshot:
             (e.state_name, e.subtask, e.value) for e in self.operator_list_entries(uid, state_name)
         ]
         return to_frame(spark, ["state_name", "subtask", "value"], rows)
+
+    def broadcast_state(self, spark: SparkSession, uid: str, state_name: str) -> DataFrame:
+        """Broadcast state `state_name` of `uid`: columns key, value (a row per map entry,
+        from one copy; see `broadcast_entries`)."""
+        from barrierflow.state_processor._frames import to_frame
+
+        rows = [(e.key, e.value) for e in self.broadcast_entries(uid, state_name)]
+        return to_frame(spark, ["key", "value"], rows)
 
     def timers(self, spark: SparkSession, uid: str) -> DataFrame:
         """Timers of `uid`: columns domain, timestamp, key, namespace."""

@@ -20,9 +20,11 @@ from barrierflow.checkpoint import subtask_state_file
 from barrierflow.checkpoint.metadata import METADATA_SCHEMA
 from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.errors import ConfigurationError
+from barrierflow.runtime.operators.broadcast import broadcast_operator_state
 from barrierflow.runtime.timers import InternalTimerService, Timer
 from barrierflow.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from barrierflow.state.backend import canonical_bytes
+from barrierflow.state.broadcast_state import encode_broadcast_maps
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import (
     DEFAULT_MAX_PARALLELISM,
@@ -71,6 +73,8 @@ class _Operator:
     """A user function's operator list state by name; when set, it is the operator's
     operator state."""
     timers: list[TimerEntry] = field(default_factory=list)
+    broadcast: dict[str, dict[Any, Any]] | None = None
+    """A broadcast operator's maps by name (every subtask gets a copy), or None."""
 
 
 class SavepointWriter:
@@ -120,6 +124,9 @@ class SavepointWriter:
                     (e.key, e.user_key, e.value) for e in snapshot.keyed_entries(uid, state.name)
                 ]
                 operator.states[state.name] = (state.kind, entries)
+            copies = snapshot.broadcast_copies(uid)
+            if copies:
+                operator.broadcast = copies[0][1]
             if info.list_states:
                 for subtask, lists in snapshot._decoded_lists(uid):
                     for list_name, (mode, values) in lists.items():
@@ -127,7 +134,7 @@ class SavepointWriter:
                         per_subtask = named.per_subtask
                         per_subtask.extend([] for _ in range(subtask + 1 - len(per_subtask)))
                         per_subtask[subtask] = values
-            elif info.has_operator_state:
+            elif info.has_operator_state and not copies:
                 by_subtask = dict(snapshot.operator_state_entries(uid))
                 operator.operator_state = [by_subtask.get(i) for i in range(max(by_subtask) + 1)]
             operator.timers = list(snapshot.timer_entries(uid))
@@ -172,6 +179,57 @@ class SavepointWriter:
         operator = self._operator(uid, name, None)
         operator.operator_state = list(values)
         operator.list_states.clear()
+        operator.broadcast = None
+        return self
+
+    def with_broadcast_state(
+        self,
+        uid: str,
+        state_name: str,
+        data: Any,
+        *,
+        name: str | None = None,
+        parallelism: int | None = None,
+    ) -> SavepointWriter:
+        """Set broadcast state `state_name` of operator `uid` (a (Keyed)BroadcastProcess
+        Function's, whose `MapStateDescriptor` has that name) to `data`, replacing what it
+        held; its other broadcast states and its function's list state stay. Every subtask
+        gets a copy, as every running subtask holds one.
+
+        `data` is a Spark DataFrame with columns key and value (what
+        `Snapshot.broadcast_state` reads), a dict, or an iterable of (key, value).
+
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp() + "/bootstrap"
+        >>> written = (
+        ...     SavepointWriter()
+        ...     .with_broadcast_state("rules", "thresholds", {"cpu": 90}, parallelism=2)
+        ...     .write(folder)
+        ... )
+        >>> [(e.state_name, e.key, e.value) for e in written.broadcast_entries("rules")]
+        [('thresholds', 'cpu', 90)]
+        >>> written.operator("rules").broadcast_states
+        (BroadcastStateInfo(name='thresholds', entries=1, subtasks=2),)
+        """
+        operator = self._operator(uid, name, parallelism)
+        if operator.operator_state is not None:
+            raise ConfigurationError(
+                f"operator {uid!r} holds operator state that is not a broadcast operator's "
+                "(a source's or sink's); it cannot also hold broadcast state"
+            )
+        if _is_frame(data):
+            data = _frames.frame_rows(data, ["key", "value"])
+        elif isinstance(data, Mapping):
+            data = data.items()
+        mapping = {}
+        for row in data:
+            row = tuple(row)
+            if len(row) != 2:
+                raise ConfigurationError(f"broadcast state rows are (key, value), got {row!r}")
+            mapping[row[0]] = row[1]
+        if operator.broadcast is None:
+            operator.broadcast = {}
+        operator.broadcast[state_name] = mapping
         return self
 
     def with_operator_list_state(
@@ -243,6 +301,8 @@ class SavepointWriter:
         for index, (uid, operator) in enumerate(sorted(self._operators.items())):
             if operator.list_states:
                 operator = replace(operator, operator_state=_list_state_snapshots(operator))
+            if operator.broadcast is not None:
+                operator = replace(operator, operator_state=_with_broadcast(operator))
             parallelism = max(operator.parallelism or 1, len(operator.operator_state or ()))
             subtasks = self._write_operator(folder, index, token, uid, operator, parallelism)
             if subtasks:
@@ -363,6 +423,21 @@ class SavepointWriter:
             else None
             for service in services
         ]
+
+
+def _with_broadcast(operator: _Operator) -> list[Any]:
+    """Each subtask's operator state of a broadcast operator: the same copy of the maps,
+    beside the function's list state of that subtask (if any)."""
+    assert operator.broadcast is not None
+    function_states = operator.operator_state or []
+    copy = encode_broadcast_maps(operator.broadcast)
+    parallelism = max(operator.parallelism or 1, len(function_states))
+    return [
+        broadcast_operator_state(
+            copy, function_states[subtask] if subtask < len(function_states) else None
+        )
+        for subtask in range(parallelism)
+    ]
 
 
 def _list_state_snapshots(operator: _Operator) -> list[Any]:

@@ -48,7 +48,25 @@ from barrierflow.state.descriptors import (
     ValueStateDescriptor,
 )
 
-__all__ = ["CoBroadcastProcessOperator", "KeyedBroadcastProcessOperator"]
+__all__ = [
+    "CoBroadcastProcessOperator",
+    "KeyedBroadcastProcessOperator",
+    "broadcast_operator_state",
+    "split_broadcast_operator_state",
+]
+
+
+def split_broadcast_operator_state(state: Any) -> tuple[Any, Any] | None:
+    """(broadcast snapshot, the function's operator list state or None) of one subtask's
+    operator state, if a broadcast operator wrote it (the module's format); else None."""
+    if not isinstance(state, dict) or "broadcast" not in state:
+        return None
+    return state["broadcast"], state.get("function")
+
+
+def broadcast_operator_state(broadcast: Any, function_state: Any) -> dict[str, Any]:
+    """One subtask's operator state of a broadcast operator (the module's format)."""
+    return {"broadcast": broadcast, "function": function_state}
 
 
 def _split_restored(
@@ -60,19 +78,20 @@ def _split_restored(
         return [], None
     broadcast, function = [], []
     for old, state in restored.operator:
-        if not isinstance(state, dict) or "broadcast" not in state:
+        parts = split_broadcast_operator_state(state)
+        if parts is None:
             raise ConfigurationError(
                 f"old subtask {old}'s state of this operator is no broadcast operator's "
                 f"state ({state!r:.120}): was the uid given to another operator?"
             )
-        broadcast.append((old, state["broadcast"]))
-        if state.get("function") is not None:
-            function.append((old, state["function"]))
+        broadcast.append((old, parts[0]))
+        if parts[1] is not None:
+            function.append((old, parts[1]))
     return broadcast, replace(restored, operator=function)
 
 
 def _combined(store: BroadcastStateStore, function_state: Any) -> dict[str, Any]:
-    return {"broadcast": store.snapshot(), "function": function_state}
+    return broadcast_operator_state(store.snapshot(), function_state)
 
 
 def _stamp(timestamps: Sequence[int] | None, index: int) -> int | None:
