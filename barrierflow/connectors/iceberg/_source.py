@@ -3,8 +3,13 @@
 One split per table (the split id is the table's name, so positions carry over between
 runs). Its reader walks the main branch's ancestry from its position: every `append`
 snapshot after the last one it read fully, oldest first, and within each the data files
-that snapshot added (sorted by path), read through PyIceberg's Arrow reader; other
-operations (overwrites, deletes, replaces) add no appended rows and are passed over. Its
+that snapshot added (sorted by path), read through PyIceberg's Arrow reader. A `replace`
+(compaction) changes no rows and is passed over. An `overwrite` or a `delete` changes rows
+the stream may have sent already, which appended rows cannot retract: the reader fails
+naming the snapshot and its operation, unless told to pass such snapshots over (whole,
+with any rows they add), as Iceberg's Spark streaming reader does with its
+`streaming-skip-overwrite-snapshots` and `streaming-skip-delete-snapshots` options (Flink's
+Iceberg source reads appends only and passes every other snapshot over silently). Its
 position, in every checkpoint, is the last snapshot read fully, the snapshot being read,
 the files of it read fully and the rows of the next: a restore goes on at the same row.
 
@@ -82,6 +87,8 @@ class IcebergSource(Source):
         self.end: tuple[str, int | None] | None = None
         """None: unbounded; ("snapshot", id) or ("latest", None): bounded."""
         self.interval_s = DEFAULT_MONITOR_INTERVAL_S
+        self.skip_overwrites = False
+        self.skip_deletes = False
 
     @classmethod
     def for_table(
@@ -119,6 +126,15 @@ class IcebergSource(Source):
         if not seconds > 0:
             raise ConfigurationError("IcebergSource: the monitor interval must be above 0")
         return self._with(interval_s=float(seconds))
+
+    def streaming_skip_overwrite_snapshots(self, skip: bool = True) -> IcebergSource:
+        """Pass over `overwrite` snapshots (rows rewritten or deleted within files, an
+        upsert's updates) instead of failing on them; what they add is not read either."""
+        return self._with(skip_overwrites=_flag("streaming_skip_overwrite_snapshots", skip))
+
+    def streaming_skip_delete_snapshots(self, skip: bool = True) -> IcebergSource:
+        """Pass over `delete` snapshots (whole data files removed) instead of failing."""
+        return self._with(skip_deletes=_flag("streaming_skip_delete_snapshots", skip))
 
     def _with(self, **changes: Any) -> IcebergSource:
         configured = copy.copy(self)
@@ -223,8 +239,8 @@ class _SnapshotReader(SourceReader):
         if position["snapshot"] != snapshot.snapshot_id:
             position.update(snapshot=snapshot.snapshot_id, file=0, row=0)
             self._files, self._data = None, None
-        if self._files is None:  # an overwrite, delete or replace appends nothing
-            self._files = _added_files(self._table, snapshot) if _is_append(snapshot) else []
+        if self._files is None:
+            self._files = self._files_to_read(snapshot)
         if position["file"] >= len(self._files):
             self._queue.pop(0)
             position.update(done=snapshot.snapshot_id, snapshot=None, file=0, row=0)
@@ -241,6 +257,30 @@ class _SnapshotReader(SourceReader):
             return SplitBatch(split.split_id, [])
         batch = rows.combine_chunks().to_batches()[0]
         return SplitBatch(split.split_id, batch, timestamps=[snapshot.timestamp_ms] * len(batch))
+
+    def _files_to_read(self, snapshot: Any) -> list[Any]:
+        """What `snapshot` appended: an append's added files, nothing of a replace or of a
+        skipped overwrite or delete; another operation fails, naming the snapshot."""
+        operation = _operation(snapshot)
+        if operation == "append":
+            return _added_files(self._table, snapshot)
+        if operation == "replace":
+            return []
+        source = self._source
+        skip = {"overwrite": source.skip_overwrites, "delete": source.skip_deletes}
+        if skip.get(operation):
+            return []
+        how = {
+            "overwrite": "rewrites or deletes rows, which appended rows cannot retract; "
+            "set .streaming_skip_overwrite_snapshots() to pass such snapshots over",
+            "delete": "deletes data files, which appended rows cannot retract; "
+            "set .streaming_skip_delete_snapshots() to pass such snapshots over",
+        }
+        raise SourceError(
+            f"IcebergSource {source.table!r}: snapshot {snapshot.snapshot_id} is "
+            f"{'an' if operation[:1] in 'aeiou' else 'a'} {operation!r} snapshot: it "
+            + how.get(operation, "is no operation this source can follow")
+        )
 
     def _discover(self, end: int | None) -> bool:
         """Queue the snapshots after `done` (up to `end` when bounded); False if none yet.
@@ -277,10 +317,17 @@ def _ancestry(table: Any, end: int | None) -> list[Any]:
     return list(ancestors_of(top, table.metadata))[::-1]
 
 
-def _is_append(snapshot: Any) -> bool:
-    from pyiceberg.table.snapshots import Operation
+def _operation(snapshot: Any) -> str:
+    """The snapshot's operation as Iceberg names it ("append", "overwrite", ...)."""
+    if snapshot.summary is None:
+        return "unknown"
+    return str(snapshot.summary.operation.value)
 
-    return snapshot.summary is not None and snapshot.summary.operation == Operation.APPEND
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"IcebergSource: {name} takes True or False, not {value!r}")
+    return value
 
 
 def _added_files(table: Any, snapshot: Any) -> list[Any]:
