@@ -1,14 +1,22 @@
 """`DataStream.execute_and_collect` (PyFlink's): run the job and read its records back on the
 driver, as an iterator usable in a `with` block (or a list, with a `limit`).
 
-The records reach the driver exactly once through `CollectSink`, a two-phase-commit sink:
-each subtask writes the records between two checkpoint barriers as one pickled file,
-staged at the barrier and published when that checkpoint completes. So records arrive as
-checkpoints complete (with checkpointing off, at the end of the bounded input, whose final
-checkpoint commits them), and a failure never shows a record twice. The folder is a
-temporary one on local checkpoint storage, else a hidden folder below the checkpoint
-storage (which every executor reaches); closing the iterator deletes it. Closing before
-the end cancels the job and waits for it to end, so nothing of it runs on.
+Two guarantees, as Flink's collect sink gives them (its checkpointed and uncheckpointed
+result buffers):
+
+- With checkpointing on, exactly once, through `CollectSink`, a two-phase-commit sink:
+  each subtask writes the records between two checkpoint barriers as one pickled file,
+  staged at the barrier and published when that checkpoint completes. So records arrive
+  as checkpoints complete, and a failure never shows a record twice.
+- With checkpointing off, as they are produced, through `StreamingCollectSink`: each
+  batch a subtask's sink receives is published at once as a file, so the first records
+  reach the driver while the job runs (an unbounded job can be read too). At least
+  once: an attempt restarted after a failure produces its records again, and the
+  iterator returns them again.
+
+The folder is a temporary one on local checkpoint storage, else a hidden folder below the
+checkpoint storage (which every executor reaches); closing the iterator deletes it.
+Closing before the end cancels the job and waits for it to end, so nothing of it runs on.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from barrierflow import _fs
-from barrierflow.connectors.base import SinkContext
+from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import JobDefinitionError, JobExecutionError
 
@@ -82,6 +90,48 @@ class CollectSink(TwoPhaseCommitSink[str]):
 
     def survives_fallback(self) -> bool:
         return False  # a commit above a fallback point cannot be taken back from the reader
+
+
+class StreamingCollectSink(Sink):
+    """Without checkpointing: every batch published as a file the moment it is written."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def create_writer(self, context: SinkContext) -> SinkWriter:
+        return _StreamingCollectWriter(self.folder, context)
+
+
+class _StreamingCollectWriter(SinkWriter):
+    """Publishes each batch as `committed/<subtask>-<deployment>-<attempt>-<n>`: names that
+    sort in the order one writer wrote them, and never collide across attempts."""
+
+    def __init__(self, folder: str, context: SinkContext) -> None:
+        self._committed = _fs.location(folder).child("committed")
+        _fs.make_dirs(self._committed)
+        self._prefix = f"{context.subtask_index:05d}-{context.deployment_id}-{context.attempt}"
+        self._count = 0
+
+    def write_batch(self, records: list[Any]) -> None:
+        if not records:
+            return
+        from pyspark import cloudpickle
+
+        self._count += 1
+        name = f"{self._prefix}-{self._count:012d}"
+        _fs.write_atomic(self._committed.child(name), cloudpickle.dumps(list(records)))
+
+    def pre_commit(self, checkpoint_id: int) -> None:
+        pass  # nothing is held back: every batch is already published
+
+    def snapshot_state(self) -> Any:
+        return None
+
+    def commit(self, checkpoint_id: int) -> None:
+        pass
+
+    def restore(self, states: list[Any]) -> None:
+        pass
 
 
 class CloseableIterator:
@@ -182,23 +232,14 @@ def execute_and_collect(
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise JobDefinitionError(f"execute_and_collect's limit must be an int >= 0, got {limit!r}")
     env = stream._env
-    unbounded = [
-        t.name
-        for t in env._transformations
-        if t.kind == "source" and not getattr(t.source, "bounded", True)
-    ]
-    if unbounded and not env.get_checkpoint_config().is_checkpointing_enabled():
-        raise JobDefinitionError(
-            f"execute_and_collect reads records as checkpoints complete; source "
-            f"'{unbounded[0]}' is unbounded and checkpointing is off, so none would ever "
-            "arrive: call env.enable_checkpointing(interval_ms) first"
-        )
     storage = _fs.location(env.get_checkpoint_config().get_checkpoint_storage())
     if _fs.is_local(storage):
         folder = tempfile.mkdtemp(prefix="barrierflow-collect-")
     else:
         folder = str(storage.child(f".collect-{uuid.uuid4().hex}"))
-    stream.sink_to(CollectSink(folder)).name("Collect")
+    checkpointed = env.get_checkpoint_config().is_checkpointing_enabled()
+    sink = CollectSink(folder) if checkpointed else StreamingCollectSink(folder)
+    stream.sink_to(sink).name("Collect")
     iterator = CloseableIterator(
         env.execute_async(job_execution_name), folder, True, stream._declared_type
     )
