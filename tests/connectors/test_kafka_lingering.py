@@ -166,3 +166,25 @@ def test_a_bad_probe_limit_is_refused_when_the_sink_is_built():
     for bad in (-1, 2.5, "8", True):
         with pytest.raises(ConfigurationError, match="set_transactional_id_probe_limit takes"):
             KafkaSink.builder().set_transactional_id_probe_limit(bad)
+
+
+def test_a_restore_of_a_checkpoint_older_than_a_higher_parallelism_run_fences_its_ids(
+    cluster, setup
+):
+    states = []
+    for subtask in (0, 1):  # a checkpoint at parallelism 2 ...
+        old = writer(cluster, setup, subtask, 2)
+        old.restore([])
+        old.write_batch([f"r{subtask}"])
+        old.pre_commit(1)
+        states.append(old.snapshot_state())
+    lingering = zombie(cluster, setup, 3)  # ... then a run at 4 that died mid-commit
+    initialized(cluster)
+    again = [writer(cluster, setup, i, 2, restored=1, max_parallelism=IDS) for i in (0, 1)]
+    for i, each in enumerate(again):
+        each.restore([states[i]])
+    assert initialized(cluster) == list(range(IDS))
+    for each in again:
+        each.close()
+    assert sorted(cluster.read(setup[0])) == ["r0", "r1"]
+    lingering.abort_transaction(30)

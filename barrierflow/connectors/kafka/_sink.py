@@ -118,6 +118,8 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
         """Transactions this object committed, or found committed (their marker)."""
         self._own: set[str] = set()
         """Transactions pre-committed by this attempt: no earlier attempt wrote them."""
+        self._probed = False
+        """The lingering transactional ids were fenced in this attempt."""
         if self.exactly_once:
             self._log = MarkerLog(self, context)
 
@@ -192,6 +194,7 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
         """A transaction of a completed checkpoint: committed before (its marker is in the
         marker topic, read_committed) or written now, in a new transaction of its
         transactional id (which first fences a zombie holding that id)."""
+        self._fence_lingering()
         if not self.exactly_once or not transaction["records"]:
             return
         assert self._log is not None
@@ -200,23 +203,31 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
     def recover_and_abort(self, transaction: Any) -> None:
         """The open transaction of a restored subtask: its records come again. Fence its
         transactional id, so a zombie of that subtask can commit nothing more."""
+        self._fence_lingering()
         if self.exactly_once and isinstance(transaction, dict):
             assert self._log is not None
             self._log.producer(transaction["tid"])
 
     def finish_recovery(self) -> None:
-        """Fence the subtask's own transactional id, then the lingering ones it owns: ids at
-        or beyond this run's parallelism that an earlier run at a higher parallelism used
-        and no restored state named (a fresh start, or a restore of a checkpoint older than
-        that run), so a transaction it left open is aborted now, not at the broker's
-        `transaction.timeout.ms`."""
+        """Fence the subtask's own transactional id (and the lingering ones, if no restored
+        transaction did so yet)."""
+        self._fence_lingering()
         if self.exactly_once:
             assert self._log is not None
             own = self.transactional_id(self.context.subtask_index)
             self._log.producer(own)
-            fenced = self._log.initialized()
             self._log.release_others(own)
-            fence_ids(self, [tid for tid in self.lingering_ids() if tid not in fenced])
+
+    def _fence_lingering(self) -> None:
+        """Once per attempt, before anything restored is decided: fence the ids beyond this
+        run's parallelism this subtask owns (`lingering_ids`), which an earlier run at a
+        higher parallelism may have used (a fresh start, or a restore of a checkpoint older
+        than that run), so a transaction one left open is aborted now, not at the broker's
+        `transaction.timeout.ms`, and holds no marker check back. An id a restored state
+        names is initialized again when its transactions are decided."""
+        if self.exactly_once and not self._probed:
+            self._probed = True
+            fence_ids(self, self.lingering_ids())
 
     def lingering_ids(self) -> list[str]:
         """The ids beyond this run's parallelism this subtask fences at start: `<prefix>-k`

@@ -78,10 +78,6 @@ class MarkerLog:
     def forget(self, tid: str) -> None:
         self._producers.pop(tid, None)
 
-    def initialized(self) -> set[str]:
-        """The transactional ids this writer has initialized (and so fenced) since it opened."""
-        return set(self._producers)
-
     def release_others(self, own: str) -> None:
         """Drop the producers of other subtasks' ids (used only to recover their state)."""
         for tid in [t for t in self._producers if t != own]:
