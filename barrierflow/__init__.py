@@ -26,12 +26,20 @@ from barrierflow.core.broadcast_functions import (
     BroadcastProcessFunction,
     KeyedBroadcastProcessFunction,
 )
+from barrierflow.core.checkpoint_storage import (
+    CheckpointStorage,
+    CustomCheckpointStorage,
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+)
 from barrierflow.core.co_functions import (
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
     KeyedCoProcessFunction,
 )
+from barrierflow.core.completable_future import CompletableFuture
+from barrierflow.core.config_options import ConfigOption, ConfigOptions
 from barrierflow.core.functions import (
     FilterFunction,
     FlatMapFunction,
@@ -42,19 +50,27 @@ from barrierflow.core.functions import (
     ProcessFunction,
     ReduceFunction,
     RuntimeContext,
+    SinkFunction,
+    SourceFunction,
     TimeDomain,
     TimerService,
 )
+from barrierflow.core.input_dependency_constraint import InputDependencyConstraint
+from barrierflow.core.java_wrappers import AssignerWithPeriodicWatermarksWrapper, CustomStateBackend
+from barrierflow.core.job_id import JobID
 from barrierflow.core.output_tag import OutputTag
-from barrierflow.core.restart_strategies import RestartStrategies
+from barrierflow.core.restart_strategies import RestartStrategies, RestartStrategyConfiguration
+from barrierflow.core.rocksdb_profiles import PredefinedOptions
 from barrierflow.core.row import Row, RowKind
 from barrierflow.core.runtime_execution_mode import RuntimeExecutionMode
+from barrierflow.core.slot_sharing_group import MemorySize, SlotSharingGroup
 from barrierflow.core.state_backends import (
     EmbeddedRocksDBStateBackend,
     HashMapStateBackend,
     StateBackend,
 )
 from barrierflow.core.time import Duration, Instant, Time
+from barrierflow.core.type_serializer import TypeSerializer
 from barrierflow.core.typeinfo import TypeInformation, Types
 from barrierflow.core.watermark_strategy import TimestampAssigner, WatermarkStrategy
 from barrierflow.core.window_functions import (
@@ -77,6 +93,7 @@ from barrierflow.serialization import (
 __all__ = [
     "AggregateFunction",
     "AllWindowedStream",
+    "AssignerWithPeriodicWatermarksWrapper",
     "AsyncDataStream",
     "AsyncFunction",
     "AsyncRetryPredicate",
@@ -86,14 +103,20 @@ __all__ = [
     "BroadcastStream",
     "ByteArraySchema",
     "CheckpointConfig",
+    "CheckpointStorage",
     "CheckpointingMode",
     "CoFlatMapFunction",
     "CoGroupedStreams",
     "CoMapFunction",
     "CoProcessFunction",
+    "CompletableFuture",
+    "ConfigOption",
+    "ConfigOptions",
     "Configuration",
     "ConnectedStreams",
     "CountWindow",
+    "CustomCheckpointStorage",
+    "CustomStateBackend",
     "DataStream",
     "DataStreamSink",
     "DeserializationSchema",
@@ -102,13 +125,17 @@ __all__ = [
     "Encoder",
     "ExecutionConfig",
     "ExternalizedCheckpointRetention",
+    "FileSystemCheckpointStorage",
     "FilterFunction",
     "FlatMapFunction",
     "GlobalWindow",
     "HashMapStateBackend",
+    "InputDependencyConstraint",
     "Instant",
     "JobClient",
     "JobExecutionResult",
+    "JobID",
+    "JobManagerCheckpointStorage",
     "JobStatus",
     "JoinedStreams",
     "KeySelector",
@@ -117,19 +144,25 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MemorySize",
     "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
+    "PredefinedOptions",
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
     "RestartStrategies",
+    "RestartStrategyConfiguration",
     "Row",
     "RowKind",
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SerializationSchema",
     "SimpleStringSchema",
+    "SinkFunction",
+    "SlotSharingGroup",
+    "SourceFunction",
     "StateBackend",
     "StreamExecutionEnvironment",
     "Time",
@@ -140,6 +173,7 @@ __all__ = [
     "Trigger",
     "TriggerResult",
     "TypeInformation",
+    "TypeSerializer",
     "Types",
     "WatermarkStrategy",
     "Window",

@@ -2,6 +2,7 @@
 
 from barrierflow.api.all_windowed_stream import AllWindowFunction, ProcessAllWindowFunction
 from barrierflow.core.async_function import AsyncFunction
+from barrierflow.core.async_function_descriptor import AsyncFunctionDescriptor
 from barrierflow.core.batch_functions import KeyedBatchFunction
 from barrierflow.core.broadcast_functions import (
     BaseBroadcastProcessFunction,
@@ -50,6 +51,7 @@ __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AsyncFunction",
+    "AsyncFunctionDescriptor",
     "AsyncRetryPredicate",
     "AsyncRetryStrategy",
     "BaseBroadcastProcessFunction",

@@ -24,9 +24,10 @@ from typing import Any
 from barrierflow.core.record_text import record_text
 from barrierflow.core.row import Row
 from barrierflow.core.typeinfo import RowTypeInfo, TypeInformation, check_type_info
-from barrierflow.errors import ConfigurationError
+from barrierflow.errors import ConfigurationError, JobDefinitionError
 
 __all__ = [
+    "BulkWriterFactory",
     "ByteArraySchema",
     "DeserializationSchema",
     "Encoder",
@@ -292,3 +293,18 @@ class JsonRowDeserializationSchema(DeserializationSchema):
                     f"JSON message lacks the fields {missing}: {bytes(message)[:80]!r}"
                 )
         return self.type_info.conform(document)
+
+
+_BULK_WRITER_REFUSED = (
+    "BulkWriterFactory wraps a Java bulk writer, which barrierflow cannot run: write Parquet "
+    "with barrierflow.connectors.files.FileSink.for_rows(path).with_format('parquet')"
+)
+
+
+class BulkWriterFactory:
+    """PyFlink's wrapper of a Java `BulkWriter.Factory` (Parquet, ORC, Avro writers for
+    `FileSink.for_bulk_format`): refused when constructed, naming barrierflow's Parquet
+    writer."""
+
+    def __init__(self, j_bulk_writer_factory: Any = None) -> None:
+        raise JobDefinitionError(_BULK_WRITER_REFUSED)

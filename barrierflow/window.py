@@ -26,6 +26,11 @@ has `max_timestamp() + allowed lateness` at or before the watermark. Merging
 """
 
 from barrierflow.core.time import MAX_TIMESTAMP
+from barrierflow.core.type_serializer import (
+    CountWindowSerializer,
+    GlobalWindowSerializer,
+    TimeWindowSerializer,
+)
 from barrierflow.core.windows.assigners import (
     GlobalWindows,
     MergingWindowAssigner,
@@ -67,11 +72,13 @@ __all__ = [
     "CountTrigger",
     "CountTumblingWindowAssigner",
     "CountWindow",
+    "CountWindowSerializer",
     "DynamicEventTimeSessionWindows",
     "DynamicProcessingTimeSessionWindows",
     "EventTimeSessionWindows",
     "EventTimeTrigger",
     "GlobalWindow",
+    "GlobalWindowSerializer",
     "GlobalWindows",
     "MergingWindowAssigner",
     "NeverTrigger",
@@ -82,6 +89,7 @@ __all__ = [
     "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows",
     "TimeWindow",
+    "TimeWindowSerializer",
     "Trigger",
     "TriggerResult",
     "TumblingEventTimeWindows",

@@ -6,9 +6,9 @@ The order, top to bottom (issue 9):
 
     testing     barrierflow.testing (harnesses for user functions over the real operators):
                 nothing in barrierflow imports it
-    facade      barrierflow/__init__.py, functions.py, window.py, metrics.py, jobs.py, cli/
-                (the command line), chaos/ (the exactly-once self-check), state_processor/,
-                nexmark/
+    facade      barrierflow/__init__.py, configuration/, functions.py, window.py, metrics.py,
+                jobs.py, cli/ (the command line), chaos/ (the exactly-once self-check),
+                state_processor/, nexmark/
     api         user-facing builders (DataStream, environment, async I/O, joins)
     cluster     JobMaster, Spark runner
     graph       transformations -> job graph
@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("testing",),
     (
         "barrierflow",
+        "configuration",
         "functions",
         "window",
         "cli",

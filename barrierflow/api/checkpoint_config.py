@@ -35,6 +35,7 @@ import os
 from typing import Any
 
 from barrierflow.cluster.jobmaster.repeated_failures import DEFAULT_LIMIT, check_limit
+from barrierflow.core.checkpoint_storage import CheckpointStorage
 from barrierflow.core.checkpointing_mode import CheckpointingMode
 from barrierflow.errors import ConfigurationError
 
@@ -122,8 +123,13 @@ class CheckpointConfig:
     def get_checkpointing_mode(self) -> CheckpointingMode:
         return self.mode
 
-    def set_checkpoint_storage(self, storage: str | os.PathLike[str]) -> CheckpointConfig:
-        """Where checkpoints go: a folder path or URI (`file:///data/checkpoints`)."""
+    def set_checkpoint_storage(
+        self, storage: str | os.PathLike[str] | CheckpointStorage
+    ) -> CheckpointConfig:
+        """Where checkpoints go: a folder path or URI (`file:///data/checkpoints`), or one of
+        PyFlink's storages (`FileSystemCheckpointStorage(path)`, ...: core/checkpoint_storage)."""
+        if isinstance(storage, CheckpointStorage):
+            storage = storage.checkpoint_folder(self.storage)
         text = os.fspath(storage)
         if not text:
             raise ConfigurationError("checkpoint storage must be a non-empty path or URI")

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from barrierflow.core.config_options import ConfigOption
 from barrierflow.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -106,6 +107,19 @@ class Configuration:
 
     def set_bytearray(self, key: str, value: bytearray) -> Configuration:
         return self.set_string(key, bytes(value).decode("latin-1"))
+
+    def set(self, option: ConfigOption[Any], value: Any) -> Configuration:
+        """A typed option's value (refused when not of the option's type), kept as text."""
+        if not isinstance(option, ConfigOption):
+            raise ConfigurationError(f"Configuration.set needs a ConfigOption, got {option!r}")
+        return self.set_string(option.key(), option.to_text(value))
+
+    def get(self, option: ConfigOption[Any]) -> Any:
+        """A typed option's value, parsed from its text; its default (or None) when unset."""
+        if not isinstance(option, ConfigOption):
+            raise ConfigurationError(f"Configuration.get needs a ConfigOption, got {option!r}")
+        text = self._values.get(option.key())
+        return option.default_value() if text is None else option.from_text(text)
 
     def key_set(self) -> set[str]:
         return set(self._values)

@@ -32,6 +32,15 @@ from typing import Any
 
 from barrierflow.connectors.files._formats import TextLineFormat
 from barrierflow.connectors.files._part_files import ByteStreamPartFile, PartFile, PartFileFormat
+from barrierflow.connectors.files._pyflink_extras import (
+    COMPACTION_REFUSED,
+    BulkFormat,
+    FileCompactor,
+    FileCompactStrategy,
+    FileEnumeratorProvider,
+    FileSplitAssignerProvider,
+    StreamingFileSink,
+)
 from barrierflow.connectors.files._sink import FileSink as _FileSink
 from barrierflow.connectors.files._sink import RollingPolicy as _RollingPolicy
 from barrierflow.connectors.files._source import FileSource as _FileSource
@@ -41,12 +50,18 @@ from barrierflow.serialization import Encoder
 
 __all__ = [
     "BucketAssigner",
+    "BulkFormat",
+    "FileCompactStrategy",
+    "FileCompactor",
+    "FileEnumeratorProvider",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
+    "FileSplitAssignerProvider",
     "OutputFileConfig",
     "RollingPolicy",
     "StreamFormat",
+    "StreamingFileSink",
 ]
 
 
@@ -306,7 +321,7 @@ class FileSink(_FileSink):
             return self
 
         def enable_compact(self, strategy: Any, compactor: Any) -> FileSink.RowFormatBuilder:
-            raise ConfigurationError("FileSink compaction is not supported")
+            raise ConfigurationError(COMPACTION_REFUSED)
 
         def disable_compact(self) -> FileSink.RowFormatBuilder:
             return self

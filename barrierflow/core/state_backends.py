@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from barrierflow.core.rocksdb_profiles import PredefinedOptions
 from barrierflow.errors import ConfigurationError
 
 DEFAULT_BLOCK_CACHE_MB = 64
@@ -92,3 +93,21 @@ class EmbeddedRocksDBStateBackend(StateBackend):
     def is_incremental_checkpoints_enabled(self) -> bool:
         """PyFlink's name for `enable_incremental_checkpointing`."""
         return self.enable_incremental_checkpointing
+
+    def set_predefined_options(self, options: PredefinedOptions) -> None:
+        """PyFlink's RocksDB profile: it sets the memory settings it translates to where this
+        backend keeps the defaults (core/rocksdb_profiles.py says what each profile means
+        here). Changes this object in place, as PyFlink's call does."""
+        if not isinstance(options, PredefinedOptions):
+            raise ConfigurationError(f"not a PredefinedOptions: {options!r}")
+        defaults = {
+            "block_cache_mb": DEFAULT_BLOCK_CACHE_MB,
+            "write_buffer_mb": DEFAULT_WRITE_BUFFER_MB,
+        }
+        for name, value in options.memory_settings().items():
+            if getattr(self, name) == defaults[name]:
+                object.__setattr__(self, name, value)  # frozen fields: PyFlink's call mutates
+        object.__setattr__(self, "_predefined_options", options)
+
+    def get_predefined_options(self) -> PredefinedOptions:
+        return getattr(self, "_predefined_options", PredefinedOptions.DEFAULT)

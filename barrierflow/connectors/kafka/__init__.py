@@ -10,6 +10,7 @@ first talks to Kafka: `pip install 'barrierflow[kafka]'`. See docs/connectors/ka
 from barrierflow.connectors.base import DEAD_LETTERS
 from barrierflow.connectors.delivery_guarantee import DeliveryGuarantee
 from barrierflow.connectors.kafka._client import KafkaRecord, KafkaRecordDeserializationSchema
+from barrierflow.connectors.kafka._legacy import FlinkKafkaConsumer, FlinkKafkaProducer, Semantic
 from barrierflow.connectors.kafka._offsets import (
     KafkaOffsetResetStrategy,
     KafkaOffsetsInitializer,
@@ -27,6 +28,8 @@ __all__ = [
     "DEAD_LETTERS",
     "DEFAULT_MARKER_TOPIC",
     "DeliveryGuarantee",
+    "FlinkKafkaConsumer",
+    "FlinkKafkaProducer",
     "KafkaOffsetResetStrategy",
     "KafkaOffsetsInitializer",
     "KafkaRecord",
@@ -39,4 +42,5 @@ __all__ = [
     "KafkaSourceBuilder",
     "KafkaTopicPartition",
     "KafkaTopicSelector",
+    "Semantic",
 ]
