@@ -34,11 +34,17 @@ PYFLINK_NAMES = {
             "Duration",
             "Instant",
             "Time",
+            "ConfigOption",
+            "ConfigOptions",
+            "TypeSerializer",
+            "CompletableFuture",
+            "InputDependencyConstraint",
+            "JobID",
+            "RestartStrategyConfiguration",
+            "AssignerWithPeriodicWatermarksWrapper",
         ],
     ),
-    # not here: ConfigOption ConfigOptions TypeSerializer CompletableFuture
-    # InputDependencyConstraint JobID RestartStrategyConfiguration
-    # AssignerWithPeriodicWatermarksWrapper
+    # not here: -
     "pyflink.datastream": (
         "barrierflow",
         [
@@ -90,11 +96,19 @@ PYFLINK_NAMES = {
             "OutputTag",
             "AsyncRetryPredicate",
             "AsyncRetryStrategy",
+            "CustomStateBackend",
+            "PredefinedOptions",
+            "CheckpointStorage",
+            "JobManagerCheckpointStorage",
+            "FileSystemCheckpointStorage",
+            "CustomCheckpointStorage",
+            "SourceFunction",
+            "SinkFunction",
+            "SlotSharingGroup",
+            "MemorySize",
         ],
     ),
-    # not here: CustomStateBackend PredefinedOptions CheckpointStorage
-    # JobManagerCheckpointStorage FileSystemCheckpointStorage CustomCheckpointStorage
-    # SourceFunction SinkFunction SlotSharingGroup MemorySize
+    # not here: -
     "pyflink.common.typeinfo": (
         "barrierflow",
         [
@@ -117,9 +131,10 @@ PYFLINK_NAMES = {
         [
             "WatermarkStrategy",
             "TimestampAssigner",
+            "AssignerWithPeriodicWatermarksWrapper",
         ],
     ),
-    # not here: AssignerWithPeriodicWatermarksWrapper
+    # not here: -
     "pyflink.common.types": (
         "barrierflow",
         [
@@ -137,9 +152,10 @@ PYFLINK_NAMES = {
             "ByteArraySchema",
             "Encoder",
             "RowFieldExtractorSchema",
+            "BulkWriterFactory",
         ],
     ),
-    # not here: BulkWriterFactory
+    # not here: -
     "pyflink.datastream.functions": (
         "barrierflow.functions",
         [
@@ -167,10 +183,13 @@ PYFLINK_NAMES = {
             "AsyncFunction",
             "AsyncRetryPredicate",
             "AsyncRetryStrategy",
+            "SourceFunction",
+            "SinkFunction",
+            "AsyncFunctionDescriptor",
+            "BaseBroadcastProcessFunction",
         ],
     ),
-    # not here: SourceFunction SinkFunction BaseBroadcastProcessFunction
-    # AsyncFunctionDescriptor
+    # not here: -
     "pyflink.datastream.state": (
         "barrierflow.state",
         [
@@ -221,9 +240,12 @@ PYFLINK_NAMES = {
             "PurgingTrigger",
             "CountTrigger",
             "SessionWindowTimeGapExtractor",
+            "TimeWindowSerializer",
+            "CountWindowSerializer",
+            "GlobalWindowSerializer",
         ],
     ),
-    # not here: TimeWindowSerializer CountWindowSerializer GlobalWindowSerializer
+    # not here: -
     "pyflink.datastream.connectors": (
         "barrierflow.connectors",
         [
@@ -243,10 +265,19 @@ PYFLINK_NAMES = {
             "StreamFormat",
             "RollingPolicy",
             "BucketAssigner",
+            "FileCompactor",
+            "FileCompactStrategy",
+            "StreamingFileSink",
+            "BulkFormat",
+            "FileEnumeratorProvider",
+            "FileSplitAssignerProvider",
         ],
     ),
-    # not here: FileCompactor FileCompactStrategy StreamingFileSink BulkFormat
-    # FileEnumeratorProvider FileSplitAssignerProvider
+    # not here: -
+    "pyflink.datastream.connectors.kafka": (
+        "barrierflow.connectors.kafka",
+        ["KafkaSource", "KafkaSink", "FlinkKafkaConsumer", "FlinkKafkaProducer", "Semantic"],
+    ),
     "pyflink.datastream.connectors.number_seq": (
         "barrierflow.connectors.number_seq",
         ["NumberSequenceSource"],

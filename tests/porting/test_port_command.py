@@ -127,3 +127,28 @@ def test_the_ported_examples_use_nothing_barrierflow_lacks():
     for path in examples:
         report = port_source(path.read_text())
         assert (report.rewritten, report.unsupported) == (0, []), path
+
+
+def test_the_refused_pyflink_names_are_listed_as_unsupported(tmp_path):
+    """A legacy job (Kafka consumer, a Java state backend, the legacy file sink) ports, and
+    the tool lists each refused name on its line with the error the job would stop on."""
+    job = tmp_path / "legacy.py"
+    job.write_text(
+        "from pyflink.datastream import StreamExecutionEnvironment, CustomStateBackend\n"
+        "from pyflink.datastream.connectors.kafka import FlinkKafkaConsumer\n"
+        "from pyflink.datastream.connectors.file_system import StreamingFileSink\n"
+        "from pyflink.common import InputDependencyConstraint, MemorySize\n"
+    )
+    result = CliRunner().invoke(main, ["port", str(job)])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.startswith(f"{job}:")]
+    assert [line.split(": ", 2)[1] for line in lines[:-1]] == [
+        "CustomStateBackend",
+        "FlinkKafkaConsumer",
+        "StreamingFileSink",
+        "InputDependencyConstraint",
+    ]
+    assert "FlinkKafkaConsumer: refused when the job is built (JobDefinitionError" in lines[1]
+    assert "use KafkaSource.builder()" in lines[1]
+    assert "InputDependencyConstraint: accepted and ignored (" in lines[3]
+    assert lines[-1].endswith("4 pyflink references rewritten; 3 unsupported")
