@@ -55,6 +55,9 @@ and a checkpoint's `write(folder, shared)` uploads only a delta into `shared`.
 
 from __future__ import annotations
 
+import gc
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +100,49 @@ _NO_KEY = NO_KEY
 
 _EMPTY: dict[Any, Any] = {}
 """What a snapshot holds for a key group that was empty when it was taken (never changed)."""
+
+
+YOUNG_THRESHOLD = 50_000
+"""The young generation's collection threshold while a heap snapshot is held (`_GcWhileHeld`)."""
+
+
+class _GcWhileHeld:
+    """Raises the young generation's collection threshold while any heap snapshot is held.
+
+    While a snapshot holds the old values, every update of a container value (a tuple, a
+    list) is a net allocation, so CPython's young collection (default: every 700 net
+    container allocations) fires every few hundred records, and each one also walks the
+    copy-on-write copies and dirty sets made since the barrier: measured 0.8 ms per young
+    and 3.6 ms per middle collection, about a fifth of a 500k-key count's time with 1 s
+    checkpoints. A higher threshold for the second or so until the snapshot is released
+    keeps cycles collected, only later. Process-wide (the gc is); restored by the last
+    release; a threshold already higher (or gc disabled) is left alone.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = 0
+        self._saved: tuple[int, int, int] | None = None
+
+    def hold(self) -> None:
+        with self._lock:
+            if self._held == 0:
+                saved = gc.get_threshold()
+                if 0 < saved[0] < YOUNG_THRESHOLD:
+                    gc.set_threshold(YOUNG_THRESHOLD, saved[1], saved[2])
+                    self._saved = saved
+            self._held += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._held -= 1
+            if self._held == 0 and self._saved is not None:
+                if gc.get_threshold()[0] == YOUNG_THRESHOLD:  # nobody changed it meanwhile
+                    gc.set_threshold(*self._saved)
+                self._saved = None
+
+
+GC_WHILE_HELD = _GcWhileHeld()
 
 
 class HeapKeyedStateBackend(KeyScope):
@@ -227,8 +273,11 @@ class HeapKeyedStateBackend(KeyScope):
                     shared.share(snapshot)
             held.append(groups)
         snapshot._held = held
+        GC_WHILE_HELD.hold()
+        snapshot._gc_hold = weakref.finalize(snapshot, GC_WHILE_HELD.release)
         if self._changelog is not None and checkpoint_id is not None:
-            snapshot._changelog = self._changelog.snapshot(checkpoint_id, self._swap_dirty())
+            live = sum(len(entries) for table in self._tables.values() for entries in table.live)
+            snapshot._changelog = self._changelog.snapshot(checkpoint_id, self._swap_dirty(), live)
         return snapshot
 
     def _swap_dirty(self) -> dict[str, dict[int, set[Any]]]:
@@ -336,6 +385,8 @@ class HeapKeyedStateSnapshot:
         self._shared: list[tuple[str, int, bool]] = []
         self._garbage: list[Any] = []
         """What the barrier set aside instead of freeing (large sets): freed by `release`."""
+        self._gc_hold: Callable[[], Any] = _nothing
+        """Ends this snapshot's hold on the gc threshold (`_GcWhileHeld`); once."""
 
     def write(
         self, side_files: _fs.Location | None = None, shared: _fs.Location | None = None
@@ -403,6 +454,11 @@ class HeapKeyedStateSnapshot:
         self._held = None
         self._garbage = []
         self.released = True
+        self._gc_hold()  # once (a finalizer): also if the snapshot is dropped unreleased
+
+
+def _nothing() -> None:
+    """A snapshot that holds nothing ends nothing."""
 
 
 def filtered(entries: dict[Any, Any], transform: Callable[[Any], Any] | None) -> dict[Any, Any]:

@@ -12,7 +12,8 @@ envelope, itself a shared file) and the deltas after it, in order, with their si
     {"version": 1, "max_parallelism": 128, "key_group_range": [start, end],
      "states": [[name, kind], ...],
      "base": [name, size],                  # names relative to the job folder
-     "deltas": [[name, size], ...]}         # oldest first
+     "deltas": [[name, size], ...],         # oldest first
+     "base_entries": n}                     # keys the base holds (optional)
 
 A delta file is a "heap-changelog-delta" envelope with the canonical header's fields
 (states, key_groups: {key group: [offset, length]}) and one section per key group
@@ -29,9 +30,10 @@ fold into the next delta (`DirtyLog`).
 Materialization: a checkpoint writes a new base instead of a delta (from its copy-on-write
 version, on the uploader thread) when there is no completed chain yet, the chain was
 restored from another job folder (or from other sections than exactly one manifest of this
-backend's key-group range), its deltas add up to more bytes than its base, or it has
-`MAX_DELTAS` deltas. So a restore reads at most a base, deltas about as large as it, and
-one more delta. Savepoints (`write(None)`) stay canonical.
+backend's key-group range), its deltas add up to more than `DELTA_RATIO` times the state's
+estimated full size (the base's bytes scaled by how many entries the state holds now
+against the base's), or it has `MAX_DELTAS` deltas. So a restore reads at most a base,
+deltas about twice the state, and one more delta. Savepoints (`write(None)`) stay canonical.
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ CHANGELOG_VERSION = 1
 MAX_DELTAS = 32
 """A chain with this many deltas is materialized (a new base) at the next checkpoint."""
 
+DELTA_RATIO = 2
+"""A chain whose deltas add up to more than this many times the state's estimated full
+size is materialized at the next checkpoint: a restore reads at most about
+`1 + DELTA_RATIO` times the state, and a state that changes a quarter of its keys per
+checkpoint writes a base about every eighth."""
+
 _NONE: frozenset[Any] = frozenset()
 
 DirtyKeys = dict[str, dict[int, set[Any]]]
@@ -79,6 +87,8 @@ class Chain:
     folder: str
     base: tuple[str, int]
     deltas: tuple[tuple[str, int], ...] = ()
+    base_entries: int = 0
+    """Entries (keys over all states) the base holds; 0: unknown."""
 
     @property
     def delta_bytes(self) -> int:
@@ -87,12 +97,17 @@ class Chain:
     def files(self) -> list[tuple[str, int]]:
         return [self.base, *self.deltas]
 
-    def needs_base(self, folder: str) -> bool:
-        """Whether the next checkpoint into `folder` must write a new base instead of a delta."""
+    def needs_base(self, folder: str, live_entries: int = 0) -> bool:
+        """Whether the next checkpoint into `folder` must write a new base instead of a
+        delta. `live_entries`: the state's entries now, which scale the base's size to
+        the state's (a state that grew since its base allows larger deltas)."""
+        full = self.base[1]
+        if self.base_entries and live_entries > self.base_entries:
+            full = full * live_entries // self.base_entries
         return (
             folder != self.folder
             or len(self.deltas) >= MAX_DELTAS
-            or self.delta_bytes > self.base[1]
+            or self.delta_bytes > DELTA_RATIO * full
         )
 
 
@@ -104,6 +119,8 @@ class Pending:
     checkpoint_id: int
     dirty: DirtyKeys
     chain: Chain | None = None
+    live_entries: int = 0
+    """Entries (keys over all states) the state held at the snapshot."""
 
 
 @dataclass
@@ -117,10 +134,13 @@ class DirtyLog:
     pending: list[Pending] = field(default_factory=list)
     """Snapshots since `confirmed`'s, oldest first: their dirty keys are not yet in it."""
 
-    def snapshot(self, checkpoint_id: int, dirty: DirtyKeys) -> tuple[Chain | None, list[Pending]]:
-        """A checkpoint's snapshot took `dirty` (swapped out of the live state): the chain
-        it builds on and the dirty keys its delta holds (every pending snapshot's)."""
-        record = Pending(checkpoint_id, dirty)
+    def snapshot(
+        self, checkpoint_id: int, dirty: DirtyKeys, live_entries: int = 0
+    ) -> tuple[Chain | None, list[Pending]]:
+        """A checkpoint's snapshot took `dirty` (swapped out of the live state) when the
+        state held `live_entries` entries: the chain it builds on and the dirty keys its
+        delta holds (every pending snapshot's)."""
+        record = Pending(checkpoint_id, dirty, live_entries=live_entries)
         self.pending.append(record)
         return self.confirmed, list(self.pending)
 
@@ -216,7 +236,8 @@ def write_changelog(
     effort) and the error propagates."""
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
-    if confirmed is None or confirmed.needs_base(folder):
+    live_entries = records[-1].live_entries
+    if confirmed is None or confirmed.needs_base(folder, live_entries):
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
         suffix = "heapbase"
     else:
@@ -233,10 +254,10 @@ def write_changelog(
         raise
     entry = (f"{shared.name}/{target.name}", sum(len(part) for part in parts))
     if suffix == "heapbase":
-        chain = Chain(folder, entry)
+        chain = Chain(folder, entry, base_entries=live_entries)
     else:
         assert confirmed is not None
-        chain = Chain(folder, confirmed.base, (*confirmed.deltas, entry))
+        chain = Chain(folder, confirmed.base, (*confirmed.deltas, entry), confirmed.base_entries)
     records[-1].chain = chain
     header = {
         "version": CHANGELOG_VERSION,
@@ -245,6 +266,7 @@ def write_changelog(
         "states": [[name, kind.value] for name, kind in snapshot._states],
         "base": list(chain.base),
         "deltas": [list(delta) for delta in chain.deltas],
+        "base_entries": chain.base_entries,
     }
     listed = [(name, size, name == entry[0]) for name, size in chain.files()]
     return _envelope.encode(CHANGELOG_KIND, header), listed
@@ -293,7 +315,13 @@ def manifest_chain(header: dict[str, Any], base: _fs.Location) -> Chain:
         folder,
         (str(header["base"][0]), int(header["base"][1])),
         tuple((str(name), int(size)) for name, size in header["deltas"]),
+        _entries(header.get("base_entries", 0)),
     )
+
+
+def _entries(value: Any) -> int:
+    """A manifest's optional "base_entries" (0: absent or not a count)."""
+    return value if type(value) is int and value > 0 else 0
 
 
 def changelog_to_canonical(

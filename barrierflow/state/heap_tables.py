@@ -131,9 +131,9 @@ class SharedGroup:
         """`value` of `key`, which a snapshot may hold: as it is if it cannot change in
         place (a tuple of such values) or no snapshot holds it any more, else a copy of
         its own that replaces it in the live dict."""
-        if _immutable(value):  # not remembered: `share` would clear that set at the barrier
+        if self._unshare_if_released():  # first: reads go back to the plain dict at once
             return value
-        if self._unshare_if_released():
+        if _immutable(value):  # not remembered: `share` would clear that set at the barrier
             return value
         copied = _copy(value)
         if copied is not value:

@@ -18,6 +18,7 @@ from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.heap_changelog import (
     CHANGELOG_KIND,
     DELTA_KIND,
+    DELTA_RATIO,
     MAX_DELTAS,
     Chain,
     DirtyLog,
@@ -140,9 +141,18 @@ def test_chain_needs_base() -> None:
     chain = Chain("f", ("shared/b", 100), (("shared/d1", 60),))
     assert not chain.needs_base("f")
     assert chain.needs_base("other"), "a chain of another job folder is never continued"
-    assert Chain("f", ("shared/b", 100), (("d1", 60), ("d2", 41))).needs_base("f")
+    at_limit = Chain("f", ("shared/b", 100), (("d1", 100), ("d2", 100)))
+    assert not at_limit.needs_base("f"), f"deltas up to {DELTA_RATIO}x the base are kept"
+    over = Chain("f", ("shared/b", 100), (("d1", 100), ("d2", 101)))
+    assert over.needs_base("f")
     many = tuple((f"d{i}", 1) for i in range(MAX_DELTAS))
     assert Chain("f", ("shared/b", 10**6), many).needs_base("f")
+    # a state that grew since its base: the limit scales with its entries (never shrinks)
+    grown = Chain("f", ("shared/b", 100), (("d1", 300),), base_entries=10)
+    assert grown.needs_base("f", 10) and grown.needs_base("f", 14)
+    assert not grown.needs_base("f", 15), "15 entries: estimated 150 bytes, deltas 2x that"
+    assert grown.needs_base("f", 5), "a shrunk state keeps the base's size as its estimate"
+    assert Chain("f", ("shared/b", 100), (("d1", 201),)).needs_base("f", 10**6), "unknown"
 
 
 # ---- the backend, with real files -----------------------------------------------------------
@@ -289,8 +299,10 @@ def test_materializes_when_deltas_outgrow_the_base(tmp_path: Path) -> None:
         if files[-1][0].endswith(".heapbase"):
             break
         written += files[-1][1]
+        files_before = files
     assert len(files) == 1 and files[0][2], "a new base alone"
-    assert written > base_size, "only once the deltas added up to more than the base"
+    assert written > DELTA_RATIO * base_size, "only once the deltas outgrew the ratio"
+    assert written - files_before[-1][1] <= DELTA_RATIO * base_size, "and not later"
     restored = backend()
     restored.restore(
         [_fs.read_bytes(job.chk(checkpoint_id).child("keyed"))], job.chk(checkpoint_id)
