@@ -34,6 +34,7 @@ def started(kafka_cluster, topic, clock):
         .set_bootstrap_servers(kafka_cluster.bootstrap_servers)
         .set_topics(topic)
         .set_value_only_deserializer(SimpleStringSchema())
+        .set_property("fetch.wait.max.ms", 20)  # the mock cluster waits that long for more
         .build()
     )
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
@@ -41,9 +42,10 @@ def started(kafka_cluster, topic, clock):
     return started_source(source, clock, strategy=strategy, interval_ms=INTERVAL_MS)
 
 
-def arrive(kafka_cluster, operator, out, topic, partition, value, timestamp):
+def arrive(producer, operator, out, topic, partition, value, timestamp):
     """Produce one record and poll the operator until it came out: what came out with it."""
-    kafka_cluster.produce(topic, [value], partition, timestamp=timestamp)
+    producer.produce(topic, value=value, partition=partition, timestamp=timestamp)
+    assert producer.flush(BOUND_S) == 0, f"{value!r} not acknowledged"
     seen = []
     deadline = time.monotonic() + BOUND_S
     while ("record", value, timestamp) not in seen:
@@ -57,6 +59,9 @@ def test_an_idle_partition_stops_holding_the_watermark_back_until_it_has_records
     kafka_cluster,
 ):
     topic = kafka_cluster.create_topic(kafka_cluster.fresh_name("idle"), 2)
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "linger.ms": 0})
     clock = ManualClock()
     operator, out = started(kafka_cluster, topic, clock)
     try:
@@ -79,7 +84,7 @@ def test_an_idle_partition_stops_holding_the_watermark_back_until_it_has_records
             got = []
             if partition is not None:
                 value = f"p{partition}@{timestamp}"
-                got = arrive(kafka_cluster, operator, out, topic, partition, value, timestamp)
+                got = arrive(producer, operator, out, topic, partition, value, timestamp)
                 got = [e for e in got if e[0] != "record"]
             fire_due(operator, clock)
             got += out.take()
