@@ -1,9 +1,9 @@
 """The JobMaster's mails: what other threads hand to the JobMaster thread.
 
 RPC reader threads post a task's message or its lost connection, the Spark runner
-posts the end of an attempt's Spark job, the JobClient posts a cancel request (and, for
-`barrierflow chaos`, a failure to inject), any caller of the job's actions (job_actions.py)
-posts a savepoint or stop with savepoint. Each
+posts the start of an attempt's Spark tasks and the end of its Spark job, the JobClient
+posts a cancel request (and, for `barrierflow chaos`, a failure to inject), any caller of
+the job's actions (job_actions.py) posts a savepoint or stop with savepoint. Each
 mail is a frozen value dispatched by type; one that names an attempt carries its
 number, so the JobMaster refuses what belongs to an older attempt (a zombie).
 """
@@ -45,6 +45,14 @@ class SparkJobEnded:
 
     attempt: int
     error: str | None
+
+
+@dataclass(frozen=True)
+class SparkTasksLaunched:
+    """Spark started every task of `attempt`'s barrier stage (it had waited for that many free
+    task slots): from now on the tasks start their Python workers and register."""
+
+    attempt: int
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from barrierflow.cluster.jobmaster.job_master import JobMaster, JobSettings
 from barrierflow.cluster.mails import (
     Mail,
     SparkJobEnded,
+    SparkTasksLaunched,
     TaskConnectionLost,
     TaskMessageReceived,
 )
@@ -90,6 +91,8 @@ class FakeSparkRunner:
     payloads: list[bytes] = field(default_factory=list)
     log_folder: Path | None = None
     """Where the JobMaster asked the runner to write Spark's log."""
+    reports_launches: bool = False
+    """As SparkAttemptRunner (True): the test posts SparkTasksLaunched (`launch`)."""
 
     def executor_hosts(self) -> frozenset[str]:
         return frozenset({socket.gethostname()})
@@ -130,6 +133,8 @@ class JobHarness:
         self.runner: FakeSparkRunner | None = None
         self.addresses = LOCAL_ADDRESSES
         """What the fake runner says about addresses (set before `start`)."""
+        self.reports_launches = False
+        """Whether the fake runner reports its stages' start (set before `start`)."""
         self.master = JobMaster(
             env.get_job_graph("unit-job"),
             JobSettings(
@@ -155,7 +160,9 @@ class JobHarness:
         self.tasks: dict[int, FakeConnection] = {}
 
     def _connect_runner(self, master, subtasks, name, post) -> FakeSparkRunner:
-        self.runner = FakeSparkRunner(post, addresses=self.addresses)
+        self.runner = FakeSparkRunner(
+            post, addresses=self.addresses, reports_launches=self.reports_launches
+        )
         return self.runner
 
     def _start_rpc(self, host, secret, post, job_id=None) -> FakeRpc:
@@ -201,6 +208,10 @@ class JobHarness:
 
     def lose(self, partition: int) -> None:
         self.post(TaskConnectionLost(self.tasks[partition]))
+
+    def launch(self, attempt: int) -> None:
+        """Spark started the tasks of `attempt`'s stage (they had waited for free slots)."""
+        self.post(SparkTasksLaunched(attempt))
 
     def end_spark_job(self, attempt: int, error: str | None = None) -> None:
         self.post(SparkJobEnded(attempt, error))

@@ -12,7 +12,10 @@ from barrierflow.cluster.spark import runner as spark_runner
 from barrierflow.cluster.spark.runner import SparkAttemptRunner
 
 FAKE_SPARK = SimpleNamespace(
-    sparkContext=SimpleNamespace(master="spark://127.0.0.1:7077"),
+    sparkContext=SimpleNamespace(
+        master="spark://127.0.0.1:7077",
+        statusTracker=lambda: SimpleNamespace(getJobIdsForGroup=lambda group: []),
+    ),
     conf=SimpleNamespace(get={"spark.driver.host": "127.0.0.1"}.get),
 )
 

@@ -2,7 +2,7 @@
 
 An attempt starts when the JobMaster submits its Spark job and ends when that job
 ends (success), or when something fails it: a task's failure, a task's process
-dying, the registration timeout, the coordinator giving up, a cancel request. Any
+dying, the deployment timeouts, the coordinator giving up, a cancel request. Any
 of those raises `AttemptFailed` with the attempt's root cause; the JobMaster then
 decides whether to restart. JobMaster thread only; time is read from and waited
 for through the JobMaster's clock and scheduler.
@@ -41,7 +41,16 @@ log = logging.getLogger(__name__)
 TICK_MS = 20
 """How often the coordinator is asked whether a checkpoint is due."""
 REGISTRATION_TIMEOUT_MS = 120_000
-"""How long every task of an attempt has to register and report running."""
+"""How long the tasks of an attempt may go without progress (one more task registered or
+running) once Spark started them, before the attempt fails. It bounds a hang, not the
+deployment: on a busy host a Spark task's Python worker takes long to start (8 workers
+importing the job's code at once at load 30 on 2 cores took over 120 s together)."""
+SLOT_WAIT_TIMEOUT_MS = 300_000
+"""How long an attempt's barrier stage may wait for free task slots (other Spark jobs of the
+session hold them) before the attempt fails; the master offers enough of them in all, or
+the job was refused before it started (`check_slots`)."""
+SLOT_WAIT_REPORT_MS = 30_000
+"""How often an attempt still waiting for free task slots says so in the log."""
 LOST_PEER_GRACE_MS = 1_500
 """How long a lost-peer failure waits for its primary cause (the peer's own failure or
 its lost connection) before it is reported as the attempt's cause itself."""
@@ -67,9 +76,12 @@ class Attempt:
         splits: dict[SubtaskId, list[SourceSplit]],
         latest: RestorePoint | None,
         connections: dict[int, TaskConnection] | None = None,
+        awaiting_launch: bool = False,
     ) -> None:
         """`connections`: the tasks' kept connections when the attempt runs in place (they
-        register again on them), so a process lost before it registers fails the attempt."""
+        register again on them), so a process lost before it registers fails the attempt.
+        `awaiting_launch`: a new Spark stage whose runner reports when Spark started its
+        tasks (`on_spark_tasks_launched`); until then the stage waits for free slots."""
         self.master = master
         self.number = number
         self.splits = splits
@@ -90,13 +102,19 @@ class Attempt:
         self.checkpoints: CheckpointActions | None = None
         self._secondary: AttemptFailure | None = None
         self._tick_timer: ScheduledAction | None = None
-        self._timers: list[ScheduledAction] = [
-            master.scheduler.schedule(
-                REGISTRATION_TIMEOUT_MS,
-                self._registration_timed_out,
-                f"registration timeout of attempt {number}",
+        self._timers: list[ScheduledAction] = []
+        self.launched = not awaiting_launch
+        """Whether Spark started the tasks (a registration proves it too)."""
+        self._submitted_s = master.clock.monotonic()
+        self._deadline: ScheduledAction | None = None
+        """The deployment's current bound: the slot wait, else the registration's."""
+        if self.launched:
+            self._expect_progress()
+        else:
+            self._deadline = master.scheduler.schedule(
+                SLOT_WAIT_TIMEOUT_MS, self._slots_timed_out, f"slot wait of attempt {number}"
             )
-        ]
+            self._report_slot_wait()
         self._handlers: dict[type, Callable[[int, Any], None]] = {
             msg.TaskRunning: self._on_running,
             msg.AcknowledgeCheckpoint: self._on_acknowledge,
@@ -198,6 +216,8 @@ class Attempt:
         aborted. The tasks are left to the caller (`stop`, or a roll-back in place)."""
         for timer in self._timers:
             timer.cancel()
+        if self._deadline is not None:
+            self._deadline.cancel()
         if self._tick_timer is not None:
             self._tick_timer.cancel()
         if self.checkpoints is not None:
@@ -211,7 +231,62 @@ class Attempt:
         finally:  # the tasks go even if aborting the checkpoints failed (the crash path)
             cancel_tasks(self.connections, self.number, "the job is failing over or cancelled")
 
-    # ---- registration and deployment ---------------------------------------------------------
+    # ---- waiting for slots, registration and deployment --------------------------------------
+
+    def on_spark_tasks_launched(self) -> None:
+        """Spark started the stage's tasks: the slot wait ends, the registration's bound
+        starts (a repeated or late report changes nothing)."""
+        if self.launched:
+            return
+        self.launched = True
+        waited_s = self.master.clock.monotonic() - self._submitted_s
+        if waited_s * 1000 >= SLOT_WAIT_REPORT_MS:
+            log.info(
+                "attempt %d: Spark started its %d tasks after %.0f s waiting for free task slots",
+                self.number,
+                len(self.partitions),
+                waited_s,
+            )
+        self._expect_progress()
+
+    def _expect_progress(self) -> None:
+        """(Re)start the registration's bound: the tasks made progress, or just started."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.master.scheduler.schedule(
+            REGISTRATION_TIMEOUT_MS,
+            self._registration_timed_out,
+            f"registration timeout of attempt {self.number}",
+        )
+
+    def _report_slot_wait(self) -> None:
+        """Log, every SLOT_WAIT_REPORT_MS while the stage waits for free slots, that it does."""
+        if self.launched:
+            return
+        waited_s = self.master.clock.monotonic() - self._submitted_s
+        if waited_s > 0:
+            log.info(
+                "attempt %d waits for %d free task slots for %.0f s (other Spark jobs of the "
+                "session hold them)",
+                self.number,
+                len(self.partitions),
+                waited_s,
+            )
+        self._timers.append(
+            self.master.scheduler.schedule(
+                SLOT_WAIT_REPORT_MS, self._report_slot_wait, f"attempt {self.number}: slot wait"
+            )
+        )
+
+    def _slots_timed_out(self) -> None:
+        self._fail(
+            AttemptFailure(
+                f"the Spark stage of attempt {self.number} waited "
+                f"{SLOT_WAIT_TIMEOUT_MS / 1000:.0f} s for {len(self.partitions)} free task "
+                "slots at once (a barrier stage starts all its tasks together) and never got "
+                "them: other Spark jobs of the session hold them"
+            )
+        )
 
     def _register(self, conn: TaskConnection, message: msg.RegisterTask) -> None:
         partition = message.partition
@@ -219,6 +294,8 @@ class Attempt:
             log.warning("refused a second registration of task %s", self.task_name(partition))
             conn.close()
             return
+        self.launched = True  # a registered task runs, whatever Spark's report says
+        self._expect_progress()
         self.connections[partition] = conn
         self.partition_of[conn] = partition
         self.addresses[partition] = message.data_address
@@ -256,10 +333,13 @@ class Attempt:
             )
 
     def _registration_timed_out(self) -> None:
+        since_s = self.master.clock.monotonic() - self._submitted_s
         self._fail(
             AttemptFailure(
                 f"only {len(self.running)} of {len(self.partitions)} tasks registered and "
-                f"started within {REGISTRATION_TIMEOUT_MS / 1000:.0f} s"
+                f"started ({len(self.addresses)} registered), none more in the last "
+                f"{REGISTRATION_TIMEOUT_MS / 1000:.0f} s ({since_s:.0f} s after the attempt's "
+                "Spark stage was submitted)"
             )
         )
 
@@ -267,8 +347,11 @@ class Attempt:
 
     def _on_running(self, partition: int, message: msg.TaskRunning) -> None:
         self.running.add(partition)
-        if len(self.running) == len(self.partitions) and self.checkpoints is None:
-            self._start_checkpointing()
+        if self.checkpoints is None:
+            if len(self.running) == len(self.partitions):
+                self._start_checkpointing()
+            else:
+                self._expect_progress()
 
     def _on_acknowledge(self, partition: int, message: msg.AcknowledgeCheckpoint) -> None:
         if self.checkpoints is not None:
@@ -329,7 +412,8 @@ class Attempt:
 
     def _start_checkpointing(self) -> None:
         master = self.master
-        self._timers[0].cancel()  # every task registered and runs
+        if self._deadline is not None:
+            self._deadline.cancel()  # every task registered and runs
         coordinator = cc.CheckpointCoordinator(
             master.settings.coordinator,
             tasks_to_trigger=self.source_partitions,

@@ -74,6 +74,7 @@ from barrierflow.cluster.mails import (
     Mail,
     SavepointRequested,
     SparkJobEnded,
+    SparkTasksLaunched,
     TaskConnection,
     TaskConnectionLost,
     TaskMessageReceived,
@@ -319,6 +320,9 @@ class JobMaster:
                     self.failing_over.abandon_rollback_if_broken()
                 return
             self.attempt.on_spark_job_ended(mail.error)
+        elif isinstance(mail, SparkTasksLaunched):
+            if self.attempt is not None and mail.attempt == self.stage:
+                self.attempt.on_spark_tasks_launched()
         elif isinstance(mail, CancelRequested):
             self._on_cancel(mail.reason)
         elif isinstance(mail, FailureInjectionRequested):
@@ -388,8 +392,11 @@ class JobMaster:
         latest: RestorePoint | None,
         connections: dict[int, TaskConnection] | None,
     ) -> Attempt:
-        """Attempt `number` over this JobMaster (seen as its AttemptHost): JobStart's factory."""
-        return Attempt(self, number, splits, latest, connections)
+        """Attempt `number` over this JobMaster (seen as its AttemptHost): JobStart's factory.
+        A new Spark stage waits for Spark to start its tasks if the runner reports that."""
+        awaiting_launch = connections is None and self.runner is not None
+        awaiting_launch = awaiting_launch and self.runner.reports_launches
+        return Attempt(self, number, splits, latest, connections, awaiting_launch)
 
     # ---- checkpoints of the job (across attempts) --------------------------------------------
 

@@ -3,19 +3,23 @@
 One attempt is one Spark job with a single barrier-mode stage of one task per
 subtask; Spark gang-schedules them, so every subtask runs at once. The JobMaster
 sees only the narrow `AttemptRunner` protocol (submit, cancel); `SparkAttemptRunner`
-is its production side, and tests pass a fake.
+is its production side, and tests pass a fake. A barrier stage starts all its tasks or
+none: while other Spark jobs hold task slots it waits, so the runner also tells the
+JobMaster when Spark started the tasks (`SparkTasksLaunched`), and the JobMaster times
+their registration from then, not from the submission.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from barrierflow.cluster.addresses import JobAddresses, resolve_addresses
-from barrierflow.cluster.mails import Mail, SparkJobEnded
+from barrierflow.cluster.mails import Mail, SparkJobEnded, SparkTasksLaunched
 from barrierflow.cluster.spark.session import (
     SparkOptions,
     check_slots,
@@ -24,6 +28,8 @@ from barrierflow.cluster.spark.session import (
     redirect_spark_log,
 )
 from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError, RemoteTaskError
+
+log = logging.getLogger(__name__)
 
 
 def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
@@ -38,6 +44,26 @@ def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, 
 
 def cancel_attempt(spark: Any, job_group: str) -> None:
     spark.sparkContext.cancelJobGroup(job_group)
+
+
+LAUNCH_POLL_S = 0.25
+"""How often the runner asks Spark whether an attempt's barrier stage has started."""
+
+
+def tasks_launched(tracker: Any, group: str, count: int) -> bool:
+    """Whether Spark started the `count` tasks of job group `group`'s stage (running now, or
+    already ended): a barrier stage starts all of them at once, once that many slots are free.
+    `tracker` is Spark's StatusTracker (answers may lag or be missing: then False)."""
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job is not None else ():
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:
+                continue
+            started = stage.numActiveTasks + stage.numCompletedTasks + stage.numFailedTasks
+            if started >= count:
+                return True
+    return False
 
 
 def spark_error_summary(error: BaseException) -> str:
@@ -98,14 +124,17 @@ class AttemptRunner(Protocol):
     addresses: JobAddresses
     """Where the JobMaster's endpoints and the tasks' data servers listen, and what the
     tasks are told to connect to (cluster/addresses.py)."""
+    reports_launches: bool
+    """Whether `submit` posts SparkTasksLaunched once Spark started the attempt's tasks."""
 
     def executor_hosts(self) -> frozenset[str]:
         """The hosts the tasks may run on (executors registered now)."""
         ...
 
     def submit(self, payload: bytes, group: str, attempt: int) -> None:
-        """Start one task per subtask running `payload`; post SparkJobEnded(attempt, ...)
-        once they all ended."""
+        """Start one task per subtask running `payload`; post SparkTasksLaunched(attempt)
+        once Spark started them (if `reports_launches`), SparkJobEnded(attempt, ...) once
+        they all ended."""
         ...
 
     def cancel(self, group: str) -> None:
@@ -127,7 +156,10 @@ RunnerFactory = Callable[[str | None, int, str, Callable[[Mail], None]], Attempt
 
 
 class SparkAttemptRunner:
-    """Runs each attempt as one Spark barrier job, waited for on a thread of its own."""
+    """Runs each attempt as one Spark barrier job, waited for on a thread of its own, and
+    watches on another when Spark starts its tasks."""
+
+    reports_launches = True
 
     def __init__(self, spark: Any, subtask_count: int, job_name: str, post: Callable[[Mail], None]):
         self._spark = spark
@@ -191,6 +223,12 @@ class SparkAttemptRunner:
             with self._lock:
                 if group in self._cancelled:  # cancelled while waiting: never submit it
                     raise InterruptedError(f"attempt {attempt} was cancelled before it started")
+            threading.Thread(
+                target=self._watch_launch,
+                args=(group, attempt),
+                daemon=True,
+                name=f"spark-launch-{attempt}",
+            ).start()
             run_attempt(self._spark, payload, self._subtask_count, group, self._job_name)
         except BaseException as error:
             self._post(SparkJobEnded(attempt, spark_error_summary(error)))
@@ -200,3 +238,22 @@ class SparkAttemptRunner:
             with self._ended:
                 self._running.discard(group)
                 self._ended.notify_all()
+
+    def _watch_launch(self, group: str, attempt: int) -> None:
+        """Post SparkTasksLaunched(attempt) once Spark started the stage of `group`; give up
+        when its Spark job ended (SparkJobEnded says the rest)."""
+        while True:
+            with self._ended:
+                if group not in self._running:
+                    return
+            try:
+                tracker = self._spark.sparkContext.statusTracker()
+                launched = tasks_launched(tracker, group, self._subtask_count)
+            except Exception:  # cannot tell: time the registration from now, as if started
+                log.warning("cannot tell whether Spark started attempt %d", attempt, exc_info=True)
+                launched = True
+            if launched:
+                self._post(SparkTasksLaunched(attempt))
+                return
+            with self._ended:
+                self._ended.wait_for(lambda: group not in self._running, LAUNCH_POLL_S)
