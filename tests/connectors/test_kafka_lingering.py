@@ -53,7 +53,9 @@ def _close_sinks():
             sink.close()
 
 
-def writer(cluster, setup, subtask, parallelism, restored=None, max_parallelism=0, limit=None):
+def writer(
+    cluster, setup, subtask, parallelism, restored=None, max_parallelism=0, limit=None, attempt=0
+):
     out, markers, prefix = setup
     serializer = (
         KafkaRecordSerializationSchema.builder()
@@ -77,8 +79,8 @@ def writer(cluster, setup, subtask, parallelism, restored=None, max_parallelism=
         "counts",
         subtask,
         parallelism,
-        0 if restored is None else 1,
-        "d",
+        attempt,
+        f"d{attempt}",
         "job",
         restored,
         lineage="lin1",
@@ -188,3 +190,19 @@ def test_a_restore_of_a_checkpoint_older_than_a_higher_parallelism_run_fences_it
         each.close()
     assert sorted(cluster.read(setup[0])) == ["r0", "r1"]
     lingering.abort_transaction(30)
+
+
+def test_a_later_attempt_of_the_run_does_not_probe_again(cluster, setup):
+    """The run's first deployment fenced the lingering ids and none of its subtasks uses
+    them, so a failover restores its own ids only (the probe costs about a second)."""
+    first = writer(cluster, setup, 0, 2, max_parallelism=IDS)
+    first.restore([])
+    first.write_batch(["a"])
+    first.pre_commit(1)
+    state = first.snapshot_state()  # checkpoint 1 completed, then the task died
+    initialized(cluster)
+    again = writer(cluster, setup, 0, 2, restored=1, max_parallelism=IDS, attempt=1)
+    again.restore([state])
+    assert initialized(cluster) == [0]
+    again.close()
+    assert cluster.read(setup[0]) == ["a"]

@@ -219,13 +219,15 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
             self._log.release_others(own)
 
     def _fence_lingering(self) -> None:
-        """Once per attempt, before anything restored is decided: fence the ids beyond this
-        run's parallelism this subtask owns (`lingering_ids`), which an earlier run at a
-        higher parallelism may have used (a fresh start, or a restore of a checkpoint older
-        than that run), so a transaction one left open is aborted now, not at the broker's
-        `transaction.timeout.ms`, and holds no marker check back. An id a restored state
-        names is initialized again when its transactions are decided."""
-        if self.exactly_once and not self._probed:
+        """At a run's first deployment, before anything restored is decided: fence the ids
+        beyond this run's parallelism this subtask owns (`lingering_ids`), which an earlier
+        run at a higher parallelism may have used (a fresh start, or a restore of a
+        checkpoint older than that run), so a transaction one left open is aborted now, not
+        at the broker's `transaction.timeout.ms`, and holds no marker check back. An id a
+        restored state names is initialized again when its transactions are decided. Later
+        attempts of the run skip it (about a second at the default limit): no subtask of
+        this run uses those ids, so nothing can have opened one since."""
+        if self.exactly_once and not self._probed and self.context.attempt == 0:
             self._probed = True
             fence_ids(self, self.lingering_ids())
 
