@@ -483,3 +483,33 @@ def test_a_state_declared_after_restore_as_another_kind_is_refused():
         StateRestoreError, match="'count' as value state, this job declares it as map"
     ):
         backend.get_map_state(MapStateDescriptor("count"))
+
+
+def test_the_young_gc_threshold_is_raised_while_a_snapshot_is_held() -> None:
+    """Event by event: the first snapshot raises it, the last release (or a snapshot dropped
+    unreleased) puts the saved threshold back; a higher one is never lowered."""
+    import gc
+
+    from barrierflow.state.heap_backend import YOUNG_THRESHOLD
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        b = HeapKeyedStateBackend(KeyGroupRange(0, 127), 128)
+        first = b.snapshot(1)
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        second = b.snapshot(2)
+        first.release()
+        first.release()  # idempotent: still held by the second
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        second.release()
+        assert gc.get_threshold() == (700, 10, 10)
+        dropped = b.snapshot(3)
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        del dropped  # never released: its finalizer ends the hold
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(10**6, 10, 10)
+        b.snapshot(4).release()
+        assert gc.get_threshold() == (10**6, 10, 10), "a higher threshold is left alone"
+    finally:
+        gc.set_threshold(*saved)

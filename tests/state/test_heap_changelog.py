@@ -572,3 +572,128 @@ def test_a_snapshot_filter_applies_to_deltas(tmp_path: Path) -> None:
         put(b, i, i + 100)
     _, files = job.checkpoint(b, 2)
     assert changed_keys(job.delta(files)) == ({0: 1000, 2: 1020}, {1, 3})
+
+
+# ---- chains event by event: restore from any checkpoint, across a base rewrite --------------
+
+# (event, argument): "put" {key: value or None}; "ckpt" id (completed); "abort" id (written,
+# never completed); "late" id (completes only after the next checkpoint's snapshot and
+# write, just before that one completes); "rebase" id (a new base, forced by a chain limit
+# of no deltas for that one checkpoint).
+CHAIN_EVENTS: list[tuple[str, Any]] = [
+    ("put", {f"k{i}": i for i in range(60)}),
+    ("ckpt", 1),  # base
+    ("put", {"k1": 100, "k2": None, "new1": 1}),
+    ("ckpt", 2),  # delta 1
+    ("put", {"k3": 300, "new1": None, "k2": 2}),
+    ("abort", 3),  # its changes must reach the next delta
+    ("put", {"k4": 400}),
+    ("ckpt", 4),  # delta 2: k3, new1, k2, k4
+    ("put", {"k5": 500}),
+    ("late", 5),  # snapshot 5, then 6 is taken before 5 completes
+    ("put", {"k6": 600, "k5": None}),
+    ("ckpt", 6),  # builds on 4's chain (5 had not completed when it was taken): k5, k6
+    ("put", {"k8": 800, "k6": None}),
+    ("ckpt", 7),  # builds on 6's chain: k8, k6 only
+    ("rebase", 8),  # a new base
+    ("put", {"k7": 700, "k1": None}),
+    ("ckpt", 9),  # a delta over the new base
+]
+
+
+def _chain_run(job: Job, b: HeapKeyedStateBackend) -> dict[int, dict[Any, Any]]:
+    """Plays CHAIN_EVENTS on `b`; returns the state (key -> value) at each completed
+    checkpoint, and checks each checkpoint's files are the chain it should be."""
+    import barrierflow.state.heap_changelog as heap_changelog
+
+    model: dict[Any, Any] = {}
+    at: dict[int, dict[Any, Any]] = {}
+    late: int | None = None
+    for event, argument in CHAIN_EVENTS:
+        if event == "put":
+            for key, value in argument.items():
+                put(b, key, value)
+                if value is None:
+                    model.pop(key, None)
+                else:
+                    model[key] = value
+            continue
+        if event == "rebase":
+            limit, heap_changelog.MAX_DELTAS = heap_changelog.MAX_DELTAS, 0
+            try:
+                _, files = job.checkpoint(b, argument)
+            finally:
+                heap_changelog.MAX_DELTAS = limit
+            assert [n.endswith(".heapbase") for n, _, _ in files] == [True], "a new base alone"
+        else:
+            _, files = job.checkpoint(b, argument, complete=False)
+        if late is not None:
+            b.notify_checkpoint_complete(late)
+            at[late] = late_model
+            late = None
+        if event in ("ckpt", "rebase"):
+            b.notify_checkpoint_complete(argument)
+        if event == "late":
+            late, late_model = argument, dict(model)
+        elif event in ("ckpt", "rebase"):
+            at[argument] = dict(model)
+    return at
+
+
+def _keyed(section_id: int, job: Job, rng: KeyGroupRange) -> dict[Any, Any]:
+    restored = backend(rng)
+    restored.restore([_fs.read_bytes(job.chk(section_id).child("keyed"))], job.chk(section_id))
+    return state_of(restored).get("v", {})
+
+
+def test_a_chain_restores_every_completed_checkpoint_also_rescaled(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    at = _chain_run(job, b)
+    assert sorted(at) == [1, 2, 4, 5, 6, 7, 8, 9]
+    thirds = [KeyGroupRange(0, 42), KeyGroupRange(43, 85), KeyGroupRange(86, 127)]
+    for checkpoint_id, expected in at.items():
+        assert _keyed(checkpoint_id, job, KeyGroupRange(0, MAX_P - 1)) == expected, checkpoint_id
+        merged: dict[Any, Any] = {}
+        for rng in thirds:  # 1 -> 3: each restores only its key groups of the chain
+            part = _keyed(checkpoint_id, job, rng)
+            assert all(key_in(backend(rng), key) for key in part)
+            merged.update(part)
+        assert merged == expected, f"rescaled restore of checkpoint {checkpoint_id}"
+    manifest = read_manifest(_fs.read_bytes(job.chk(6).child("keyed")))
+    deltas4 = read_manifest(_fs.read_bytes(job.chk(4).child("keyed")))["deltas"]
+    assert manifest["deltas"][: len(deltas4)] == deltas4, "6 continues 4's chain"
+    assert len(manifest["deltas"]) == len(deltas4) + 1, "not 5's (it completed after 6 began)"
+    deltas7 = read_manifest(_fs.read_bytes(job.chk(7).child("keyed")))["deltas"]
+    assert deltas7[:-1] == manifest["deltas"], "7 continues 6's chain"
+    seven = job.folder.child(*deltas7[-1][0].split("/"))
+    assert changed_keys(job.delta([(deltas7[-1][0], 0, True)]))[0] == {"k8": 800}, seven
+
+
+def test_restoring_the_middle_of_a_chain_continues_from_there(tmp_path: Path) -> None:
+    job, b = Job(tmp_path), backend()
+    at = _chain_run(job, b)
+    # restore checkpoint 4 (base + 2 deltas) into a new attempt of the same job folder
+    again = backend()
+    again.restore([_fs.read_bytes(job.chk(4).child("keyed"))], job.chk(4))
+    assert state_of(again)["v"] == at[4]
+    put(again, "k1", -1)
+    section, files = job.checkpoint(again, 20)
+    chain4 = read_manifest(_fs.read_bytes(job.chk(4).child("keyed")))
+    assert [n for n, _, _ in files][:-1] == [chain4["base"][0]] + [d[0] for d in chain4["deltas"]]
+    assert [new for _, _, new in files] == [False] * (len(files) - 1) + [True]
+    assert changed_keys(job.delta(files))[0] == {"k1": -1}, "only what changed since the restore"
+    assert _keyed(20, job, KeyGroupRange(0, MAX_P - 1)) == {**at[4], "k1": -1}
+
+
+def test_a_growing_state_keeps_its_base(tmp_path: Path) -> None:
+    """Deltas of new keys over a small first base: the base's size is scaled to the state's
+    entries, so the chain goes on (the rule before wrote a base at every checkpoint)."""
+    job, b = Job(tmp_path), backend()
+    put(b, "k0", 0)
+    job.checkpoint(b, 1)
+    for checkpoint_id in range(2, 6):
+        for i in range(100 * checkpoint_id, 100 * checkpoint_id + 50):
+            put(b, f"k{i}", i)
+        _, files = job.checkpoint(b, checkpoint_id)
+        assert files[-1][0].endswith(".heapdelta"), checkpoint_id
+    assert len(files) == 5, "the first base and four deltas"
