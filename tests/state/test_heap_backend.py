@@ -490,8 +490,10 @@ def test_the_young_gc_threshold_is_raised_while_a_snapshot_is_held() -> None:
     unreleased) puts the saved threshold back; a higher one is never lowered."""
     import gc
 
-    from barrierflow.state.heap_backend import YOUNG_THRESHOLD
+    from barrierflow.state.heap_backend import GC_WHILE_HELD, YOUNG_THRESHOLD
 
+    gc.collect()  # snapshots other tests dropped unreleased: their finalizers end their holds
+    assert GC_WHILE_HELD._held == 0
     saved = gc.get_threshold()
     try:
         gc.set_threshold(700, 10, 10)

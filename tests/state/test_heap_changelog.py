@@ -609,6 +609,7 @@ def _chain_run(job: Job, b: HeapKeyedStateBackend) -> dict[int, dict[Any, Any]]:
     model: dict[Any, Any] = {}
     at: dict[int, dict[Any, Any]] = {}
     late: int | None = None
+    late_model: dict[Any, Any] = {}
     for event, argument in CHAIN_EVENTS:
         if event == "put":
             for key, value in argument.items():
@@ -677,7 +678,7 @@ def test_restoring_the_middle_of_a_chain_continues_from_there(tmp_path: Path) ->
     again.restore([_fs.read_bytes(job.chk(4).child("keyed"))], job.chk(4))
     assert state_of(again)["v"] == at[4]
     put(again, "k1", -1)
-    section, files = job.checkpoint(again, 20)
+    _, files = job.checkpoint(again, 20)
     chain4 = read_manifest(_fs.read_bytes(job.chk(4).child("keyed")))
     assert [n for n, _, _ in files][:-1] == [chain4["base"][0]] + [d[0] for d in chain4["deltas"]]
     assert [new for _, _, new in files] == [False] * (len(files) - 1) + [True]
