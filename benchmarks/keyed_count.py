@@ -1,6 +1,15 @@
 """Throughput of a keyed running count at parallelism 2, with and without 1 s checkpoints.
 
     python benchmarks/keyed_count.py [--records N] [--keys K] [--repeat R]
+        [--backends hashmap,rocksdb] [--keys-drawn cycle|zipf] [--write-cache-entries E]
+        [--intervals 0,1000]
+
+Keys: `cycle` visits the K keys in a fixed scrambled cycle (every key equally often, the
+worst case for any cache smaller than the key set); `zipf` draws key rank r with
+probability about 1/(r+1) (a log-uniform rank: `int((K+1) ** u) - 1` for a scrambled
+u in [0, 1)), so a few keys are hot and most are rare. `--write-cache-entries` is the
+on-disk backend's write-back cache per keyed operator and subtask (its default otherwise);
+the output names it.
 
 Prints events/s for each configuration (time from all tasks running to the job's
 end, so Spark start-up and deployment are excluded) and the duration, size,
@@ -18,13 +27,20 @@ import statistics
 import tempfile
 import time
 
-from barrierflow import StreamExecutionEnvironment, WatermarkStrategy
+from barrierflow import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StreamExecutionEnvironment,
+    WatermarkStrategy,
+)
 from barrierflow.cluster.spark.session import obtain_spark
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 
 
 class KeyOf:
+    """Record `index` -> (key, 1), the keys visited in a fixed scrambled cycle."""
+
     def __init__(self, keys: int) -> None:
         self.keys = keys
 
@@ -32,15 +48,47 @@ class KeyOf:
         return (f"key-{(index * 2654435761) % self.keys}", 1)
 
 
-def run_once(records: int, keys: int, checkpoint_ms: int | None, workdir: str):
+class ZipfKeyOf:
+    """Record `index` -> (key, 1), key rank r drawn with probability about 1/(r+1): a
+    log-uniform rank from a scrambled uniform u, deterministic per index."""
+
+    def __init__(self, keys: int) -> None:
+        self.base = keys + 1
+
+    def __call__(self, index: int) -> tuple[str, int]:
+        u = ((index * 2654435761) & 0xFFFFFFFF) / 4294967296.0
+        return (f"key-{int(self.base**u) - 1}", 1)
+
+
+def backend_for(name: str, write_cache_entries: int | None):
+    """The state backend named `name` (`hashmap` or `rocksdb`)."""
+    if name == "hashmap":
+        return HashMapStateBackend()
+    if write_cache_entries is None:
+        return EmbeddedRocksDBStateBackend()
+    return EmbeddedRocksDBStateBackend(write_cache_entries=write_cache_entries)
+
+
+def run_once(
+    records: int,
+    keys: int,
+    checkpoint_ms: int | None,
+    workdir: str,
+    backend: str = "hashmap",
+    drawn: str = "cycle",
+    write_cache_entries: int | None = None,
+):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
+    env.set_state_backend(backend_for(backend, write_cache_entries))
     if checkpoint_ms:
         env.enable_checkpointing(checkpoint_ms)
     env.get_checkpoint_config().set_checkpoint_storage(os.path.join(workdir, "checkpoints"))
     (
         env.from_source(
-            DataGeneratorSource(KeyOf(keys), records), WatermarkStrategy.no_watermarks(), "gen"
+            DataGeneratorSource((ZipfKeyOf if drawn == "zipf" else KeyOf)(keys), records),
+            WatermarkStrategy.no_watermarks(),
+            "gen",
         )
         .key_by(lambda t: t[0])
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
@@ -61,38 +109,67 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--backends", default="hashmap", help="hashmap,rocksdb")
+    parser.add_argument("--keys-drawn", choices=("cycle", "zipf"), default="cycle")
+    parser.add_argument("--write-cache-entries", type=int, default=None)
+    parser.add_argument("--intervals", default="0,1000", help="checkpoint intervals, ms")
     args = parser.parse_args()
+    backends = args.backends.split(",")
+    if unknown := set(backends) - {"hashmap", "rocksdb"}:
+        raise SystemExit(f"unknown backends {sorted(unknown)}: use hashmap and/or rocksdb")
     obtain_spark(None, 4)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f", load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"keyed running count, parallelism 2, {args.records:,} records, {args.keys:,} keys")
-    for label, interval in (("no checkpoints", None), ("1 s checkpoints", 1000)):
-        rates, all_checkpoints = [], []
-        for _ in range(args.repeat):
-            workdir = tempfile.mkdtemp(prefix="barrierflow-bench-")
-            try:
-                rate, checkpoints = run_once(args.records, args.keys, interval, workdir)
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
-            rates.append(rate)
-            all_checkpoints.extend(checkpoints)
-        print(
-            f"{label:>16}: {statistics.median(rates):>10,.0f} events/s "
-            f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})"
-        )
-        periodic = [c for c in all_checkpoints if not c.is_final]
-        if periodic:
-            durations = [c.duration_ms for c in periodic]
+    cache = args.write_cache_entries
+    print(
+        f"keyed running count, parallelism 2, {args.records:,} records, {args.keys:,} keys "
+        f"({args.keys_drawn}); rocksdb write_cache_entries "
+        f"{'default' if cache is None else f'{cache:,}'}"
+    )
+    medians: dict[tuple[str, int], float] = {}
+    for interval in (int(i) for i in args.intervals.split(",")):
+        for backend in backends:
+            label = f"{backend}, {f'{interval} ms checkpoints' if interval else 'no checkpoints'}"
+            rates, all_checkpoints = [], []
+            for _ in range(args.repeat):
+                workdir = tempfile.mkdtemp(prefix="barrierflow-bench-")
+                try:
+                    rate, checkpoints = run_once(
+                        args.records,
+                        args.keys,
+                        interval or None,
+                        workdir,
+                        backend,
+                        args.keys_drawn,
+                        cache,
+                    )
+                finally:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                rates.append(rate)
+                all_checkpoints.extend(checkpoints)
+            medians[backend, interval] = statistics.median(rates)
             print(
-                f"{'':>16}  {len(periodic)} periodic checkpoints: duration median "
-                f"{statistics.median(durations):.0f} ms, max {max(durations)} ms; state "
-                f"{statistics.median(c.state_bytes for c in periodic) / 1024:.0f} KiB; "
-                f"sync max {max(c.max_sync_ms for c in periodic):.1f} ms, async max "
-                f"{max(c.max_async_ms for c in periodic):.1f} ms, alignment max "
-                f"{max(c.max_alignment_ms for c in periodic):.1f} ms, start delay max "
-                f"{max(c.max_start_delay_ms for c in periodic):.1f} ms"
+                f"{label:>32}: {statistics.median(rates):>10,.0f} events/s "
+                f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})"
             )
+            periodic = [c for c in all_checkpoints if not c.is_final]
+            if periodic:
+                durations = [c.duration_ms for c in periodic]
+                print(
+                    f"{'':>32}  {len(periodic)} periodic checkpoints: duration median "
+                    f"{statistics.median(durations):.0f} ms, max {max(durations)} ms; state "
+                    f"{statistics.median(c.state_bytes for c in periodic) / 1024:.0f} KiB; "
+                    f"sync max {max(c.max_sync_ms for c in periodic):.1f} ms, async max "
+                    f"{max(c.max_async_ms for c in periodic):.1f} ms, alignment max "
+                    f"{max(c.max_alignment_ms for c in periodic):.1f} ms, start delay max "
+                    f"{max(c.max_start_delay_ms for c in periodic):.1f} ms"
+                )
+        if ("hashmap", interval) in medians and ("rocksdb", interval) in medians:
+            ratio = medians["rocksdb", interval] / medians["hashmap", interval]
+            print(f"{'ratio rocksdb / hashmap':>32}: {ratio:.2f}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
