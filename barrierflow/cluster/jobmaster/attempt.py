@@ -88,6 +88,8 @@ class Attempt:
         self.latest = latest
         self.partitions = master.partitions
         self.connections: dict[int, TaskConnection] = dict(connections or {})
+        self.connections_kept = connections is not None
+        """The attempt runs in place, in the previous attempt's Spark stage."""
         self.partition_of = {conn: p for p, conn in self.connections.items()}
         self.addresses: dict[int, tuple[str, int]] = {}
         self.running: set[int] = set()
@@ -106,6 +108,8 @@ class Attempt:
         self.launched = not awaiting_launch
         """Whether Spark started the tasks (a registration proves it too)."""
         self._submitted_s = master.clock.monotonic()
+        self._launched_after_s: float | None = None
+        """When Spark reported the start of the tasks, in seconds after the submission."""
         self._deadline: ScheduledAction | None = None
         """The deployment's current bound: the slot wait, else the registration's."""
         if self.launched:
@@ -240,9 +244,10 @@ class Attempt:
             return
         self.launched = True
         waited_s = self.master.clock.monotonic() - self._submitted_s
+        self._launched_after_s = waited_s
         if waited_s * 1000 >= SLOT_WAIT_REPORT_MS:
             log.info(
-                "attempt %d: Spark started its %d tasks after %.0f s waiting for free task slots",
+                "attempt %d: Spark started its %d tasks %.0f s after their submission",
                 self.number,
                 len(self.partitions),
                 waited_s,
@@ -264,10 +269,10 @@ class Attempt:
         if self.launched:
             return
         waited_s = self.master.clock.monotonic() - self._submitted_s
-        if waited_s > 0:
+        if waited_s * 1000 >= SLOT_WAIT_REPORT_MS / 2:
             log.info(
-                "attempt %d waits for %d free task slots for %.0f s (other Spark jobs of the "
-                "session hold them)",
+                "attempt %d: Spark has not started its %d tasks after %.0f s (a barrier stage "
+                "starts them all at once, when that many task slots are free)",
                 self.number,
                 len(self.partitions),
                 waited_s,
@@ -284,7 +289,7 @@ class Attempt:
                 f"the Spark stage of attempt {self.number} waited "
                 f"{SLOT_WAIT_TIMEOUT_MS / 1000:.0f} s for {len(self.partitions)} free task "
                 "slots at once (a barrier stage starts all its tasks together) and never got "
-                "them: other Spark jobs of the session hold them"
+                "them: other Spark jobs of the session hold them, or the host is too busy"
             )
         )
 
@@ -304,6 +309,14 @@ class Attempt:
         processes[self.partitions[partition]] = (message.host, message.pid)
         publisher.publish(processes=processes)
         if len(self.addresses) == len(self.partitions):
+            if not self.connections_kept:
+                log.info(
+                    "attempt %d: every task registered %.1f s after the submission (Spark "
+                    "reported their start after %s)",
+                    self.number,
+                    self.master.clock.monotonic() - self._submitted_s,
+                    "?" if self._launched_after_s is None else f"{self._launched_after_s:.1f} s",
+                )
             self._deploy()
 
     def _deploy(self) -> None:
