@@ -15,7 +15,11 @@ from job_master_builder import (
 from metrics_reports import report
 
 from barrierflow.api.restart_strategies import RestartStrategies
-from barrierflow.cluster.jobmaster.attempt import LOST_PEER_GRACE_MS, SPARK_END_GRACE_MS
+from barrierflow.cluster.jobmaster.attempt import (
+    LOST_PEER_GRACE_MS,
+    REGISTRATION_TIMEOUT_MS,
+    SPARK_END_GRACE_MS,
+)
 from barrierflow.errors import ChannelLostError, JobExecutionError, RemoteTaskError
 from barrierflow.runtime import task_messages as msg
 
@@ -229,7 +233,7 @@ def test_a_lost_peer_without_a_primary_cause_is_reported_after_the_grace_period(
 
 def test_tasks_that_do_not_all_register_in_time_fail_the_attempt(tmp_path):
     job = job_master_builder(tmp_path, RestartStrategies.no_restart())
-    job.advance(120_000)
+    job.advance(REGISTRATION_TIMEOUT_MS)
     with pytest.raises(JobExecutionError, match="only 0 of 4 tasks"):
         job.master.result()
 

@@ -50,7 +50,7 @@ def outcome(job: JobHarness) -> str:
 # (what happens, in order) -> the state after the last step, or the start of the failure
 SCENARIOS = {
     "a stage waiting for slots outlives the registration bound": (
-        [("advance", 250 * S)],
+        [("advance", REGISTRATION_TIMEOUT_MS + S)],
         "DEPLOYING",
     ),
     "the registration bound counts from the stage's start": (
@@ -59,8 +59,8 @@ SCENARIOS = {
     ),
     "no task registered within the bound after the start": (
         [("advance", 250 * S), ("launch", 0), ("advance", REGISTRATION_TIMEOUT_MS)],
-        "only 0 of 4 tasks registered and started (0 registered), none more in the last 120 s "
-        "(370 s after",
+        "only 0 of 4 tasks registered and started (0 registered), none more in the last "
+        f"{REGISTRATION_TIMEOUT_MS // S} s ({250 + REGISTRATION_TIMEOUT_MS // S} s after",
     ),
     "each registration restarts the bound": (
         [
@@ -92,7 +92,8 @@ SCENARIOS = {
             ("running", [0]),
             ("advance", REGISTRATION_TIMEOUT_MS),
         ],
-        "only 1 of 4 tasks registered and started (4 registered), none more in the last 120 s",
+        "only 1 of 4 tasks registered and started (4 registered), none more in the last "
+        f"{REGISTRATION_TIMEOUT_MS // S} s",
     ),
     "a registration proves the start when Spark's report lags": (
         [("advance", 10 * S), ("register", [0]), ("advance", REGISTRATION_TIMEOUT_MS)],
@@ -100,7 +101,8 @@ SCENARIOS = {
     ),
     "a stage that never gets its slots fails, naming them": (
         [("advance", SLOT_WAIT_TIMEOUT_MS)],
-        "the Spark stage of attempt 0 waited 300 s for 4 free task slots at once",
+        f"the Spark stage of attempt 0 waited {SLOT_WAIT_TIMEOUT_MS // S} s for 4 free task "
+        "slots at once",
     ),
     "a report of the start after the tasks registered changes nothing": (
         [("launch", 0), ("register", PARTITIONS), ("launch", 0), ("running", PARTITIONS)],

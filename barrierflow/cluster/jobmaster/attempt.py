@@ -40,12 +40,14 @@ log = logging.getLogger(__name__)
 
 TICK_MS = 20
 """How often the coordinator is asked whether a checkpoint is due."""
-REGISTRATION_TIMEOUT_MS = 120_000
+REGISTRATION_TIMEOUT_MS = 300_000
 """How long the tasks of an attempt may go without progress (one more task registered or
 running) once Spark started them, before the attempt fails. It bounds a hang, not the
-deployment: on a busy host a Spark task's Python worker takes long to start (8 workers
-importing the job's code at once at load 30 on 2 cores took over 120 s together)."""
-SLOT_WAIT_TIMEOUT_MS = 300_000
+deployment (a task's failure, or its Spark task's, ends the attempt at once): on a busy host
+a Spark task's fresh Python worker takes long to start, as it imports barrierflow and the
+job's code (8 of them took 110 s from Spark's start to their registration at load 35 on 2
+cores, against about 1 s for reused workers)."""
+SLOT_WAIT_TIMEOUT_MS = 600_000
 """How long an attempt's barrier stage may wait for free task slots (other Spark jobs of the
 session hold them) before the attempt fails; the master offers enough of them in all, or
 the job was refused before it started (`check_slots`)."""
