@@ -16,8 +16,10 @@ from barrierflow.connectors.kafka import (
     KafkaSource,
     KafkaTopicPartition,
 )
+from barrierflow.core.row import Row
+from barrierflow.core.typeinfo import Types
 from barrierflow.errors import ConfigurationError, SourceError
-from barrierflow.serialization import SimpleStringSchema
+from barrierflow.serialization import JsonRowDeserializationSchema, SimpleStringSchema
 
 pytest.importorskip("confluent_kafka")
 
@@ -149,6 +151,43 @@ def test_starting_offsets(kafka_cluster, topic, start, expected):
     (reader,) = readers(source)
     assert values(drain(reader)) == expected
     reader.close()
+
+
+def test_set_partitions_reads_only_the_partitions_given(kafka_cluster, topic):
+    source = (
+        builder(kafka_cluster)
+        .set_partitions([KafkaTopicPartition(topic, 2), KafkaTopicPartition(topic, 0)])
+        .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    assert source.discovery_interval_s is None  # a fixed assignment: nothing to discover
+    first, second = readers(source, 2)
+    batches = drain(first) + drain(second)
+    assert values(batches) == [v for v in ALL if not v.startswith("p1-")]
+    assert sorted(first.split_ids() + second.split_ids()) == [f"{topic}-0", f"{topic}-2"]
+
+
+def test_a_json_row_deserialization_schema_makes_rows_of_the_values(kafka_cluster):
+    name = kafka_cluster.create_topic(kafka_cluster.fresh_name("json"), 1)
+    kafka_cluster.produce(name, [b'{"word": "a", "count": 1}', b'{"count": 2, "word": "b"}'])
+    schema = (
+        JsonRowDeserializationSchema.builder()
+        .type_info(Types.ROW_NAMED(["word", "count"], [Types.STRING(), Types.INT()]))
+        .build()
+    )
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_cluster.bootstrap_servers)
+        .set_topics(name)
+        .set_value_only_deserializer(schema)
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    (reader,) = readers(source)
+    records = [v for b in drain(reader) for v in b.records]
+    assert records == [Row(word="a", count=1), Row(word="b", count=2)]
+    assert [r.word for r in records] == ["a", "b"]
 
 
 def test_offsets_go_to_the_group_when_a_checkpoint_completes(kafka_cluster, topic):

@@ -20,6 +20,7 @@ __all__ = [
     "KafkaRecordDeserializationSchema",
     "client_config",
     "import_kafka",
+    "new_client",
     "to_bytes_function",
 ]
 
@@ -50,6 +51,18 @@ def client_config(
     config["bootstrap.servers"] = bootstrap_servers
     config.update(overrides)
     return config
+
+
+def new_client(kind: str, config: Mapping[str, Any], owner: str) -> Any:
+    """A confluent-kafka `Producer` or `Consumer` (`kind`) of `config`; settings librdkafka
+    refuses (a missing `ssl.ca.location`, an unknown `sasl.mechanism`, a misspelt key) are
+    one `ConfigurationError` naming `owner`, raised on the driver before the job runs."""
+    kafka = import_kafka()
+    try:
+        return getattr(kafka, kind)(dict(config))
+    except kafka.KafkaException as error:
+        reason = error.args[0].str() if error.args and hasattr(error.args[0], "str") else error
+        raise ConfigurationError(f"{owner}: librdkafka refuses its settings: {reason}") from None
 
 
 _NOT_FOR_CLIENT = frozenset({"partition.discovery.interval.ms", "client.id.prefix"})

@@ -19,7 +19,12 @@ from typing import Any
 from barrierflow._clock import SYSTEM_CLOCK, Clock
 from barrierflow.connectors.base import Sink, SinkContext
 from barrierflow.connectors.delivery_guarantee import DeliveryGuarantee
-from barrierflow.connectors.kafka._client import CLIENT_TIMEOUT_S, client_config, import_kafka
+from barrierflow.connectors.kafka._client import (
+    CLIENT_TIMEOUT_S,
+    client_config,
+    import_kafka,
+    new_client,
+)
 from barrierflow.connectors.kafka._serialization import KafkaRecordSerializationSchema
 from barrierflow.connectors.kafka._transactions import MarkerLog, fence_ids, transact
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
@@ -84,7 +89,7 @@ class KafkaSink(TwoPhaseCommitSink[Any]):
         """On the driver: the cluster answers and the fixed topic (and the marker topic)
         exist, or one line names what is missing."""
         kafka = import_kafka()
-        client = kafka.Producer(self.producer_config({}))
+        client = new_client("Producer", self.producer_config({}), self.describe())
         try:
             topics = client.list_topics(timeout=CLIENT_TIMEOUT_S).topics
         except kafka.KafkaException as error:

@@ -30,6 +30,7 @@ from barrierflow.connectors.kafka._client import (
     KafkaRecordDeserializationSchema,
     client_config,
     import_kafka,
+    new_client,
 )
 from barrierflow.connectors.kafka._offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 from barrierflow.errors import ConfigurationError, SourceError
@@ -129,7 +130,7 @@ class KafkaSource(Source):
 
     def create_splits(self) -> list[SourceSplit]:
         kafka = import_kafka()
-        consumer = kafka.Consumer(self.consumer_config({}))
+        consumer = new_client("Consumer", self.consumer_config({}), "KafkaSource")
         try:
             try:
                 partitions = self.list_partitions(consumer, CLIENT_TIMEOUT_S)
