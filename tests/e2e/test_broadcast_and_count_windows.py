@@ -28,7 +28,12 @@ from barrierflow.state import ListStateDescriptor, MapStateDescriptor
 from .conftest import read_rows
 from .jobs import GatedGeneratorSource, wait_for_attempt
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
+
+DEPLOY_S = 400
+"""How long a job may take to its first checkpoints: on a busy host (load 30 on 2 cores) its
+fresh Spark workers take minutes to start, and a deployment that stalls fails on its own
+(cluster/jobmaster/attempt.py), which ends this wait early."""
 
 RECORDS = 8_000
 SPLITS = 8
@@ -120,7 +125,7 @@ def expected(kind: str) -> Counter:
 
 def test_rules_and_count_windows_survive_a_failure_and_a_rescale_exactly_once(spark, tmp_path):
     first = job(tmp_path, 2, "run-1").execute_async("broadcast-and-count")
-    assert first.wait_for_completed_checkpoints(2, timeout=120)
+    assert first.wait_for_completed_checkpoints(2, timeout=DEPLOY_S)
     enrich = next(v.vertex_id for v in first.job_graph.vertices if "KeyedBroadcast" in v.name)
     first.inject_failure("exception", enrich, 1)
     wait_for_attempt(first, 1, timeout=60)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from barrierflow.cli.commands import main
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
 
 JOB = textwrap.dedent(
     """
@@ -65,7 +65,7 @@ def test_python_job_py_prints_exactly_its_records_on_the_console(tmp_path):
     }
     run = subprocess.run(
         [sys.executable, str(job)], capture_output=True, text=True, cwd=tmp_path, env=env,
-        timeout=300,
+        timeout=600,  # its own Spark driver: minutes on a busy host
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     # the console's standard output is exactly the printed records

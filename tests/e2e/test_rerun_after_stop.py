@@ -14,7 +14,12 @@ from barrierflow.checkpoint.storage import load_metadata
 from .conftest import read_rows
 from .jobs import paced_word_count, running_count_rows, word_of
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
+
+DEPLOY_S = 400
+"""How long a job may take to its first checkpoints: on a busy host (load 30 on 2 cores) its
+fresh Spark workers take minutes to start, and a deployment that stalls fails on its own
+(cluster/jobmaster/attempt.py), which ends this wait early."""
 
 RECORDS = 12_000
 
@@ -23,7 +28,7 @@ def test_a_rerun_after_a_stop_with_savepoint_restores_the_savepoint_and_commits_
     spark, tmp_path, caplog
 ):
     first = paced_word_count(tmp_path, RECORDS, 3000).execute_async("rerun-after-stop")
-    assert first.wait_for_completed_checkpoints(2, timeout=120)
+    assert first.wait_for_completed_checkpoints(2, timeout=DEPLOY_S)
     stopped = first.stop_with_savepoint(False, str(tmp_path / "savepoints"), timeout=120).result()
     first.wait(timeout=60)
     savepoint_id = load_metadata(_fs.Location(stopped))["checkpoint_id"]
@@ -34,7 +39,7 @@ def test_a_rerun_after_a_stop_with_savepoint_restores_the_savepoint_and_commits_
 
     with caplog.at_level(logging.INFO, logger="barrierflow.cluster"):
         rerun = paced_word_count(tmp_path, RECORDS, None).execute_async("rerun-after-stop")
-        rerun.wait(timeout=240)
+        rerun.wait(timeout=DEPLOY_S)
 
     # Every running count exactly once: the records between the retained checkpoint and the
     # savepoint were committed by the first run and are not read again.

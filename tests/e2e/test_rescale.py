@@ -30,7 +30,12 @@ from barrierflow.window import TumblingEventTimeWindows
 from .conftest import read_rows
 from .jobs import running_count_rows, word_of
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
+
+DEPLOY_S = 400
+"""How long a job may take to its first checkpoints: on a busy host (load 30 on 2 cores) its
+fresh Spark workers take minutes to start, and a deployment that stalls fails on its own
+(cluster/jobmaster/attempt.py), which ends this wait early."""
 
 RECORDS = 18_000
 WINDOW_MS = 1_000
@@ -90,7 +95,7 @@ def stop_after_a_checkpoint(env: StreamExecutionEnvironment, savepoints: Path):
     """Run until a checkpoint completed, then stop with a savepoint (no drain): the client
     and the savepoint's folder."""
     job = env.execute_async("rescale")
-    assert job.wait_for_completed_checkpoints(1, timeout=120)
+    assert job.wait_for_completed_checkpoints(1, timeout=DEPLOY_S)
     stopped = job.stop_with_savepoint(False, str(savepoints), timeout=120).result()
     job.wait(timeout=60)
     assert job.get_job_status() == "FINISHED"
@@ -129,20 +134,20 @@ def test_a_job_stopped_at_2_resumed_at_3_then_at_1_commits_what_a_run_that_never
     env = rescaled_job(tmp_path, pipeline, 1, rate=None, checkpoints="run-3")
     env.set_savepoint_restore_settings(str(second))
     last = env.execute_async("rescale")
-    last.wait(timeout=240)
+    last.wait(timeout=DEPLOY_S)
     assert last.restored_from == savepoint_id(second)
     assert read_rows(tmp_path / "out") == expected
 
 
 def test_a_retained_checkpoint_of_a_cancelled_run_restores_at_another_parallelism(spark, tmp_path):
     job = rescaled_job(tmp_path, "counts", 2, rate=4000).execute_async("rescale")
-    assert job.wait_for_completed_checkpoints(2, timeout=120)
+    assert job.wait_for_completed_checkpoints(2, timeout=DEPLOY_S)
     job.cancel()
     with pytest.raises(JobExecutionError, match="cancelled"):
         job.wait(timeout=120)
     assert 0 < committed(tmp_path) < len(expected_rows("counts"))
 
     rerun = rescaled_job(tmp_path, "counts", 3, rate=None).execute_async("rescale")
-    rerun.wait(timeout=240)
+    rerun.wait(timeout=DEPLOY_S)
     assert rerun.restored_from is not None
     assert read_rows(tmp_path / "out") == expected_rows("counts")

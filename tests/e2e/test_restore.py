@@ -26,7 +26,12 @@ from barrierflow.errors import JobExecutionError, StateRestoreError
 from .conftest import read_rows
 from .jobs import running_count_rows, word_of
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
+
+DEPLOY_S = 400
+"""How long a job may take to its first checkpoints: on a busy host (load 30 on 2 cores) its
+fresh Spark workers take minutes to start, and a deployment that stalls fails on its own
+(cluster/jobmaster/attempt.py), which ends this wait early."""
 
 RECORDS = 12_000
 
@@ -64,7 +69,7 @@ def cancelled_run(tmp_path, name: str, checkpoints: int, retained: int) -> Path:
     """A paced word count cancelled after `checkpoints` completed; its job folder."""
     job = word_count(tmp_path, tmp_path / "out", rate=3000, retained=retained)
     client = job.execute_async(name)
-    assert client.wait_for_completed_checkpoints(checkpoints, timeout=120)
+    assert client.wait_for_completed_checkpoints(checkpoints, timeout=DEPLOY_S)
     client.cancel()
     with pytest.raises(JobExecutionError, match="cancelled"):
         client.wait(timeout=120)
@@ -105,7 +110,7 @@ def test_a_moved_savepoint_restores_into_a_job_with_an_added_and_a_removed_opera
     env = word_count(tmp_path, tmp_path / "out", added=True)
     env.set_savepoint_restore_settings(str(savepoint / "_metadata"))
     client = env.execute_async("moved")
-    client.wait(timeout=240)
+    client.wait(timeout=DEPLOY_S)
     assert client.restored_from is not None
     assert read_rows(tmp_path / "out") == expected()
     assert (savepoint / "_metadata").exists()  # no-claim
@@ -152,7 +157,7 @@ def test_a_corrupted_checkpoint_file_falls_back_to_the_previous_one(
     newest, target = corrupted_copy(three_checkpoints, tmp_path, kind, how)
     with caplog.at_level(logging.WARNING, logger="barrierflow.cluster.jobmaster.job_master"):
         client = word_count(tmp_path, tmp_path / "out", retained=3).execute_async("corrupted")
-        client.wait(timeout=240)
+        client.wait(timeout=DEPLOY_S)
 
     assert client.restored_from == int(newest.name[4:]) - 1
     lines = [r.getMessage() for r in caplog.records if "instead" in r.getMessage()]
@@ -198,7 +203,7 @@ def test_the_command_line_names_a_missing_savepoint_in_one_line(tmp_path):
         text=True,
         cwd=tmp_path,
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        timeout=240,
+        timeout=DEPLOY_S,
     )
     assert result.returncode == 1, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if line.strip()]
