@@ -10,6 +10,7 @@ pickled by value instead, the way `__main__` already is.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -31,21 +32,30 @@ _INSTALLED_ROOTS = tuple(
 _FRAMEWORK = ("barrierflow", "pyspark", "py4j", "_pytest", "pytest", "pluggy")
 
 
-def is_user_module(module: ModuleType) -> bool:
-    """A module of the user's own code: a plain file outside the installation and framework."""
+def is_user_module(module: ModuleType, installed: tuple[str, ...] | None = None) -> bool:
+    """A module of the user's own code: a plain file outside the installation and framework
+    (`installed`: the folders that hold installed code, if the caller has them already)."""
     name = getattr(module, "__name__", "")
     path = getattr(module, "__file__", None)
     if not path or name == "__main__" or name.split(".")[0] in _FRAMEWORK:
         return False
-    real = os.path.realpath(path)
-    return not real.startswith(_INSTALLED_ROOTS + _site_folders())
+    if installed is None:
+        installed = _INSTALLED_ROOTS + _site_folders()
+    return not _real_path(path).startswith(installed)
+
+
+@functools.cache
+def _real_path(path: str) -> str:
+    """`os.path.realpath`, remembered: each job asks about the same module files again (a
+    thousand of them in a test session, seconds of system calls on a busy machine)."""
+    return os.path.realpath(path)
 
 
 def _site_folders() -> tuple[str, ...]:
     """Every site-packages (or dist-packages) folder on the path, also those another
     environment's `.pth` file added: what lies there is an installed distribution."""
     return tuple(
-        os.path.realpath(entry) + os.sep
+        _real_path(entry) + os.sep
         for entry in sys.path
         if os.path.basename(entry.rstrip(os.sep)) in ("site-packages", "dist-packages")
     )
@@ -54,8 +64,9 @@ def _site_folders() -> tuple[str, ...]:
 def register_user_modules_by_value() -> list[str]:
     """Make cloudpickle carry the code of every user module; returns their names."""
     registered = []
+    installed = _INSTALLED_ROOTS + _site_folders()
     for name, module in list(sys.modules.items()):
-        if isinstance(module, ModuleType) and is_user_module(module):
+        if isinstance(module, ModuleType) and is_user_module(module, installed):
             cloudpickle.register_pickle_by_value(module)
             registered.append(name)
     return registered

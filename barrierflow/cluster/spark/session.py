@@ -97,7 +97,9 @@ def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | 
     if active is not None and master is None:
         _add_py_files(active, options.py_files)
         return active
-    ensure_java_home()
+    # Only a JVM to start needs Java found (`java -version`: a second or more per job, busy).
+    if SparkContext._active_spark_context is None:
+        ensure_java_home()
     builder = SparkSession.builder.appName("barrierflow")
     submitted = _submitted_conf() if master is None else {}
     chosen = master or submitted.get("spark.master")
