@@ -4,16 +4,19 @@ package), launched as a user would: `barrierflow run job.py --master spark://...
 The driver runs in an environment of its own that has a module the executors lack
 (`driver_only_helpers`, installed next to the driver's packages, so it is pickled by
 reference): without `--py-files` the job fails at once naming it; with it, the output is
-exactly what the job must write, and what a local[*] run writes. A job needing more slots
-than the cluster has fails after the slot wait, naming the settings.
+exactly what the job must write, and what a local[*] run writes, and what its print() sink
+prints in the executors' tasks shows on the driver's standard output (as on local[*]). A
+job needing more slots than the cluster has fails after the slot wait, naming the settings.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import sysconfig
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -26,14 +29,15 @@ from .spark_cluster import (
     cluster_environment,
     standalone_cluster,
 )
-from .standalone_job import expected
+from .standalone_job import PRINTED, expected
 
 pytestmark = pytest.mark.spark
 
 JOB = Path(__file__).with_name("standalone_job.py")
-WORKERS, CORES = 2, 6
+WORKERS, CORES = 2, 7
 PARALLELISM = 4
-"""Three vertices (source+map, count+sink, window+sink) at 4: 12 subtasks, 12 slots."""
+"""Three vertices (source+map, count+sink, window+sink) at 4 and --print's source+print at
+2: 14 subtasks, 14 slots."""
 RECORDS = 3000
 HELPER = "def shout(word):\n    return word.upper()\n"
 
@@ -120,7 +124,7 @@ def test_word_count_and_windows_on_the_standalone_cluster_write_exactly_the_expe
         out = outputs[where] = tmp_path / where
         runs[where] = start_run(
             driver_python, on, "-p", str(PARALLELISM), "--py-files", str(helper),
-            "--", str(out), str(RECORDS), "--shout",
+            "--", str(out), str(RECORDS), "--shout", "--print",
         )  # fmt: skip
     try:
         results = {where: finish(run, timeout=420) for where, run in runs.items()}
@@ -136,6 +140,22 @@ def test_word_count_and_windows_on_the_standalone_cluster_write_exactly_the_expe
         on_cluster = read_rows(outputs["cluster"] / table)
         assert on_cluster == read_rows(outputs["local"] / table)
         assert on_cluster == want[table]
+    # print() in tasks on the cluster's executors (as on local[*]) shows on the driver's
+    # console: every number once, from both subtasks, each subtask's in its order
+    for where, result in results.items():
+        printed = printed_numbers(result.stdout)
+        every = sorted(value for values in printed.values() for value in values)
+        assert every == list(range(PRINTED)), (where, printed)
+        assert set(printed) == {"1", "2"}, (where, printed)
+        assert all(values == sorted(values) for values in printed.values()), (where, printed)
+
+
+def printed_numbers(stdout: str) -> dict[str, list[int]]:
+    """The `numbers:N> i` lines of a driver's standard output, by subtask N, in their order."""
+    printed: dict[str, list[int]] = defaultdict(list)
+    for subtask, value in re.findall(r"^numbers:(\d+)> (\d+)$", stdout, re.MULTILINE):
+        printed[subtask].append(int(value))
+    return printed
 
 
 def test_a_job_needing_more_slots_than_the_cluster_has_fails_naming_the_settings(cluster, tmp_path):
