@@ -102,21 +102,26 @@ _EMPTY: dict[Any, Any] = {}
 """What a snapshot holds for a key group that was empty when it was taken (never changed)."""
 
 
-YOUNG_THRESHOLD = 50_000
-"""The young generation's collection threshold while a heap snapshot is held (`_GcWhileHeld`)."""
+YOUNG_THRESHOLD = 1_000_000
+"""The young generation's collection threshold while a heap snapshot is held (`_GcWhileHeld`):
+above the net container allocations of a few seconds of records, so none starts while a
+snapshot is out (bounds what cyclic garbage may wait: about 1 M objects)."""
 
 
 class _GcWhileHeld:
     """Raises the young generation's collection threshold while any heap snapshot is held.
 
-    While a snapshot holds the old values, every update of a container value (a tuple, a
-    list) is a net allocation, so CPython's young collection (default: every 700 net
-    container allocations) fires every few hundred records, and each one also walks the
-    copy-on-write copies and dirty sets made since the barrier: measured 0.8 ms per young
-    and 3.6 ms per middle collection, about a fifth of a 500k-key count's time with 1 s
-    checkpoints. A higher threshold for the second or so until the snapshot is released
-    keeps cycles collected, only later. Process-wide (the gc is); restored by the last
-    release; a threshold already higher (or gc disabled) is left alone.
+    CPython counts young objects net: allocations minus frees of container objects. A
+    task that replaces each value by a new tuple frees one per record, so the count stays
+    near 0 and no collection runs (the young list grows, unexamined). While a snapshot
+    holds the old values every update is a net allocation, so collections start (default:
+    every 700), and the first one walks every tuple made since the last: measured up to
+    0.3 s in the barrier at 500 k keys, and about a fifth of the records' time with 1 s
+    checkpoints. With the threshold above what a snapshot's lifetime allocates, nothing
+    starts while it is held; its release frees the old values, which brings the count
+    back down, so the task goes on as without checkpoints. Cycles are collected later,
+    not never. Process-wide (the gc is); restored by the last release; a threshold
+    already higher (or gc disabled) is left alone.
     """
 
     def __init__(self) -> None:
@@ -249,6 +254,7 @@ class HeapKeyedStateBackend(KeyScope):
         """The synchronous part of a snapshot of every state: a reference to each non-empty
         key group's dict, which stays as it is now (copy-on-write, see the module
         docstring). O(key groups x states); serialized by its `write`."""
+        GC_WHILE_HELD.hold()  # first: the snapshot's own allocations must not start a collection
         names = list(self._tables)
         snapshot = HeapKeyedStateSnapshot(
             self.key_group_range,
@@ -256,6 +262,7 @@ class HeapKeyedStateBackend(KeyScope):
             [(name, self._kinds[name]) for name in names],
             [self._filters.get(name) for name in names],
         )
+        snapshot._gc_hold = weakref.finalize(snapshot, GC_WHILE_HELD.release)
         held: list[list[dict[Any, Any]]] = []
         for name in names:
             table = self._tables[name]
@@ -273,8 +280,6 @@ class HeapKeyedStateBackend(KeyScope):
                     shared.share(snapshot)
             held.append(groups)
         snapshot._held = held
-        GC_WHILE_HELD.hold()
-        snapshot._gc_hold = weakref.finalize(snapshot, GC_WHILE_HELD.release)
         if self._changelog is not None and checkpoint_id is not None:
             live = sum(len(entries) for table in self._tables.values() for entries in table.live)
             snapshot._changelog = self._changelog.snapshot(checkpoint_id, self._swap_dirty(), live)
