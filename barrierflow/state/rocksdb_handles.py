@@ -21,6 +21,7 @@ from barrierflow.state.rocksdb_cache import (
     SIZED,
     Encoded,
     WriteBackCache,
+    cache_key,
     cached_form,
     from_raw,
 )
@@ -77,7 +78,7 @@ class RocksState:
 class RocksValueState(RocksState, ValueState):
     """Value state through a write-back cache (`rocksdb_cache.py`)."""
 
-    __slots__ = ("_cache", "_dirty", "_fetched", "_values")
+    __slots__ = ("_cache", "_dirty", "_fetched", "_large", "_values")
 
     def __init__(self, backend: RocksDBKeyedStateBackend, name: str, state_id: int) -> None:
         super().__init__(backend, name, state_id)
@@ -87,6 +88,8 @@ class RocksValueState(RocksState, ValueState):
         self._fetched: dict[Any, bytes] = {}
         """The RocksDB key of each key the last `prefetch` read (cache key -> RocksDB key):
         an `update()` of one marks it dirty with it, so the flush encodes no key again."""
+        self._large: dict[Any, Any] = {}
+        """Large values (not cached) the last batched read found, for that read only."""
 
     def value(self) -> Any:
         backend = self._backend
@@ -186,7 +189,9 @@ class RocksValueState(RocksState, ValueState):
             return True
         return False
 
-    # batched access (`state/batched.py`): one multi-get, one WriteBatch
+    # batched access (`state/batched.py`): through the write-back cache when it is on (the
+    # keys it lacks in one multi-get, writes kept dirty like `update()`), else one multi-get
+    # and one WriteBatch straight to RocksDB
     def _db_keys(self, keys: Any, key_groups: Any) -> list[bytes]:
         backend = self._backend
         indices = key_group_indices(
@@ -199,16 +204,95 @@ class RocksValueState(RocksState, ValueState):
         except Exception as error:
             raise _bad_key(keys, error) from error
 
+    def _cached_keys(self, keys: Any, key_groups: Any) -> tuple[list[int], list[Any]]:
+        """Each key's key-group index (misrouted keys refused first) and cache key."""
+        backend = self._backend
+        indices = key_group_indices(
+            keys, key_groups, backend.key_group_range, backend.max_parallelism
+        )
+        try:
+            cached = [
+                key if type(key) is str or type(key) is int else cache_key(key) for key in keys
+            ]
+        except Exception as error:
+            raise _bad_key(keys, error) from error
+        return indices, cached
+
     def get_many(self, keys: Any, key_groups: Any = None) -> list[Any]:
         if not len(keys):
             return []
-        self.flush()  # the database holds every write
-        raws = self._backend._db.get(self._db_keys(keys, key_groups))
-        return [None if raw is None else decode_value(raw) for raw in raws]
+        if self._cache.limit <= 0:
+            self.flush()  # the database holds every write
+            raws = self._backend._db.get(self._db_keys(keys, key_groups))
+            return [None if raw is None else decode_value(raw) for raw in raws]
+        indices, cached_keys = self._cached_keys(keys, key_groups)
+        values = self._values
+        found = [values.get(cached, MISSING) for cached in cached_keys]
+        missing = {
+            cached: (index, key)
+            for cached, index, key, value in zip(cached_keys, indices, keys, found, strict=True)
+            if value is MISSING
+        }
+        if missing:
+            self._read_into_cache(missing)
+        out = []
+        for cached, value in zip(cached_keys, found, strict=True):
+            if value is MISSING:
+                value = values.get(cached, MISSING)
+                if value is MISSING:  # a large value: not cached, read again from RocksDB
+                    value = self._large.pop(cached)
+            if type(value) is Encoded:
+                value = decode_value(value)
+            out.append(value)
+        self._large = {}
+        if len(values) > self._cache.limit:
+            self._cache.make_room(self._backend._db)
+        return out
+
+    def _read_into_cache(self, missing: dict[Any, tuple[int, Any]]) -> None:
+        """One multi-get of the keys the cache lacks (cache key -> (index, key)), cached
+        clean; a large value goes to `_large` for the caller instead."""
+        prefixes = self._prefixes
+        db_keys = [
+            prefixes[index] + (cached if type(cached) is bytes else key_part(key))
+            for cached, (index, key) in missing.items()
+        ]
+        values = self._values
+        large = self._large = {}
+        for cached, raw in zip(missing, self._backend._db.get(db_keys), strict=True):
+            if raw is not None and len(raw) > LARGE_VALUE:
+                large[cached] = decode_value(raw)
+            else:
+                values[cached] = from_raw(raw)
 
     def put_many(self, keys: Any, values: Any, key_groups: Any = None) -> None:
         if not len(keys):
             return
+        if self._cache.limit <= 0:
+            self._put_around_cache(keys, values, key_groups)
+            return
+        indices, cached_keys = self._cached_keys(keys, key_groups)
+        forms = []
+        for key, value in zip(keys, values, strict=True):
+            try:
+                forms.append(value if type(value) in IMMUTABLE else cached_form(value))
+            except Exception as error:
+                raise self._unpicklable(key, error) from error
+        cache, dirty = self._values, self._dirty
+        for cached, index, form in zip(cached_keys, indices, forms, strict=True):
+            cls = type(form)
+            if (cls in SIZED or cls is Encoded) and len(form) > LARGE_VALUE:
+                cache[cached] = form  # written at once below, then forgotten
+                dirty[cached] = index
+                self.flush()
+                del cache[cached]
+                continue
+            cache[cached] = form
+            dirty[cached] = index
+        if len(cache) > self._cache.limit:
+            self._cache.make_room(self._backend._db)
+
+    def _put_around_cache(self, keys: Any, values: Any, key_groups: Any) -> None:
         batch = WriteBatch(raw_mode=True)
         for db_key, key, value in zip(self._db_keys(keys, key_groups), keys, values, strict=True):
             if value is None:
@@ -217,14 +301,20 @@ class RocksValueState(RocksState, ValueState):
             try:
                 batch.put(db_key, encode_value(value))
             except Exception as error:
-                raise ConfigurationError(
-                    f"the value of state {self._name!r} for key {key!r:.200} cannot be "
-                    f"pickled, so it cannot be stored in RocksDB: {error}"
-                ) from error
+                raise self._unpicklable(key, error) from error
         self._write_around_cache(batch)
+
+    def _unpicklable(self, key: Any, error: Exception) -> ConfigurationError:
+        return ConfigurationError(
+            f"the value of state {self._name!r} for key {key!r:.200} cannot be "
+            f"pickled, so it cannot be stored in RocksDB: {error}"
+        )
 
     def remove_many(self, keys: Any, key_groups: Any = None) -> None:
         if not len(keys):
+            return
+        if self._cache.limit > 0:
+            self.put_many(keys, [None] * len(keys), key_groups)
             return
         batch = WriteBatch(raw_mode=True)
         for db_key in self._db_keys(keys, key_groups):
