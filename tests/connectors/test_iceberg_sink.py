@@ -6,6 +6,7 @@ replayed committed checkpoint skipped; upserts, partitions, schema checks, dead 
 
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,53 @@ def test_a_partitioned_table_gets_a_file_per_partition(warehouse, tmp_path):
     assert rows(warehouse) == Counter({("a", 0): 1, ("b", 1): 1, ("a", 2): 1, ("b", 3): 1})
     folders = {Path(p).parent.name for p in parquet_files(tmp_path / "lake")}
     assert folders == {"word=a", "word=b"}
+
+
+try:
+    import pyiceberg_core  # noqa: F401  # computes bucket, truncate and time transforms
+
+    CORE = True
+except ImportError:
+    CORE = False
+
+
+@pytest.mark.parametrize("transform", ["identity", "day", "bucket[4]", "truncate[1]"])
+def test_a_table_partitioned_by_a_transform_is_written_or_refused_before_the_job_runs(
+    warehouse, tmp_path, transform
+):
+    """A table made elsewhere with a partition spec: identity always works; bucket, truncate
+    and the time transforms need pyiceberg-core, refused on the driver without it (it was
+    a failure at the first checkpoint)."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import parse_transform
+    from pyiceberg.types import LongType, NestedField, StringType, TimestampType
+
+    catalog = load_catalog("default", **warehouse)
+    catalog.create_namespace_if_not_exists("db")
+    columns = [("word", StringType()), ("n", LongType()), ("ts", TimestampType())]
+    schema = Schema(*(NestedField(i, c, t, required=False) for i, (c, t) in enumerate(columns, 1)))
+    source = 3 if transform == "day" else 1
+    spec = PartitionSpec(PartitionField(source, 1000, parse_transform(transform), "part"))
+    catalog.create_table("db.parted", schema, partition_spec=spec)
+    sink = IcebergSink.for_table("db.parted", warehouse)
+    if transform != "identity" and not CORE:
+        with pytest.raises(SinkError, match=r"partition field 'part' .*pyiceberg-core"):
+            sink.prepare()
+        return
+    sink.prepare()
+    made = writer(sink, 0, parallelism=1)
+    day = datetime.datetime(2024, 1, 1, 5)
+    batch = [
+        {"word": "ab", "n": 1, "ts": day},
+        {"word": "cd", "n": 2, "ts": day + datetime.timedelta(days=1)},
+    ]
+    made.write_batch(batch)
+    made.pre_commit(1)
+    made.commit(1)
+    assert sorted(r["n"] for r in table_rows(warehouse, "db.parted")) == [1, 2]
+    assert len({Path(p).parent for p in parquet_files(tmp_path / "lake")}) == 2
 
 
 def test_bad_configuration_and_rows_say_what_is_wrong_in_one_line(warehouse):

@@ -19,6 +19,7 @@ from barrierflow.errors import BarrierflowError, SinkError
 __all__ = [
     "Misfit",
     "check_columns",
+    "check_partitioning",
     "connect",
     "convert_rows",
     "dead_letter_schema",
@@ -169,6 +170,22 @@ def check_columns(schema: Any, table: Any, name: str) -> None:
                 f"{name}: column '{field.name}' is {other.field_type} in the table, "
                 f"{field.field_type} in the sink's schema"
             )
+
+
+def check_partitioning(table: Any, name: str) -> None:
+    """Each partition transform of the table can be computed here: PyIceberg computes
+    bucket, truncate and the time transforms only with `pyiceberg-core` installed, and
+    would otherwise fail at the first checkpoint, after the job started."""
+    schema = table.schema()
+    for field in table.spec().fields:
+        source = schema.find_field(field.source_id)
+        try:
+            field.transform.pyarrow_transform(source.field_type)
+        except Exception as error:
+            raise SinkError(
+                f"{name}: cannot write the table's partition field '{field.name}' "
+                f"({field.transform}({source.name})): {_one_line(error)}"
+            ) from None
 
 
 def required(schema: Any, ids: list[int]) -> Any:

@@ -35,6 +35,7 @@ from barrierflow.connectors.iceberg import _staging as staging
 from barrierflow.connectors.iceberg._catalog import (
     Misfit,
     check_columns,
+    check_partitioning,
     connect,
     convert_rows,
     dead_letter_schema,
@@ -198,6 +199,7 @@ class IcebergSink(TwoPhaseCommitSink[Handle]):
         table = load_table(catalog, self.table, SinkError)
         if self.schema is not None:
             check_columns(self._iceberg_schema(self.schema), table, self._name())
+        check_partitioning(table, self._name())
         dead = self.dead_letter_table
         if dead is not None and dead != self.named_dead_letter_table and not self.keeps_run_tables:
             with contextlib.suppress(Exception):  # a chaos run's own: a new run starts empty
