@@ -135,8 +135,10 @@ class _StreamingCollectWriter(SinkWriter):
 
 
 class CloseableIterator:
-    """The records of a running job, in checkpoint order (within a subtask, as produced);
-    `close()` (or leaving the `with` block) stops the job if it still runs."""
+    """The records of a running job, as published (by checkpoint, or batch by batch
+    without checkpointing; within a subtask, as produced), FLOAT values as PyFlink's
+    bridge returns them; `close()` (or leaving the `with` block) stops the job if it
+    still runs."""
 
     def __init__(
         self,

@@ -35,3 +35,20 @@ def test_named_rows_flow_through_a_job_and_the_file_sink_writes_flink_row_text(s
     env.execute("typed-word-count")
     lines = [line for part in out.glob("part-*.txt") for line in part.read_text().splitlines()]
     assert sorted(lines) == ["+I[cat, 10]", "+I[dog, 20]", "+I[fox, 30]"]
+
+
+def test_a_float_output_is_32_bit_after_key_by_and_as_it_was_in_the_chained_function(spark):
+    # PyFlink 2.3, run here: map(lambda x: x, output_type=Types.FLOAT()) on 110.1, then
+    # .map(repr) gave '110.1' (chained: the Python object as it was) and
+    # .key_by(...).map(repr) gave '110.0999984741211' (FloatCoder writes 4 bytes at key_by)
+    env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(1)
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    amounts = env.from_collection([110.1, 1e40]).map(lambda v: v, output_type=Types.FLOAT())
+    chained = amounts.map(lambda v: ("chained", repr(v)))
+    crossed = amounts.key_by(lambda v: 1).map(lambda v: ("crossed", repr(v)))
+    assert sorted(chained.union(crossed).execute_and_collect(limit=10)) == [
+        ("chained", "110.1"),
+        ("chained", "1e+40"),
+        ("crossed", "110.0999984741211"),
+        ("crossed", "inf"),
+    ]
