@@ -104,45 +104,36 @@ def run_once(
     return records / elapsed, result.checkpoints
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--keys", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--backends", default="hashmap", help="hashmap,rocksdb")
-    parser.add_argument("--keys-drawn", choices=("cycle", "zipf"), default="cycle")
-    parser.add_argument("--write-cache-entries", type=int, default=None)
-    parser.add_argument("--intervals", default="0,1000", help="checkpoint intervals, ms")
-    args = parser.parse_args()
-    backends = args.backends.split(",")
-    if unknown := set(backends) - {"hashmap", "rocksdb"}:
-        raise SystemExit(f"unknown backends {sorted(unknown)}: use hashmap and/or rocksdb")
-    obtain_spark(None, 4)
+def measure(
+    records: int,
+    keys: int,
+    drawn: str,
+    backends: list[str],
+    intervals: str,
+    repeat: int,
+    cache: int | None,
+) -> None:
+    """Run and print one key count and distribution on every backend and interval."""
     print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        f", load average {os.getloadavg()[0]:.1f}"
-    )
-    cache = args.write_cache_entries
-    print(
-        f"keyed running count, parallelism 2, {args.records:,} records, {args.keys:,} keys "
-        f"({args.keys_drawn}); rocksdb write_cache_entries "
+        f"keyed running count, parallelism 2, {records:,} records, {keys:,} keys "
+        f"({drawn}); rocksdb write_cache_entries "
         f"{'default' if cache is None else f'{cache:,}'}"
     )
     medians: dict[tuple[str, int], float] = {}
-    for interval in (int(i) for i in args.intervals.split(",")):
+    for interval in (int(i) for i in intervals.split(",")):
         for backend in backends:
             label = f"{backend}, {f'{interval} ms checkpoints' if interval else 'no checkpoints'}"
             rates, all_checkpoints = [], []
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 workdir = tempfile.mkdtemp(prefix="barrierflow-bench-")
                 try:
                     rate, checkpoints = run_once(
-                        args.records,
-                        args.keys,
+                        records,
+                        keys,
                         interval or None,
                         workdir,
                         backend,
-                        args.keys_drawn,
+                        drawn,
                         cache,
                     )
                 finally:
@@ -169,6 +160,33 @@ def main() -> None:
         if ("hashmap", interval) in medians and ("rocksdb", interval) in medians:
             ratio = medians["rocksdb", interval] / medians["hashmap", interval]
             print(f"{'ratio rocksdb / hashmap':>32}: {ratio:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--keys", default="10000", help="key counts, comma-separated")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--backends", default="hashmap", help="hashmap,rocksdb")
+    parser.add_argument("--keys-drawn", default="cycle", help="cycle and/or zipf, comma-separated")
+    parser.add_argument("--write-cache-entries", type=int, default=None)
+    parser.add_argument("--intervals", default="0,1000", help="checkpoint intervals, ms")
+    args = parser.parse_args()
+    backends = args.backends.split(",")
+    if unknown := set(backends) - {"hashmap", "rocksdb"}:
+        raise SystemExit(f"unknown backends {sorted(unknown)}: use hashmap and/or rocksdb")
+    drawn_kinds = args.keys_drawn.split(",")
+    if unknown := set(drawn_kinds) - {"cycle", "zipf"}:
+        raise SystemExit(f"unknown --keys-drawn {sorted(unknown)}: use cycle and/or zipf")
+    obtain_spark(None, 4)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f", load average {os.getloadavg()[0]:.1f}"
+    )
+    cache = args.write_cache_entries
+    for keys in (int(k) for k in args.keys.split(",")):
+        for drawn in drawn_kinds:
+            measure(args.records, keys, drawn, backends, args.intervals, args.repeat, cache)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
