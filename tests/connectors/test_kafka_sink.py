@@ -14,7 +14,11 @@ import json
 import pytest
 
 from barrierflow.connectors import DeliveryGuarantee, SinkContext
-from barrierflow.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
+from barrierflow.connectors.kafka import (
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+    KafkaTopicSelector,
+)
 from barrierflow.errors import ConfigurationError, SinkError
 from barrierflow.serialization import SimpleStringSchema
 
@@ -169,6 +173,50 @@ def test_without_transactions_records_are_written_as_they_come(kafka_cluster, to
     writer.commit(1)
     writer.close()
     assert sorted(kafka_cluster.read(out)) == ["a", "b"]
+
+
+class ByLetter(KafkaTopicSelector):
+    """Words starting with a vowel to one topic, the others to another."""
+
+    def __init__(self, vowels: str, others: str) -> None:
+        self.vowels, self.others = vowels, others
+
+    def apply(self, data):
+        return self.vowels if data[0][0] in "aeiou" else self.others
+
+
+def test_a_topic_selector_and_a_key_schema_place_each_record(kafka_cluster, topics):
+    _, markers, prefix = topics
+    vowels = kafka_cluster.create_topic(kafka_cluster.fresh_name("vowels"), 1)
+    others = kafka_cluster.create_topic(kafka_cluster.fresh_name("others"), 1)
+    serializer = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic_selector(ByLetter(vowels, others))
+        .set_key_serialization_schema(lambda pair: pair[0])
+        .set_value_serialization_schema(lambda pair: str(pair[1]))
+        .build()
+    )
+    sink = (
+        KafkaSink.builder()
+        .set_bootstrap_servers(kafka_cluster.bootstrap_servers)
+        .set_record_serializer(serializer)
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(prefix)
+        .set_commit_marker_topic(markers)
+        .build()
+    )
+    writer = writer_of(sink)
+    writer.restore([])
+    writer.write_batch([("apple", 1), ("pear", 2), ("egg", 3)])
+    writer.pre_commit(1)
+    writer.commit(1)
+    writer.close()
+
+    def placed(topic):
+        return [(m.key(), m.value()) for m in kafka_cluster.messages(topic)]
+
+    assert placed(vowels) == [(b"apple", b"1"), (b"egg", b"3")]
+    assert placed(others) == [(b"pear", b"2")]
 
 
 def test_an_unserializable_record_fails_naming_it_or_goes_to_the_dead_letter_topic(
