@@ -11,11 +11,14 @@ mock cluster does not hide uncommitted records from read_committed readers.
 
 from __future__ import annotations
 
+import time
+import urllib.request
 from collections import Counter
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.iceberg_catalog import catalog_properties, table_rows
 
 from barrierflow import StreamExecutionEnvironment, _fs
@@ -104,6 +107,35 @@ class Topics:
         assert written == Counter((w, str(n)) for w, n in running_count_rows(self.words))
 
 
+def records_by_vertex(url: str) -> dict[str, float]:
+    """Records in plus out of each vertex in `/metrics` (summed over subtasks)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+        text = response.read().decode()
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in (
+                "barrierflow_task_records_in_total",
+                "barrierflow_task_records_out_total",
+            ):
+                vertex = sample.labels["vertex"]
+                out[vertex] = out.get(vertex, 0.0) + sample.value
+    return out
+
+
+def wait_for_records_in_metrics(job, timeout: float = 30) -> None:
+    """Every vertex (the Kafka source's, the Kafka and Iceberg sinks' chains) shows records
+    in `/metrics`, as every connector's vertex does (issue 25: "shown in metrics")."""
+    names = [v.name for v in job.job_graph.vertices]
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = records_by_vertex(job.rest_url)
+        if all(seen.get(name, 0.0) > 0 for name in names):
+            return
+        assert time.monotonic() < deadline, f"vertices without records in /metrics: {seen}"
+        time.sleep(0.2)
+
+
 def test_kafka_to_kafka_and_iceberg_exactly_once_survives_a_killed_task(
     spark, tmp_path, kafka_cluster
 ):
@@ -117,6 +149,7 @@ def test_kafka_to_kafka_and_iceberg_exactly_once_survives_a_killed_task(
         if job.join(timeout=0):
             job.wait()  # the job ended: raises its error, if it failed
         raise AssertionError(f"no 2 checkpoints in 120 s; the job is {job.get_job_status()}")
+    wait_for_records_in_metrics(job)
     counting = next(v.vertex_id for v in job.job_graph.vertices if "Reduce" in v.name)
     job.inject_failure("executor", counting, 1)
     wait_for_attempt(job, 1, timeout=60)
