@@ -26,11 +26,6 @@ has `max_timestamp() + allowed lateness` at or before the watermark. Merging
 """
 
 from barrierflow.core.time import MAX_TIMESTAMP
-from barrierflow.core.type_serializer import (
-    CountWindowSerializer,
-    GlobalWindowSerializer,
-    TimeWindowSerializer,
-)
 from barrierflow.core.windows.assigners import (
     GlobalWindows,
     MergingWindowAssigner,
@@ -43,6 +38,11 @@ from barrierflow.core.windows.assigners import (
 from barrierflow.core.windows.count_assigners import (
     CountSlidingWindowAssigner,
     CountTumblingWindowAssigner,
+)
+from barrierflow.core.windows.serializers import (
+    CountWindowSerializer,
+    GlobalWindowSerializer,
+    TimeWindowSerializer,
 )
 from barrierflow.core.windows.sessions import (
     DynamicEventTimeSessionWindows,

@@ -291,7 +291,7 @@ def test_processing_time_windows_need_a_clock():
 
 def test_the_window_module_exports_every_public_window_class():
     import barrierflow.window as window
-    from barrierflow.core.windows import assigners, count_assigners, sessions, triggers
+    from barrierflow.core.windows import assigners, count_assigners, serializers, sessions, triggers
     from barrierflow.core.windows import window as windows
 
     # The window model's own names that PyFlink has not: not part of the public path.
@@ -302,7 +302,7 @@ def test_the_window_module_exports_every_public_window_class():
         "processing_time",
         "sliding_window_ids",
     }
-    modules = (windows, assigners, count_assigners, sessions, triggers)
+    modules = (windows, assigners, count_assigners, sessions, triggers, serializers)
     defined = {name for module in modules for name in module.__all__}
     assert (defined - internal) | {"MAX_TIMESTAMP"} == set(window.__all__)
 

@@ -9,4 +9,6 @@ window as `Window` and read the end of time from `barrierflow.core.time.MAX_TIME
   `CountSlidingWindowAssigner`), counting each key's elements in keyed state.
 - `sessions`: `SessionWindows`, the one session assigner behind PyFlink's four session names.
 - `triggers`: `Trigger`, `TriggerResult` and the built-in triggers.
+- `serializers`: PyFlink's window serializers (the bytes PyFlink writes; the operator
+  never calls them).
 """
