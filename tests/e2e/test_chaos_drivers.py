@@ -19,13 +19,14 @@ DRIVER_RUNS = pytest.mark.timeout(1200)
 
 @DRIVER_RUNS
 def test_chaos_kills_the_whole_driver_and_a_new_driver_resumes_exactly_once(spark, tmp_path):
-    result = chaos(tmp_path, "keyed_count.py", 2, "driver,exception", 40_000, 1_000)
+    # 20 s of input: each failure needs a checkpoint and a gap of it (a rerun paces afresh)
+    result = chaos(tmp_path, "keyed_count.py", 2, "driver,exception", 20_000, 1_000)
 
     assert result.exit_code == 0, result.output[-3000:]
     lines = FAILURE_LINE.findall(result.output)
     assert [int(n) for n, _, _ in lines] == [1, 2], result.output[-3000:]
     assert sorted(kind for _, _, kind in lines) == ["driver", "exception"]
-    assert "40000 records without failures, 40000 with; 0 lost, 0 duplicated" in result.output
+    assert "20000 records without failures, 20000 with; 0 lost, 0 duplicated" in result.output
     assert result.output.rstrip().endswith("exactly-once: OK")
     assert "restored no checkpoint" not in result.output
     for driver in re.findall(r"driver of the driver \(pid (\d+)\)", result.output):
