@@ -46,8 +46,8 @@ HEAVY_FILES = (
     "tests/e2e/test_chaos_drivers.py",  # ~200 s (est.): drivers killed, new drivers start Spark
     "tests/e2e/test_chaos.py",  # ~190 s (est.; 330 s before 6e0270e): chaos runs, 6-15 failures
     "tests/e2e/test_driver_stop_cleanup.py",  # ~120 s
-    "tests/e2e/test_local_cluster.py",  # ~90 s: an executor JVM killed
-    "tests/e2e/test_flagship.py",  # ~55 s
+    "tests/e2e/test_local_cluster.py",  # ~100 s: an executor JVM killed
+    "tests/e2e/test_flagship.py",  # ~60 s
     "tests/e2e/test_quiet_logs.py",  # ~45 s
 )
 
