@@ -19,6 +19,7 @@ from barrierflow.cluster.executor.local_processes import (
     kill_local,
 )
 from barrierflow.cluster.jobmaster.views import JobStatus
+from barrierflow.core.job_id import JobID
 from barrierflow.errors import ConfigurationError
 from barrierflow.graph.job_graph import JobGraph, SubtaskId
 
@@ -41,8 +42,9 @@ class JobExecutionResult:
     def get_net_runtime(self) -> int:
         return self.net_runtime_ms
 
-    def get_job_id(self) -> str:
-        return self.job_id
+    def get_job_id(self) -> JobID | str:
+        """The job's `JobID` as PyFlink returns it ("" for a result made outside a job)."""
+        return JobID(self.job_id) if self.job_id else self.job_id
 
     def get_all_accumulator_results(self) -> dict[str, Any]:
         """Always empty: barrierflow has no accumulators (user metrics are its counters)."""
@@ -145,9 +147,10 @@ class JobClient:
         `get_job_status().result()` works as there."""
         return self._master.status.state
 
-    def get_job_id(self) -> str:
-        """The job's id (it names the job's Spark job groups, `barrierflow-<id>-<attempt>`)."""
-        return self._master.job_id
+    def get_job_id(self) -> JobID:
+        """The job's id (it names the job's Spark job groups, `barrierflow-<id>-<attempt>`);
+        a `JobID`, which is a `str`, as PyFlink's prints."""
+        return JobID(self._master.job_id)
 
     @property
     def job_graph(self) -> JobGraph:

@@ -10,6 +10,7 @@ from concurrent.futures import Future
 
 import pytest
 
+from barrierflow import JobID
 from barrierflow.api.job_client import JobClient, JobExecutionResult, _in_background
 from barrierflow.errors import ConfigurationError
 
@@ -71,8 +72,9 @@ def test_a_background_future_carries_the_result_or_the_error():
 
 
 def test_the_execution_result_has_pyflinks_getters():
-    result = JobExecutionResult("job", 1200, [], 0, "ab12")
-    assert (result.get_job_id(), result.get_net_runtime()) == ("ab12", 1200)
+    result = JobExecutionResult("job", 1200, [], 0, "ab12" * 8)
+    assert (result.get_job_id(), result.get_net_runtime()) == ("ab12" * 8, 1200)
+    assert isinstance(result.get_job_id(), JobID)
     assert result.get_all_accumulator_results() == {}
     assert result.get_accumulator_result("n") is None
 
