@@ -72,6 +72,7 @@ from barrierflow.core.state_descriptors import (
 from barrierflow.errors import ConfigurationError, StateRestoreError
 from barrierflow.state.heap_sections import MARSHAL_TAG, decode_section, encode_section
 from barrierflow.state.heap_tables import (
+    TRACKED,
     HeapListState,
     HeapMapState,
     HeapState,
@@ -224,6 +225,8 @@ class HeapKeyedStateBackend(KeyScope):
         table = self._tables.get(name)
         if table is None:
             table = self._tables[name] = StateTable(self._count, self._changelog is not None)
+        if table.dirty is not None:
+            implementation = TRACKED[implementation]
         state = self._states[name] = implementation(self, table)
         return state
 

@@ -193,8 +193,9 @@ def _copy(value: Any) -> Any:
 class HeapState:
     """Base of the heap state handles: the backend (for the current key) and the state's
     per-key-group read and write paths (`StateTable.reads`, `StateTable.writes`) and, with
-    changelog checkpoints, its dirty sets (`StateTable.dirty`), filled in the same frame as
-    the dict operation (no further Python call on the record path)."""
+    changelog checkpoints, its dirty sets (`StateTable.dirty`), which the tracked handles
+    (`TRACKED`) fill in the same frame as the dict operation (no further Python call on
+    the record path); the plain handles never look at them."""
 
     __slots__ = ("_backend", "_dirty", "_reads", "_writes")
 
@@ -205,19 +206,13 @@ class HeapState:
         self._dirty = table.dirty
 
     def _current(self) -> Any:
-        """The current key's entry (a copy of its own if a snapshot holds it), or None.
-        Tracked: a value that could be changed in place is marked dirty (it may be)."""
+        """The current key's entry (a copy of its own if a snapshot holds it), or None."""
         backend = self._backend
-        index = backend._current_index
-        key = backend._current_key
         try:
-            value = self._reads[index].get(key)
+            return self._reads[backend._current_index].get(backend._current_key)
         except TypeError as error:
             backend._explain_key_error(error)
             raise
-        if value is not None and self._dirty is not None and type(value) not in IMMUTABLE_TYPES:
-            self._dirty[index].add(key)
-        return value
 
     def _peek(self) -> Any:
         """The current key's entry for reading only (never marked dirty): the caller hands
@@ -231,23 +226,15 @@ class HeapState:
 
     def _put(self, value: Any) -> None:
         backend = self._backend
-        index = backend._current_index
-        key = backend._current_key
-        self._writes[index][key] = value
-        if self._dirty is not None:
-            self._dirty[index].add(key)
+        self._writes[backend._current_index][backend._current_key] = value
 
     def clear(self) -> None:
         backend = self._backend
-        index = backend._current_index
-        key = backend._current_key
         try:
-            self._writes[index].pop(key, None)
+            self._writes[backend._current_index].pop(backend._current_key, None)
         except TypeError as error:
             backend._explain_key_error(error)
             raise
-        if self._dirty is not None:
-            self._dirty[index].add(key)
 
 
 class HeapValueState(HeapState, ValueState):
@@ -257,18 +244,14 @@ class HeapValueState(HeapState, ValueState):
 
     def update(self, value: Any) -> None:
         backend = self._backend
-        index = backend._current_index
-        key = backend._current_key
         try:
             if value is None:
-                self._writes[index].pop(key, None)
+                self._writes[backend._current_index].pop(backend._current_key, None)
             else:
-                self._writes[index][key] = value
+                self._writes[backend._current_index][backend._current_key] = value
         except TypeError as error:
             backend._explain_key_error(error)
             raise
-        if self._dirty is not None:
-            self._dirty[index].add(key)
 
     # batched access (`state/batched.py`): one pass of dict operations through the same
     # per-key-group read and write paths as value() and update(), so copy-on-write holds
@@ -417,3 +400,87 @@ class HeapMapState(HeapState, MapState):
 
     def is_empty(self) -> bool:
         return not self._peek()
+
+
+# ---- changelog checkpoints: the same handles, recording what they change ---------------------
+
+
+def _tracked_current(self: HeapState) -> Any:
+    """`_current`, marking dirty a value that could be changed in place (it may be)."""
+    backend = self._backend
+    index = backend._current_index
+    key = backend._current_key
+    try:
+        value = self._reads[index].get(key)
+    except TypeError as error:
+        backend._explain_key_error(error)
+        raise
+    if value is not None and type(value) not in IMMUTABLE_TYPES:
+        self._dirty[index].add(key)  # type: ignore[index]
+    return value
+
+
+def _tracked_put(self: HeapState, value: Any) -> None:
+    backend = self._backend
+    index = backend._current_index
+    key = backend._current_key
+    self._writes[index][key] = value
+    self._dirty[index].add(key)  # type: ignore[index]
+
+
+def _tracked_clear(self: HeapState) -> None:
+    backend = self._backend
+    index = backend._current_index
+    key = backend._current_key
+    try:
+        self._writes[index].pop(key, None)
+    except TypeError as error:
+        backend._explain_key_error(error)
+        raise
+    self._dirty[index].add(key)  # type: ignore[index]
+
+
+def _tracked_update(self: HeapState, value: Any) -> None:
+    backend = self._backend
+    index = backend._current_index
+    key = backend._current_key
+    try:
+        if value is None:
+            self._writes[index].pop(key, None)
+        else:
+            self._writes[index][key] = value
+    except TypeError as error:
+        backend._explain_key_error(error)
+        raise
+    self._dirty[index].add(key)  # type: ignore[index]
+
+
+class TrackedValueState(HeapValueState):
+    __slots__ = ()
+    _current = _tracked_current
+    value = _tracked_current
+    _put = _tracked_put
+    clear = _tracked_clear
+    update = _tracked_update
+
+
+class TrackedListState(HeapListState):
+    __slots__ = ()
+    _current = _tracked_current
+    _put = _tracked_put
+    clear = _tracked_clear
+
+
+class TrackedMapState(HeapMapState):
+    __slots__ = ()
+    _current = _tracked_current
+    _put = _tracked_put
+    clear = _tracked_clear
+
+
+TRACKED: dict[type[HeapState], type[HeapState]] = {
+    HeapValueState: TrackedValueState,
+    HeapListState: TrackedListState,
+    HeapMapState: TrackedMapState,
+}
+"""The handle a backend with changelog checkpoints uses in place of each plain one."""
