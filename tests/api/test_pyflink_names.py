@@ -305,6 +305,12 @@ def test_the_same_class_behind_every_path_it_has():
         assert getattr(barrierflow, name) is getattr(functions, name)
     for name in ("TimeWindow", "Trigger", "WindowAssigner", "GlobalWindow"):
         assert getattr(barrierflow, name) is getattr(window, name)
+    import barrierflow.connectors.file_system as file_system
+    import barrierflow.connectors.files as files
+
+    for name in ("FileSink", "FileSource", "RollingPolicy"):  # PyFlink's path, the older one
+        assert getattr(files, name) is getattr(file_system, name)
+    assert type(files.FileSink.for_rows("out")) is file_system.FileSink
 
 
 def test_async_retry_predicates_as_pyflink_has_them():

@@ -10,9 +10,24 @@ URIs of any filesystem pyarrow knows (`file://`, `s3://`, `hdfs://`). `BadLine` 
 line-reading sources (Nexmark's event files).
 """
 
+from typing import Any
+
 from barrierflow.connectors.files._lines import line_number_at
 from barrierflow.connectors.files._parquet_source import ParquetSource
-from barrierflow.connectors.files._sink import FileSink, RollingPolicy
-from barrierflow.connectors.files._source import BadLine, FileSource
+from barrierflow.connectors.files._source import BadLine
 
 __all__ = ["BadLine", "FileSink", "FileSource", "ParquetSource", "RollingPolicy", "line_number_at"]
+
+_PYFLINK_SHAPED = ("FileSink", "FileSource", "RollingPolicy")
+
+
+def __getattr__(name: str) -> Any:
+    """`FileSink`, `FileSource` and `RollingPolicy` are the classes of
+    `barrierflow.connectors.file_system`, which add PyFlink's builders to this package's: one
+    class per name, whichever path a job imports it from. Resolved on first use, since
+    `file_system` is built on this package's modules."""
+    if name in _PYFLINK_SHAPED:
+        from barrierflow.connectors import file_system
+
+        return getattr(file_system, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
