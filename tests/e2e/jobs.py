@@ -15,6 +15,11 @@ from barrierflow.connectors.base import SourceReader, SplitBatch
 from barrierflow.connectors.datagen import DataGeneratorSource
 from barrierflow.connectors.files import FileSink
 
+DEPLOY_S = 400
+"""How long a job may take to its first checkpoints: on a busy host (load 30 on 2 cores) its
+fresh Spark workers take minutes to start, and a deployment that stalls fails on its own
+(cluster/jobmaster/attempt.py), which ends this wait early."""
+
 WORDS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu"]
 
 

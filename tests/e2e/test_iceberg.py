@@ -22,6 +22,7 @@ from barrierflow.connectors.iceberg import IcebergSink, IcebergSource
 
 from .conftest import read_rows
 from .jobs import (
+    DEPLOY_S,
     generated_words,
     recovering_environment,
     running_count_rows,
@@ -30,7 +31,7 @@ from .jobs import (
     word_of,
 )
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
 
 pytest.importorskip("pyiceberg")
 
@@ -47,12 +48,12 @@ def test_a_killed_sink_task_leaves_exactly_the_failure_free_rows(spark, tmp_path
         "iceberg"
     )
     job = env.execute_async("iceberg-counts")
-    assert job.wait_for_completed_checkpoints(2, timeout=120)
+    assert job.wait_for_completed_checkpoints(2, timeout=DEPLOY_S)
     sink_vertex = next(v.vertex_id for v in job.job_graph.vertices if "Sink" in v.name)
     job.inject_failure("kill", sink_vertex, 1)
     wait_for_attempt(job, 1, timeout=60)
     (tmp_path / "failed").touch()
-    result = job.wait(timeout=120)
+    result = job.wait(timeout=DEPLOY_S)
 
     assert result.restarts >= 1
     table = open_catalog(props).load_table("db.counts")
@@ -82,7 +83,7 @@ def test_the_source_follows_a_table_another_writer_appends_to(spark, tmp_path: P
     ).uid("n").sink_to(FileSink.for_rows(str(out))).uid("files")
     job = env.execute_async("iceberg-follow")
     try:
-        assert job.wait_for_completed_checkpoints(1, timeout=120)
+        assert job.wait_for_completed_checkpoints(1, timeout=DEPLOY_S)
         for start in (100, 200, 300):  # another writer appends while the job runs
             table.append(pa.table({"n": list(range(start, start + 100))}))
         deadline, checkpoints = time.monotonic() + 60, 2

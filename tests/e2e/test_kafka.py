@@ -34,6 +34,7 @@ from barrierflow.connectors.kafka import (
 from barrierflow.core.watermark_strategy import WatermarkStrategy
 
 from .jobs import (
+    DEPLOY_S,
     recovering_environment,
     running_count_rows,
     running_counts,
@@ -41,7 +42,7 @@ from .jobs import (
     word_of,
 )
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
 
 RECORDS = 4000
 PARTITIONS = 4
@@ -145,16 +146,16 @@ def test_kafka_to_kafka_and_iceberg_exactly_once_survives_a_killed_task(
     env = recovering_environment(tmp_path / "checkpoints")
     topics.pipeline(env, lake)
     job = env.execute_async("kafka-count")
-    if not job.wait_for_completed_checkpoints(2, timeout=120):  # deploying on a busy machine
+    if not job.wait_for_completed_checkpoints(2, timeout=DEPLOY_S):  # deploying on a busy machine
         if job.join(timeout=0):
             job.wait()  # the job ended: raises its error, if it failed
-        raise AssertionError(f"no 2 checkpoints in 120 s; the job is {job.get_job_status()}")
+        raise AssertionError(f"no 2 checkpoints in {DEPLOY_S} s; the job is {job.get_job_status()}")
     wait_for_records_in_metrics(job)
     counting = next(v.vertex_id for v in job.job_graph.vertices if "Reduce" in v.name)
     job.inject_failure("executor", counting, 1)
     wait_for_attempt(job, 1, timeout=60)
     topics.write_half(second=True)  # the rest of the input, after the failover
-    result = job.wait(timeout=120)
+    result = job.wait(timeout=DEPLOY_S)
 
     assert result.restarts >= 1
     topics.check_output()
@@ -168,7 +169,7 @@ def test_a_kafka_job_rescaled_from_2_to_3_through_a_savepoint(spark, tmp_path, k
     env = recovering_environment(tmp_path / "run-1")
     topics.pipeline(env)
     job = env.execute_async("kafka-rescale")
-    assert job.wait_for_completed_checkpoints(1, timeout=120)
+    assert job.wait_for_completed_checkpoints(1, timeout=DEPLOY_S)
     stopped = job.stop_with_savepoint(False, str(tmp_path / "sp"), timeout=120).result()
     job.wait(timeout=60)
 
@@ -178,7 +179,7 @@ def test_a_kafka_job_rescaled_from_2_to_3_through_a_savepoint(spark, tmp_path, k
     env.set_savepoint_restore_settings(_fs.Location(stopped).path)
     topics.pipeline(env)
     resumed = env.execute_async("kafka-rescale")
-    resumed.wait(timeout=180)
+    resumed.wait(timeout=DEPLOY_S)
 
     assert resumed.restored_from is not None
     topics.check_output()

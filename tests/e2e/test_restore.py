@@ -24,14 +24,9 @@ from barrierflow.connectors.files import FileSink
 from barrierflow.errors import JobExecutionError, StateRestoreError
 
 from .conftest import read_rows
-from .jobs import running_count_rows, word_of
+from .jobs import DEPLOY_S, running_count_rows, word_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
-
-DEPLOY_S = 400
-"""How long a job may take to its first checkpoints: on a busy host (load 30 on 2 cores) its
-fresh Spark workers take minutes to start, and a deployment that stalls fails on its own
-(cluster/jobmaster/attempt.py), which ends this wait early."""
 
 RECORDS = 12_000
 

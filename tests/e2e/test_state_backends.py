@@ -18,6 +18,7 @@ from barrierflow.errors import StateRestoreError
 
 from .conftest import read_rows
 from .jobs import (
+    DEPLOY_S,
     generated_words,
     recovering_environment,
     running_count_rows,
@@ -26,11 +27,6 @@ from .jobs import (
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]  # minutes on a busy host
-
-DEPLOY_S = 400
-"""How long a job may take to its first checkpoints: on a busy host (load 30 on 2 cores) its
-fresh Spark workers take minutes to start, and a deployment that stalls fails on its own
-(cluster/jobmaster/attempt.py), which ends this wait early."""
 
 
 def word_count(tmp_path: Path, records: int, rate: float | None, backend):
