@@ -30,7 +30,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from barrierflow import _fs
-from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
+from barrierflow.connectors.base import AtOnceSinkWriter, Sink, SinkContext, SinkWriter
 from barrierflow.connectors.two_phase_commit import TwoPhaseCommitSink
 from barrierflow.errors import JobDefinitionError, JobExecutionError
 
@@ -102,7 +102,7 @@ class StreamingCollectSink(Sink):
         return _StreamingCollectWriter(self.folder, context)
 
 
-class _StreamingCollectWriter(SinkWriter):
+class _StreamingCollectWriter(AtOnceSinkWriter):
     """Publishes each batch as `committed/<subtask>-<deployment>-<attempt>-<n>`: names that
     sort in the order one writer wrote them, and never collide across attempts."""
 
@@ -120,18 +120,6 @@ class _StreamingCollectWriter(SinkWriter):
         self._count += 1
         name = f"{self._prefix}-{self._count:012d}"
         _fs.write_atomic(self._committed.child(name), cloudpickle.dumps(list(records)))
-
-    def pre_commit(self, checkpoint_id: int) -> None:
-        pass  # nothing is held back: every batch is already published
-
-    def snapshot_state(self) -> Any:
-        return None
-
-    def commit(self, checkpoint_id: int) -> None:
-        pass
-
-    def restore(self, states: list[Any]) -> None:
-        pass
 
 
 class CloseableIterator:

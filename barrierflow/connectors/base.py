@@ -28,6 +28,7 @@ from barrierflow.core.output_tag import OutputTag
 __all__ = [
     "DEAD_LETTERS",
     "WHOLE_READER_SPLIT",
+    "AtOnceSinkWriter",
     "BadRecord",
     "DeadLetter",
     "Sink",
@@ -339,6 +340,24 @@ class SinkWriter(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """The job has ended normally; release resources."""
+
+
+class AtOnceSinkWriter(SinkWriter):
+    """A writer whose records leave as they are written (printed, dropped, published):
+    nothing is held for a checkpoint, so there is nothing to pre-commit, keep, commit or
+    restore. At least once after a failure, as Flink's print and discarding sinks."""
+
+    def pre_commit(self, checkpoint_id: int) -> None:
+        pass
+
+    def snapshot_state(self) -> Any:
+        return None
+
+    def commit(self, checkpoint_id: int) -> None:
+        pass
+
+    def restore(self, states: list[Any]) -> None:
+        pass
 
 
 class Sink(ABC):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
+from barrierflow.connectors.base import AtOnceSinkWriter, Sink, SinkContext
 
 __all__ = [
     "DiscardingSink",
@@ -28,7 +28,7 @@ class DiscardingSink(Sink):
         return DiscardingSinkWriter()
 
 
-class DiscardingSinkWriter(SinkWriter):
+class DiscardingSinkWriter(AtOnceSinkWriter):
     """Counts the records it drops (`records`). Mailbox thread only."""
 
     def __init__(self) -> None:
@@ -39,15 +39,3 @@ class DiscardingSinkWriter(SinkWriter):
 
     def write_arrow(self, data: Any) -> None:
         self.records += data.num_rows
-
-    def pre_commit(self, checkpoint_id: int) -> None:
-        pass
-
-    def snapshot_state(self) -> Any:
-        return None
-
-    def commit(self, checkpoint_id: int) -> None:
-        pass
-
-    def restore(self, states: list[Any]) -> None:
-        pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from barrierflow.connectors.base import Sink, SinkContext, SinkWriter
+from barrierflow.connectors.base import AtOnceSinkWriter, Sink, SinkContext
 from barrierflow.core.record_text import record_text
 from barrierflow.core.typeinfo import TypeInformation
 
@@ -46,7 +46,7 @@ class PrintSink(Sink):
         return PrintSinkWriter(f"{prefix}> " if prefix else "", self.type_info)
 
 
-class PrintSinkWriter(SinkWriter):
+class PrintSinkWriter(AtOnceSinkWriter):
     """Writes to `sys.stdout` (looked up at every write). Mailbox thread only."""
 
     def __init__(self, prefix: str, type_info: TypeInformation | None = None) -> None:
@@ -64,15 +64,6 @@ class PrintSinkWriter(SinkWriter):
 
     def pre_commit(self, checkpoint_id: int) -> None:
         sys.stdout.flush()
-
-    def snapshot_state(self) -> Any:
-        return None
-
-    def commit(self, checkpoint_id: int) -> None:
-        pass
-
-    def restore(self, states: list[Any]) -> None:
-        pass
 
     def close(self) -> None:
         sys.stdout.flush()

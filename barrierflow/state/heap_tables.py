@@ -214,15 +214,9 @@ class HeapState:
             backend._explain_key_error(error)
             raise
 
-    def _peek(self) -> Any:
-        """The current key's entry for reading only (never marked dirty): the caller hands
-        out nothing that could be changed in place."""
-        backend = self._backend
-        try:
-            return self._reads[backend._current_index].get(backend._current_key)
-        except TypeError as error:
-            backend._explain_key_error(error)
-            raise
+    _peek = _current
+    """The same read, named where the caller only reads (a tracked handle marks nothing
+    dirty) and hands out nothing that could be changed in place."""
 
     def _put(self, value: Any) -> None:
         backend = self._backend
