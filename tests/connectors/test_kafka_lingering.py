@@ -10,12 +10,11 @@ broker, and the brokers count the InitProducerId requests they receive.
 from __future__ import annotations
 
 import pytest
-from support.kafka_cluster import start_kafka_cluster
+from support.kafka_cluster import start_kafka_cluster, string_sink_builder
 
 from barrierflow.connectors import DeliveryGuarantee, SinkContext
-from barrierflow.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
+from barrierflow.connectors.kafka import KafkaSink
 from barrierflow.errors import ConfigurationError
-from barrierflow.serialization import SimpleStringSchema
 
 pytest.importorskip("confluent_kafka")
 
@@ -57,20 +56,9 @@ def writer(
     cluster, setup, subtask, parallelism, restored=None, max_parallelism=0, limit=None, attempt=0
 ):
     out, markers, prefix = setup
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(out)
-        .set_value_serialization_schema(SimpleStringSchema())
-        .build()
-    )
-    builder = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(cluster.bootstrap_servers)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .set_transactional_id_prefix(prefix)
-        .set_commit_marker_topic(markers)
-    )
+    builder = string_sink_builder(
+        cluster.bootstrap_servers, out, prefix, DeliveryGuarantee.EXACTLY_ONCE
+    ).set_commit_marker_topic(markers)
     if limit is not None:
         builder.set_transactional_id_probe_limit(limit)
     sink = builder.build()

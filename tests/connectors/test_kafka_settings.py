@@ -9,11 +9,10 @@ the properties: it refuses a bad one when the client is created.
 from __future__ import annotations
 
 import pytest
+from support.kafka_cluster import string_sink_builder
 
 from barrierflow.connectors import DeliveryGuarantee
 from barrierflow.connectors.kafka import (
-    KafkaRecordSerializationSchema,
-    KafkaSink,
     KafkaSource,
 )
 from barrierflow.errors import ConfigurationError
@@ -41,19 +40,7 @@ def source_of(cluster, properties):
 
 
 def sink_of(cluster, properties, guarantee=DeliveryGuarantee.AT_LEAST_ONCE):
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic("t")
-        .set_value_serialization_schema(SimpleStringSchema())
-        .build()
-    )
-    builder = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(cluster.bootstrap_servers)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(guarantee)
-        .set_transactional_id_prefix("settings-tx")
-    )
+    builder = string_sink_builder(cluster.bootstrap_servers, "t", "settings-tx", guarantee)
     for key, value in properties.items():
         builder = builder.set_property(key, value)
     return builder.build()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.kafka_cluster import string_sink_builder
 
 from barrierflow.connectors import DeliveryGuarantee, SinkContext
 from barrierflow.connectors.kafka import (
@@ -20,26 +21,14 @@ from barrierflow.connectors.kafka import (
     KafkaTopicSelector,
 )
 from barrierflow.errors import ConfigurationError, SinkError
-from barrierflow.serialization import SimpleStringSchema
 
 pytest.importorskip("confluent_kafka")
 
 
 def make_sink(cluster, topic: str, prefix: str, guarantee=DeliveryGuarantee.EXACTLY_ONCE, **kw):
-    serializer = (
-        KafkaRecordSerializationSchema.builder()
-        .set_topic(topic)
-        .set_value_serialization_schema(kw.pop("value", SimpleStringSchema()))
-        .build()
-    )
-    builder = (
-        KafkaSink.builder()
-        .set_bootstrap_servers(cluster.bootstrap_servers)
-        .set_record_serializer(serializer)
-        .set_delivery_guarantee(guarantee)
-        .set_transactional_id_prefix(prefix)
-        .set_commit_marker_topic(kw.pop("markers"))
-    )
+    builder = string_sink_builder(
+        cluster.bootstrap_servers, topic, prefix, guarantee, kw.pop("value", None)
+    ).set_commit_marker_topic(kw.pop("markers"))
     if "dead_letters" in kw:
         builder.set_dead_letter_topic(kw.pop("dead_letters"))
     return builder.build()

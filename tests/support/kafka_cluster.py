@@ -226,6 +226,29 @@ class KafkaCluster:
                 process.wait(timeout=10)
 
 
+def string_sink_builder(
+    bootstrap_servers: str, topic: str, prefix: str, guarantee: Any, value_schema: Any = None
+) -> Any:
+    """The `KafkaSink` builder the sink tests start from: string values (or `value_schema`)
+    into `topic` under the transactional-id `prefix`, with `guarantee`."""
+    from barrierflow.connectors.kafka import KafkaRecordSerializationSchema, KafkaSink
+    from barrierflow.serialization import SimpleStringSchema
+
+    serializer = (
+        KafkaRecordSerializationSchema.builder()
+        .set_topic(topic)
+        .set_value_serialization_schema(value_schema or SimpleStringSchema())
+        .build()
+    )
+    return (
+        KafkaSink.builder()
+        .set_bootstrap_servers(bootstrap_servers)
+        .set_record_serializer(serializer)
+        .set_delivery_guarantee(guarantee)
+        .set_transactional_id_prefix(prefix)
+    )
+
+
 @contextlib.contextmanager
 def start_kafka_cluster(brokers: int = BROKERS) -> Iterator[KafkaCluster]:
     """librdkafka's mock cluster in a holder process of its own, stopped on exit."""
