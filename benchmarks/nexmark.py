@@ -3,7 +3,7 @@ Streaming, on one events file, one run after the other.
 
     python benchmarks/nexmark.py [--events 2000000] [--queries q0,q1,...] [--parallelism 2]
         [--repeat 3] [--peers flink-sql,flink-ds,spark-ss] [--install-peers]
-        [--state-backend hashmap|rocksdb]
+        [--state-backend hashmap|rocksdb] [--changelog]
 
 The events file (`--input`, default `<workdir>/events-<N>.json`) is made with
 `barrierflow nexmark generate` when it is missing. For every query, every system runs it
@@ -12,7 +12,8 @@ each system's runs is reported:
 
 - barrierflow: `barrierflow nexmark run --input FILE --json`, without checkpoints and with
   exactly-once checkpoints every `--checkpoint-interval` ms (1 s), keyed state in the
-  `--state-backend` (hashmap, the default, or rocksdb);
+  `--state-backend` (hashmap, the default, or rocksdb; `--changelog`: the checkpointed run
+  with the hashmap backend's changelog checkpoints, the run without as it is);
 - flink-sql: `benchmarks/peers/flink_nexmark.py`, Flink SQL in the JVM (PyFlink 2.3.0);
 - flink-ds: `benchmarks/peers/flink_datastream.py`, PyFlink's Python DataStream API in
   thread mode (q0, q1, q2, and `count`, bids per auction, a keyed running count);
@@ -426,14 +427,16 @@ def command(
     interval: int,
     root: Path,
     state_backend: str = "hashmap",
+    changelog: bool = False,
 ) -> list[str]:
-    """The command line that runs `query` on `system`."""
+    """The command line that runs `query` on `system` (`changelog`: the checkpointed run's)."""
     if system.startswith(BARRIERFLOW):
         line = [str(Path(sys.executable).with_name("barrierflow")), "nexmark", "run"]
         line += ["--query", query, "--input", path, "--parallelism", str(parallelism), "--json"]
         line += ["--state-backend", state_backend]
         if system == BARRIERFLOW_CKPT:
             line += ["--checkpoint-interval", str(interval)]
+            line += ["--changelog"] if changelog else []
         return line
     common = ["--query", query, "--input", path, "--par", str(parallelism)]
     common += ["--events", str(events)]
@@ -544,6 +547,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--state-backend", choices=("hashmap", "rocksdb"), default="hashmap", help="barrierflow's"
     )
+    parser.add_argument(
+        "--changelog",
+        action="store_true",
+        help="the checkpointed run with hashmap changelog checkpoints",
+    )
     parser.add_argument("--no-checkpoint-run", action="store_true", help="skip barrierflow-ckpt")
     parser.add_argument(
         "--peers-only", action="store_true", help="run the peers alone (no barrierflow runs)"
@@ -593,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     continue
                 line = command(
                     system, query, str(path), events, args.parallelism,
-                    args.checkpoint_interval, root, args.state_backend,
+                    args.checkpoint_interval, root, args.state_backend, args.changelog,
                 )  # fmt: skip
                 started = time.monotonic()
                 run = run_one(line, system, query, args.timeout)
@@ -651,6 +659,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "parallelism": args.parallelism,
             "checkpoint_interval_ms": args.checkpoint_interval,
             "state_backend": args.state_backend,
+            "changelog": args.changelog,
             "repeat": args.repeat,
             "machine": machine(),
             "peers_not_run": problems,

@@ -5,6 +5,7 @@
 
     barrierflow nexmark run --query qN (--events N | --input PATH) [--parallelism P]
                             [--checkpoint-interval MS] [--state-backend hashmap|rocksdb]
+                            [--changelog]
                             [--output DIR] [--rate R] [--json]
 
 `generate` writes generator events `0 .. N - 1` to PATH in flink-nexmark's table shape
@@ -116,6 +117,11 @@ def _file_size(path: str) -> int:
     show_default=True,
     help="Where keyed state lives: Python dicts, or an embedded RocksDB per subtask.",
 )
+@click.option(
+    "--changelog",
+    is_flag=True,
+    help="hashmap: changelog checkpoints (each writes what changed since the last one).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 def run(
     name: str,
@@ -128,6 +134,7 @@ def run(
     rate: int | None,
     checkpoint_dir: str | None,
     state_backend: str,
+    changelog: bool,
     as_json: bool,
 ) -> None:
     """Run one Nexmark query to the end of its events and print its figures."""
@@ -143,6 +150,7 @@ def run(
             events_per_second=rate,
             checkpoint_dir=checkpoint_dir,
             state_backend=state_backend,
+            changelog=changelog,
         )
         report = run_query(settings)
     except BarrierflowError as error:

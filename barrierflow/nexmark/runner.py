@@ -70,6 +70,9 @@ class RunSettings:
     state_backend: str = "hashmap"
     """Where keyed state lives: "hashmap" (Python dicts) or "rocksdb" (an embedded RocksDB
     per subtask, default settings)."""
+    changelog: bool = False
+    """The hashmap backend's changelog checkpoints (`enable_changelog_state_backend`): each
+    checkpoint writes what changed since the last one, a new base now and then."""
 
     def __post_init__(self) -> None:
         query(self.query)  # an unknown name fails here, naming the known ones
@@ -90,6 +93,11 @@ class RunSettings:
         if self.state_backend not in STATE_BACKENDS:
             raise ConfigurationError(
                 f"unknown state backend {self.state_backend!r}; known: {', '.join(STATE_BACKENDS)}"
+            )
+        if self.changelog and self.state_backend != "hashmap":
+            raise ConfigurationError(
+                f"changelog checkpoints are the hashmap backend's; {self.state_backend} has "
+                "incremental checkpoints of its own"
             )
 
 
@@ -112,6 +120,7 @@ class RunReport:
     checkpoints: dict[str, Any]
     restarts: int
     state_backend: str = "hashmap"
+    changelog: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -180,6 +189,7 @@ def run(settings: RunSettings) -> RunReport:
             env.enable_checkpointing(settings.checkpoint_interval_ms)
         env.get_checkpoint_config().set_checkpoint_storage(checkpoint_dir)
         env.set_state_backend(STATE_BACKENDS[settings.state_backend]())
+        env.enable_changelog_state_backend(settings.changelog)
         build_job(env, settings)
         job = env.execute_async(f"nexmark-{settings.query}")
         if not job.wait_until_running(timeout=300):
@@ -204,6 +214,7 @@ def run(settings: RunSettings) -> RunReport:
             checkpoints=_checkpoint_figures(result.checkpoints),
             restarts=result.restarts,
             state_backend=settings.state_backend,
+            changelog=settings.changelog,
         )
     finally:
         if scratch is not None:

@@ -122,8 +122,10 @@ def run_query(
     kill_subtask: int = 0,
     until: Callable[[list[dict[str, Any]]], bool] | None = None,
     timeout: float = 300.0,
+    changelog: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run query `name` over the events file on Spark and return every committed row.
+    """Run query `name` over the events file on Spark and return every committed row
+    (`changelog`: with the hashmap backend's changelog checkpoints).
 
     With `kill` (the uid of one of the query's operators, e.g. "q5-slices"), the events are
     paced to last about `KILL_RUN_SECONDS`; once two checkpoints completed, the stream-task
@@ -143,6 +145,7 @@ def run_query(
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(parallelism)
     env.enable_checkpointing(checkpoint_ms)
+    env.enable_changelog_state_backend(changelog)
     env.get_checkpoint_config().set_checkpoint_storage(str(tmp_path / "checkpoints"))
     env.set_restart_strategy(RestartStrategies.fixed_delay_restart(3, 200))
     # Paced when a task is killed: each source subtask reads a part of the file.

@@ -41,6 +41,10 @@ def test_settings_need_exactly_one_of_events_and_input(tmp_path):
         ({"events": 10, "checkpoint_interval_ms": 5}, "at least 10 ms"),
         ({"input_path": "/nonexistent/events.jsonl"}, "no events file at /nonexistent"),
         ({"events": 10, "state_backend": "memory"}, "unknown state backend 'memory'; known: "),
+        (
+            {"events": 10, "state_backend": "rocksdb", "changelog": True},
+            "changelog checkpoints are the hashmap backend's; rocksdb has incremental",
+        ),
     ],
 )
 def test_bad_settings_are_refused_naming_the_problem(kwargs, message):
