@@ -12,38 +12,17 @@ Mailbox thread only.
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import marshal
-import pickle
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from barrierflow.errors import ConfigurationError
 from barrierflow.state.batched import key_group_indices
+from barrierflow.state.heap_copies import IMMUTABLE_TYPES, copy_value, is_immutable
 from barrierflow.state.key_scope import unhashable_key
 from barrierflow.state.values import ListState, MapState, ValueState, list_values
 
 if TYPE_CHECKING:
     from barrierflow.state.heap_backend import HeapKeyedStateBackend, HeapKeyedStateSnapshot
-
-IMMUTABLE_TYPES = frozenset(
-    {
-        int,
-        float,
-        complex,
-        bool,
-        str,
-        bytes,
-        type(None),
-        decimal.Decimal,
-        datetime.datetime,
-        datetime.date,
-        datetime.time,
-        datetime.timedelta,
-    }
-)
-"""Types of values that cannot change in place: handed out as they are, never copied."""
 
 
 class StateTable:
@@ -133,9 +112,9 @@ class SharedGroup:
         its own that replaces it in the live dict."""
         if self._unshare_if_released():  # first: reads go back to the plain dict at once
             return value
-        if _immutable(value):  # not remembered: `share` would clear that set at the barrier
+        if is_immutable(value):  # not remembered: `share` would clear that set at the barrier
             return value
-        copied = _copy(value)
+        copied = copy_value(value)
         if copied is not value:
             self.writable()[key] = copied
             self._owned.add(key)
@@ -148,43 +127,6 @@ class SharedGroup:
 
     def pop(self, key: Any, default: Any = None) -> Any:
         return self.writable().pop(key, default)
-
-
-_TUPLE_KINDS: dict[type, bool] = {tuple: True}
-"""Per tuple type seen, whether its instances are plain tuples (no instance dict, as a
-named tuple's): immutable when their items are."""
-
-
-def _immutable(value: Any) -> bool:
-    """Whether `value` cannot change in place: an `IMMUTABLE_TYPES` type, or a tuple (or named
-    tuple) of such values, at any depth."""
-    kind = type(value)
-    if kind in IMMUTABLE_TYPES:
-        return True
-    plain = _TUPLE_KINDS.get(kind)
-    if plain is None:
-        plain = _TUPLE_KINDS[kind] = issubclass(kind, tuple) and kind.__dictoffset__ == 0
-    if not plain:
-        return False
-    for item in value:  # noqa: SIM110 (a loop: no generator per read, the hot path)
-        if type(item) not in IMMUTABLE_TYPES and not _immutable(item):
-            return False
-    return True
-
-
-def _copy(value: Any) -> Any:
-    """A copy of `value` sharing nothing mutable with it: what a restore would give
-    (marshal's round trip for builtin types, else pickle's). A value that cannot be
-    pickled is handed out as it is (its snapshot's write fails on it, naming state and
-    key)."""
-    try:
-        return marshal.loads(marshal.dumps(value, 4))
-    except (ValueError, TypeError):
-        pass
-    try:
-        return pickle.loads(pickle.dumps(value, protocol=5))
-    except Exception:
-        return value
 
 
 # ---- the state handles ----------------------------------------------------------------------

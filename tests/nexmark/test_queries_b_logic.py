@@ -36,6 +36,7 @@ from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 from barrierflow.state.backend import canonical_section
+from barrierflow.state.heap_copies import copy_value
 
 MIDNIGHT = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -142,6 +143,16 @@ def test_bid_statistics_count_bids_and_distinct_values_in_all_and_per_rank():
         stats.add(bidder, auction_number, price, at)
     assert stats.counts() == (5, 3, 1, 1, 3, 1, 1, 1, 3, 2, 1, 1)
     assert stats.latest == 9
+
+
+def test_a_copy_of_bid_statistics_counts_on_alone():
+    # what the heap backend hands out while a checkpoint holds the statistics
+    stats = BidStatistics()
+    stats.add(1, 10, 5, 3)
+    copied = copy_value(stats)
+    copied.add(2, 11, 50_000, 8)
+    assert stats.counts() == (1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0) and stats.latest == 3
+    assert copied.counts() == (2, 1, 1, 0, 2, 1, 1, 0, 2, 1, 1, 0) and copied.latest == 8
 
 
 # -- the mini-batched aggregate (q17's) ------------------------------------------------------

@@ -88,6 +88,17 @@ class BidStatistics:
         if self.latest is None or date_time > self.latest:
             self.latest = date_time
 
+    def __deepcopy__(self, memo: dict[int, object]) -> BidStatistics:
+        """A copy sharing no set or list with this one: what the heap backend hands out
+        while a checkpoint holds this one (a C-level copy per set, not a pickle round trip
+        of the whole object)."""
+        copied = BidStatistics.__new__(BidStatistics)
+        copied.bids = self.bids[:]
+        copied.bidders = tuple(set(ids) for ids in self.bidders)
+        copied.auctions = tuple(set(ids) for ids in self.auctions)
+        copied.latest = self.latest
+        return copied
+
     def counts(self) -> tuple[int, ...]:
         """The twelve counts, in q15's column order."""
         return (*self.bids, *map(len, self.bidders), *map(len, self.auctions))
