@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from barrierflow import _envelope as checkpoint_format
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers import MIN_WATERMARK, InternalTimerService, Timer
+from barrierflow.runtime.timers.priority_queue import TimerPriorityQueue
 from barrierflow.state.key_groups import (
     KeyGroupRange,
     assign_to_key_group,
@@ -692,3 +693,17 @@ def test_rescaling_from_two_to_three_subtasks_keeps_every_timer_exactly_once(spe
     }
     assert len(fired) == len(expected)
     assert set(fired) == expected
+
+
+@pytest.mark.parametrize(
+    "timestamps",
+    [[], [5], [9, 3, 7, 1], [4, 4, 4], [8, 2, 8, 5, 2]],
+    ids=["none", "one", "no ties", "all tied", "some tied"],
+)
+def test_a_snapshots_timer_order_is_firing_order_with_or_without_ties(timestamps) -> None:
+    queue = TimerPriorityQueue()
+    keys = ["k", 7, ("t", 1), b"raw", None]
+    for index, timestamp in enumerate(timestamps):
+        queue.add(Timer(timestamp, keys[index % len(keys)], index), 3)
+    assert queue.timers_by_time(3) == queue.timers_of_key_group(3)
+    assert [timer[0] for timer in queue.timers_by_time(3)] == sorted(timestamps)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from operator import itemgetter
 
 from barrierflow.runtime.timers.timer import Timer, sort_key, tie_order
+
+_timestamp = itemgetter(0)
 
 
 class TimerPriorityQueue:
@@ -108,6 +111,16 @@ class TimerPriorityQueue:
     def timers_of_key_group(self, key_group: int) -> list[Timer]:
         """The timers of one key group, in firing order."""
         return sorted(self._by_key_group.get(key_group, ()), key=sort_key)
+
+    def timers_by_time(self, key_group: int) -> list[Timer]:
+        """`timers_of_key_group`'s list, made faster for a snapshot, which is taken at the
+        barrier: one C-level sort by timestamp, which is firing order when no two timers
+        share a timestamp; only a key group where some do pays firing order's key (two
+        `order_key` calls per timer)."""
+        ordered = sorted(self._by_key_group.get(key_group, ()), key=_timestamp)
+        if len(set(map(_timestamp, ordered))) == len(ordered):
+            return ordered
+        return sorted(ordered, key=sort_key)
 
     def _forget(self, timer: Timer, key_group: int) -> None:
         group = self._by_key_group[key_group]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Hashable, Iterator, Sequence
+from operator import itemgetter
 
 from barrierflow import _envelope as checkpoint_format
 from barrierflow.errors import StateRestoreError
@@ -17,6 +18,9 @@ from barrierflow.runtime.timers.timer import (
     new_timer,
 )
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
+
+_timestamp = itemgetter(0)
+_key_and_namespace = itemgetter(1, 2)
 
 SNAPSHOT_KIND = "timers"
 """The kind of checkpoint envelope (`barrierflow._envelope`) a timer snapshot uses."""
@@ -174,16 +178,16 @@ class InternalTimerService:
         offset = 0
         key_groups = self._event_time.key_groups() | self._processing_time.key_groups()
         for key_group in sorted(key_groups):
-            event_time = self._event_time.timers_of_key_group(key_group)
-            processing_time = self._processing_time.timers_of_key_group(key_group)
-            pairs = [(timer[1], timer[2]) for timer in event_time]
-            pairs += [(timer[1], timer[2]) for timer in processing_time]
+            event_time = self._event_time.timers_by_time(key_group)
+            processing_time = self._processing_time.timers_by_time(key_group)
+            pairs = list(map(_key_and_namespace, event_time))
+            pairs += map(_key_and_namespace, processing_time)
             chunk = pickle.dumps(pairs, protocol=_PICKLE_PROTOCOL)
             sections.append(
                 {
                     "key_group": key_group,
-                    "event_time": [timer[0] for timer in event_time],
-                    "processing_time": [timer[0] for timer in processing_time],
+                    "event_time": list(map(_timestamp, event_time)),
+                    "processing_time": list(map(_timestamp, processing_time)),
                     "offset": offset,
                     "length": len(chunk),
                 }
