@@ -6,9 +6,12 @@ the canonical encoding, a pickle (protocol 5) of the list of dicts
 mailbox thread have the GIL between 64 KiB frames. Checkpoints (and the heap changelog's
 bases and deltas) take the cheaper encoding when every key and value is of a builtin
 type marshal writes exactly (int, float, str, bytes, bool, None, tuple, list, dict,
-set, frozenset; never a subclass, which marshal refuses): `marshal` runs in C with no
-memo and no per-object call, about 6x faster than pickle for small entries, and the
-writing thread is the one that competes with records for the GIL. Its layout is
+set, frozenset; never a subclass, which marshal refuses), unless a value is a set:
+`marshal` runs in C with no per-object call, faster than pickle for strings and tuples
+(str -> int entries: 0.58 against 0.99 ms per 8 192; a q19-like int -> list of tuples:
+10 against 47 ms), slower for plain ints (0.92 against 0.43 ms) and far slower for sets,
+whose items it sorts; the writing thread is the one that competes with records for the
+GIL. Its layout is
 
     0x01 | (4-byte big-endian length | marshal of (state index, {key: value}))...
 
@@ -82,13 +85,16 @@ def encode_section(names: list[str], per_state: list[dict[Any, Any]], fast: bool
 
 
 def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
-    """The marshalled section, or None if some key or value is not a plain builtin."""
+    """The marshalled section, or None if some key or value is not a plain builtin or a
+    value is a set (`_holds_sets`)."""
     parts = [bytes((MARSHAL_TAG,))]
     pack = _LENGTH.pack
     try:
         for number, entries in enumerate(per_state):
             if not entries:
                 continue
+            if _holds_sets(entries.values()):
+                return None
             for chunk in _chunks(entries):
                 data = marshal.dumps((number, chunk), 4)
                 parts.append(pack(len(data)))
@@ -101,7 +107,7 @@ def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
 def encode_whole(names: list[str], per_state: list[Any], fast: bool) -> bytes:
     """A small section (a changelog delta's key group: per state `[keys, values]`) in one
     piece: one marshal call if `fast` and every object allows it, else one pickle."""
-    if fast:
+    if fast and not any(_holds_sets(values) for _, values in per_state):
         try:
             return bytes((MARSHAL_WHOLE_TAG,)) + marshal.dumps(per_state, 4)
         except (ValueError, TypeError):
@@ -110,6 +116,16 @@ def encode_whole(names: list[str], per_state: list[Any], fast: bool) -> bytes:
         return pickle.dumps(per_state, protocol=5)
     except Exception as error:
         raise pickle_error(names, [_as_dict(change) for change in per_state], error) from error
+
+
+_SETS = frozenset({set, frozenset})
+
+
+def _holds_sets(values: Any) -> bool:
+    """Whether some of `values` are sets: marshal (CPython 3.11+) sorts a set's items to
+    write it, 25x pickle's time for a set of 8 192 ints here, so such a key group is
+    pickled. One C-level pass over the value types; sets nested deeper are not looked for."""
+    return not _SETS.isdisjoint(set(map(type, values)))
 
 
 def _as_dict(change: Any) -> dict[Any, Any]:
