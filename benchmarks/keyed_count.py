@@ -12,7 +12,10 @@ on-disk backend's write-back cache per keyed operator and subtask (its default o
 the output names it.
 
 Prints events/s for each configuration (time from all tasks running to the job's
-end, so Spark start-up and deployment are excluded) and the duration, size,
+end, so Spark start-up and deployment are excluded), the CPU seconds the task processes
+spent per million records (user + system time of the Python processes under Spark's JVM,
+RocksDB's background threads included, from the job's submission to its end: load barely
+moves it, so on a busy machine it is the figure to compare), and the duration, size,
 synchronous/asynchronous parts, alignment and start delay of the checkpoints
 (`barrierflow checkpoints` shows them one by one).
 """
@@ -69,6 +72,38 @@ def backend_for(name: str, write_cache_entries: int | None):
     return EmbeddedRocksDBStateBackend(write_cache_entries=write_cache_entries)
 
 
+def task_processes_cpu() -> float:
+    """CPU seconds (user + system, their reaped children's included) of every Python
+    process descending from this one: Spark's Python workers and daemon under its JVM."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                raw = stat.read()
+        except OSError:  # it ended meanwhile
+            continue
+        name = raw[raw.index(b"(") + 1 : raw.rindex(b")")]
+        fields = raw[raw.rindex(b")") + 2 :].split()
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        if name.startswith(b"python"):
+            times[pid] = sum(int(f) for f in fields[11:15]) / tick
+    me = os.getpid()
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == me:
+                return True
+        return False
+
+    return sum(cpu for pid, cpu in times.items() if descends(pid))
+
+
 def run_once(
     records: int,
     keys: int,
@@ -95,13 +130,15 @@ def run_once(
         .filter(lambda t: t[1] % 1000 == 0)  # keep the sink out of the measurement
         .sink_to(FileSink.for_rows(os.path.join(workdir, "out")))
     )
+    cpu_before = task_processes_cpu()
     job = env.execute_async(f"bench-{checkpoint_ms}")
     if not job.wait_until_running(timeout=120):
         raise SystemExit(f"job did not start: {job.get_job_status()}")
     started = time.monotonic()
     result = job.wait()
     elapsed = time.monotonic() - started
-    return records / elapsed, result.checkpoints
+    cpu = task_processes_cpu() - cpu_before
+    return records / elapsed, cpu * 1_000_000 / records, result.checkpoints
 
 
 def measure(
@@ -120,14 +157,15 @@ def measure(
         f"{'default' if cache is None else f'{cache:,}'}"
     )
     medians: dict[tuple[str, int], float] = {}
+    cpu_medians: dict[tuple[str, int], float] = {}
     for interval in (int(i) for i in intervals.split(",")):
         for backend in backends:
             label = f"{backend}, {f'{interval} ms checkpoints' if interval else 'no checkpoints'}"
-            rates, all_checkpoints = [], []
+            rates, cpus, all_checkpoints = [], [], []
             for _ in range(repeat):
                 workdir = tempfile.mkdtemp(prefix="barrierflow-bench-")
                 try:
-                    rate, checkpoints = run_once(
+                    rate, cpu, checkpoints = run_once(
                         records,
                         keys,
                         interval or None,
@@ -139,11 +177,16 @@ def measure(
                 finally:
                     shutil.rmtree(workdir, ignore_errors=True)
                 rates.append(rate)
+                cpus.append(cpu)
                 all_checkpoints.extend(checkpoints)
             medians[backend, interval] = statistics.median(rates)
+            cpu_medians[backend, interval] = statistics.median(cpus)
             print(
                 f"{label:>32}: {statistics.median(rates):>10,.0f} events/s "
-                f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})"
+                f"(runs: {', '.join(f'{r:,.0f}' for r in rates)}); task CPU "
+                f"{statistics.median(cpus):.2f} s per million records "
+                f"(runs: {', '.join(f'{c:.2f}' for c in cpus)}); load "
+                f"{os.getloadavg()[0]:.1f}"
             )
             periodic = [c for c in all_checkpoints if not c.is_final]
             if periodic:
@@ -159,7 +202,11 @@ def measure(
                 )
         if ("hashmap", interval) in medians and ("rocksdb", interval) in medians:
             ratio = medians["rocksdb", interval] / medians["hashmap", interval]
-            print(f"{'ratio rocksdb / hashmap':>32}: {ratio:.2f}")
+            by_cpu = cpu_medians["hashmap", interval] / cpu_medians["rocksdb", interval]
+            print(
+                f"{'ratio rocksdb / hashmap':>32}: {ratio:.2f} events/s, {by_cpu:.2f} by CPU "
+                "per record (hashmap's CPU / rocksdb's)"
+            )
 
 
 def main() -> None:
