@@ -182,6 +182,9 @@ def to_arrow(batch: AnyBatch) -> tuple[pa.RecordBatch, np.ndarray | None]:
     stamps = None if batch.timestamps is None else _int64_array(batch.timestamps)
     first = values[0] if values else None
     if first is not None and not isinstance(first, dict) and hasattr(first, "_asdict"):
+        kinds = list(dict.fromkeys(map(type, values)))
+        if len(kinds) > 1:  # from_pylist would keep only the first row's fields
+            return _named_tuples_of_kinds(values, kinds), stamps
         values = [value._asdict() for value in values]
     try:
         return pa.RecordBatch.from_pylist(values), stamps
@@ -190,6 +193,21 @@ def to_arrow(batch: AnyBatch) -> tuple[pa.RecordBatch, np.ndarray | None]:
         raise TypeError(
             f"cannot make an Arrow batch of records of type {', '.join(kinds)}: {error}. "
             "Columnar operators take dict rows (column -> value), NamedTuples or Arrow data"
+        ) from None
+
+
+def _named_tuples_of_kinds(values: Sequence[Any], kinds: list[type]) -> pa.RecordBatch:
+    """NamedTuples of several types as one batch: every type's fields (in order of first
+    appearance), null where a row's type has no such field."""
+    names = list(dict.fromkeys(name for kind in kinds for name in kind._fields))
+    try:
+        return pa.RecordBatch.from_pydict(
+            {name: [getattr(value, name, None) for value in values] for name in names}
+        )
+    except (pa.ArrowException, TypeError, ValueError) as error:
+        raise TypeError(
+            f"cannot make an Arrow batch of records of types "
+            f"{', '.join(kind.__name__ for kind in kinds)}: {error}"
         ) from None
 
 

@@ -2,11 +2,13 @@
 
 Rows carry the window's start and end (epoch ms of the wall clock).
 
-Built on the batch path: the bids are keyed by bidder and `CountPerWindow`
-(`process_batches`) counts a whole batch's bids per bidder and adds them into each
-bidder's open window with one batched state read and one batched write (the window's
-count is keyed state; one processing-time timer per (bidder, window) at the window's
-last millisecond emits its row, as a tumbling processing-time window would). Which
+Built on the batch path: `bidders_of` (`map_batches`) counts a batch's bids per bidder
+in Arrow (one row per bidder, so only those counts cross the network, hashed by their
+Arrow column), the counts are keyed by bidder, and `CountPerWindow` (`process_batches`)
+adds them into each bidder's open window with one batched state read and one batched
+write (the window's count is keyed state; one processing-time timer per (bidder,
+window) at the window's last millisecond emits its row, as a tumbling processing-time
+window would). Which
 window a bid falls in depends on when it is processed, so only the totals per bidder and
 the windows' alignment (whole multiples of 10 s of the wall clock, epoch ms) are
 reproducible. `CountBids` and `BidderWindowRow` are the per-record window functions the
@@ -18,13 +20,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from barrierflow import DataStream, Duration
 from barrierflow.functions import AggregateFunction, KeyedBatchFunction
-from barrierflow.nexmark.model import Bid, is_bid
+from barrierflow.nexmark.model import BID, Bid
 from barrierflow.nexmark.queries._window_rows import BidderWindowRow
 from barrierflow.state import ValueStateDescriptor
 
-__all__ = ["COLUMNS", "UPDATING", "BidderWindowRow", "CountPerWindow", "build"]
+__all__ = ["COLUMNS", "UPDATING", "BidderWindowRow", "CountPerWindow", "bidders_of", "build"]
 
 COLUMNS = ("bidder", "bid_count", "starttime", "endtime")
 UPDATING = False
@@ -53,6 +58,29 @@ def bidder_of(bid: Bid) -> int:
     return bid.bidder
 
 
+def bidders_of(events: pa.RecordBatch) -> pa.RecordBatch | None:
+    """The `map_batches` step: one row per bidder of the batch's bids (`bidder`) with how
+    many bids it made (`bids`). `events` is the Arrow events shape (`event_type` and a
+    `bid` struct), or model events made Arrow rows, where only the bids have a `bidder`."""
+    names = events.schema.names
+    if "event_type" in names:
+        bids = events.filter(pc.equal(events.column("event_type"), BID))
+        bidders = pc.struct_field(bids.column("bid"), "bidder")
+    elif "bidder" in names:
+        bidders = events.column("bidder").drop_null()
+    else:
+        return None
+    counts = (
+        pa.table({"bidder": bidders})
+        .group_by("bidder", use_threads=False)
+        .aggregate([([], "count_all")])
+    )
+    return pa.RecordBatch.from_arrays(
+        [counts.column("bidder").combine_chunks(), counts.column("count_all").combine_chunks()],
+        names=["bidder", "bids"],
+    )
+
+
 class CountPerWindow(KeyedBatchFunction):
     """Each bidder's bids per tumbling 10 s window of processing time (module docstring).
 
@@ -65,8 +93,15 @@ class CountPerWindow(KeyedBatchFunction):
         self.windows = runtime_context.get_batch_state(ValueStateDescriptor("q12-windows"))
 
     def process_batch(self, batch: Any, keys: list[Any], ctx: Any) -> None:
-        bids = Counter(keys)  # each key is one bid's bidder
-        keys, counts = list(bids), list(bids.values())
+        if isinstance(batch, pa.RecordBatch):
+            counts = batch.column("bids").to_pylist()
+        else:
+            counts = [row["bids"] for row in batch]
+        if len(set(keys)) != len(keys):  # a bidder twice in one batch: add its counts
+            merged: Counter = Counter()
+            for key, count in zip(keys, counts, strict=True):
+                merged[key] += count
+            keys, counts = list(merged), list(merged.values())
         now = ctx.current_processing_time()
         start = now - now % _SIZE
         new_windows = []
@@ -110,4 +145,9 @@ def _add(held: tuple[int, ...] | None, start: int, count: int) -> tuple[int, ...
 
 
 def build(events: DataStream) -> DataStream:
-    return events.filter(is_bid).key_by("bidder").process_batches(CountPerWindow()).uid("q12-count")
+    return (
+        events.map_batches(bidders_of, keep_event_time=False)
+        .key_by("bidder")
+        .process_batches(CountPerWindow())
+        .uid("q12-count")
+    )

@@ -146,8 +146,27 @@ def test_q18_batches_emit_exactly_the_rows_of_the_per_record_function(
 # ---- q12: batch vs the window it replaced ------------------------------------------------------
 
 
-def bidder_batch(bidders: list[int]) -> RecordBatch:
-    return RecordBatch([a_bid(1, b, 1, 0) for b in bidders])
+def bidder_batch(bidders: list[int]) -> ColumnarBatch:
+    """q12's `map_batches` step over these bidders' bids: one row per bidder with its count."""
+    counts = q12.bidders_of(record_batch_of([a_bid(1, b, 1, 0) for b in bidders]))
+    assert counts is not None
+    return ColumnarBatch(counts)
+
+
+def test_q12_bidders_of_counts_the_bids_of_arrow_events_and_of_model_events() -> None:
+    """The same counts whether the events are Arrow (the Nexmark sources) or model
+    NamedTuples made Arrow rows by map_batches (a Person first: its fields must not be
+    the only ones kept)."""
+    from barrierflow.nexmark.generator import GeneratorConfig, generate_events
+    from barrierflow.runtime.columnar import to_arrow
+
+    events = generate_events(GeneratorConfig(seed=3), 500)
+    assert type(events[0]).__name__ == "Person"
+    expected = Counter(event.bidder for event in events if isinstance(event, Bid))
+    for data in (record_batch_of(events), to_arrow(RecordBatch(events))[0]):
+        counts = q12.bidders_of(data)
+        assert counts is not None
+        assert dict(zip(*counts.to_pydict().values(), strict=True)) == expected
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
