@@ -9,9 +9,9 @@ Built on the batch path: `pairs_of` (`map_batches`) flattens a batch's bids in A
 gives each its (bidder, auction) pair as one string column `pair`; the bids are keyed by
 it, and `LatestBids` (`process_batches`) reads the latest bid of all the batch's pairs
 with one batched state read, goes through the batch's bids in order (emitting exactly
-the changelog rows a bid-by-bid run emits) and writes the pairs that changed with one
-batched write. `LatestBid` is the per-record function it replaced (same rows), kept for
-the tests of the query's logic.
+the changelog rows a bid-by-bid run emits, as one Arrow batch with the `op` column first)
+and writes the pairs that changed with one batched write. `LatestBid` is the per-record
+function it replaced (same rows), kept for the tests of the query's logic.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 
 from barrierflow import DataStream
 from barrierflow.functions import KeyedBatchFunction, KeyedProcessFunction
-from barrierflow.nexmark.model import Bid
-from barrierflow.nexmark.queries._changelog import changes
-from barrierflow.nexmark.queries._columns import bids_of, column, rows
+from barrierflow.nexmark.model import BID, Bid
+from barrierflow.nexmark.queries._changelog import INSERT, UPDATE_AFTER, UPDATE_BEFORE, changes
+from barrierflow.nexmark.queries._columns import column, rows
 from barrierflow.state import ValueStateDescriptor
 
 __all__ = ["COLUMNS", "UPDATING", "LatestBid", "LatestBids", "build", "pairs_of"]
@@ -66,7 +66,7 @@ def pairs_of(events: pa.RecordBatch) -> pa.RecordBatch:
     """The `map_batches` step: the batch's bids as COLUMNS, and `pair`, the string
     "bidder/auction" (one column key for the pair; its key groups are one crc32 per
     distinct pair, vectorized)."""
-    bids = bids_of(events)
+    bids = events.filter(pc.equal(events.column("event_type"), BID))  # a mask, not acero
     arrays = {name: column(bids, name) for name in COLUMNS}
     arrays["pair"] = pc.binary_join_element_wise(
         pc.cast(arrays["bidder"], pa.string()), pc.cast(arrays["auction"], pa.string()), "/"
@@ -81,25 +81,55 @@ class LatestBids(KeyedBatchFunction):
     def open(self, runtime_context: Any) -> None:
         self.latest = runtime_context.get_batch_state(ValueStateDescriptor("latest-bid"))
 
-    def process_batch(self, batch: Any, keys: list[Any], ctx: Any) -> list[dict]:
+    def process_batch(self, batch: Any, keys: list[Any], ctx: Any) -> Any:
         if isinstance(batch, pa.RecordBatch):
-            columns = [batch.column(name).to_pylist() for name in COLUMNS]
-            bids = list(zip(*columns, strict=True))
+            data = batch.select(list(COLUMNS))
         else:
-            bids = [tuple(row[name] for name in COLUMNS) for row in batch]
+            data = pa.RecordBatch.from_pylist(
+                [{name: row[name] for name in COLUMNS} for row in batch]
+            )
+        bids = list(zip(*(column.to_pylist() for column in data.columns), strict=True))
         pairs = list(dict.fromkeys(keys))
         latest = dict(zip(pairs, self.latest.get_many(pairs), strict=True))
-        changed: dict[Any, tuple] = {}
-        out: list[dict] = []
-        for key, bid in zip(keys, bids, strict=True):
+        at: dict[Any, int] = {}  # the index of a pair's latest bid when it is in this batch
+        ops: list[str] = []
+        sources: list[int] = []  # each output row's: a bid's index, or len(bids) + a replaced one's
+        replaced: list[tuple] = []  # the rows -U takes back that came from the state
+        for index, key in enumerate(keys):
             before = latest[key]
-            if before is not None and _recency(bid) <= _recency(before):
-                continue
-            latest[key] = changed[key] = bid
-            out += changes(COLUMNS, before, bid)
-        if changed:
-            self.latest.put_many(list(changed), list(changed.values()))
-        return out
+            bid = bids[index]
+            if before is None:
+                ops.append(INSERT)
+                sources.append(index)
+            elif bid[5] < before[5] or (bid[5] == before[5] and _recency(bid) <= _recency(before)):
+                continue  # dateTime first: most bids differ in it
+            else:
+                ops += (UPDATE_BEFORE, UPDATE_AFTER)
+                earlier = at.get(key)
+                if earlier is None:
+                    earlier = len(bids) + len(replaced)
+                    replaced.append(before)
+                sources += (earlier, index)
+            latest[key] = bid
+            at[key] = index
+        if not at:
+            return None
+        self.latest.put_many(list(at), [bids[index] for index in at.values()])
+        if replaced:
+            old = pa.RecordBatch.from_arrays(
+                [
+                    pa.array(values, type)
+                    for values, type in zip(
+                        zip(*replaced, strict=True), data.schema.types, strict=True
+                    )
+                ],
+                schema=data.schema,
+            )
+            data = pa.Table.from_batches([data, old]).combine_chunks()
+        out = data.take(pa.array(sources, pa.int64()))
+        if isinstance(out, pa.Table):
+            out = out.to_batches()[0] if out.num_rows else None
+        return out.add_column(0, "op", pa.array(ops, pa.string()))
 
 
 def build(events: DataStream) -> DataStream:
