@@ -2,7 +2,7 @@
 
     python benchmarks/keyed_count.py [--records N] [--keys K] [--repeat R]
         [--backends hashmap,rocksdb] [--keys-drawn cycle|zipf] [--write-cache-entries E]
-        [--intervals 0,1000]
+        [--intervals 0,1000] [--floor]
 
 Keys: `cycle` visits the K keys in a fixed scrambled cycle (every key equally often, the
 worst case for any cache smaller than the key set); `zipf` draws key rank r with
@@ -10,6 +10,9 @@ probability about 1/(r+1) (a log-uniform rank: `int((K+1) ** u) - 1` for a scram
 u in [0, 1)), so a few keys are hot and most are rare. `--write-cache-entries` is the
 on-disk backend's write-back cache per keyed operator and subtask (its default otherwise);
 the output names it.
+
+`--floor` prints only what RocksDB itself costs per record (rocksdict multi-get and
+batched put with the backend's options) beside a dict, without Spark.
 
 Prints events/s for each configuration (time from all tasks running to the job's
 end, so Spark start-up and deployment are excluded), the CPU seconds the task processes
@@ -209,6 +212,54 @@ def measure(
             )
 
 
+def floor(keys: int) -> None:
+    """Print what RocksDB itself costs per record at `keys` cycling keys, without Spark and
+    without the backend's Python layer: one rocksdict multi-get per 100 keys and one
+    WriteBatch per 6 250 puts, with the backend's own options, against a dict's get and
+    set. The per-record path pays at least the first two for every record whose key
+    is not in the write-back cache (at 1 M cycling keys: every record)."""
+    from rocksdict import Rdict, WriteBatch
+
+    from barrierflow.state.rocksdb_options import db_options, write_options
+
+    workdir = tempfile.mkdtemp(prefix="barrierflow-bench-floor-")
+    try:
+        db = Rdict(workdir, db_options(EmbeddedRocksDBStateBackend()))
+        db.set_write_options(write_options())
+        db_keys = [b"\0\1\0\0" + f"key-{(i * 2654435761) % keys}".encode() for i in range(keys)]
+        value = b"\1" + (5).to_bytes(8, "big")
+
+        def put_all() -> None:
+            for start in range(0, keys, 6250):
+                batch = WriteBatch(raw_mode=True)
+                for db_key in db_keys[start : start + 6250]:
+                    batch.put(db_key, value)
+                db.write(batch)
+
+        put_all()  # every key stored once, as after the first cycle
+        started = time.process_time()
+        for start in range(0, keys, 100):
+            db.get(db_keys[start : start + 100])
+        got = time.process_time() - started
+        started = time.process_time()
+        put_all()
+        put = time.process_time() - started
+        db.close()
+        counts = dict.fromkeys(db_keys, 5)
+        started = time.process_time()
+        for db_key in db_keys:
+            counts[db_key] = counts[db_key] + 1
+        heap = time.process_time() - started
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    per = 1_000_000 / keys
+    print(
+        f"floor at {keys:,} keys, CPU s per million records: rocksdict multi-get "
+        f"{got * per:.2f} + batched put {put * per:.2f}, dict get+set {heap * per:.2f}; "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2_000_000)
@@ -218,7 +269,16 @@ def main() -> None:
     parser.add_argument("--keys-drawn", default="cycle", help="cycle and/or zipf, comma-separated")
     parser.add_argument("--write-cache-entries", type=int, default=None)
     parser.add_argument("--intervals", default="0,1000", help="checkpoint intervals, ms")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="only print RocksDB's own cost per record at each key count (no Spark)",
+    )
     args = parser.parse_args()
+    if args.floor:
+        for keys in (int(k) for k in args.keys.split(",")):
+            floor(keys)
+        return
     backends = args.backends.split(",")
     if unknown := set(backends) - {"hashmap", "rocksdb"}:
         raise SystemExit(f"unknown backends {sorted(unknown)}: use hashmap and/or rocksdb")
