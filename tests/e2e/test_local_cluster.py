@@ -64,7 +64,7 @@ def test_a_killed_executor_jvm_is_replaced_and_the_job_commits_exactly_once(tmp_
     )
     chaos = ["chaos", str(ROOT / "examples" / "word_count_job.py"), "-n", "1", "--kinds", "jvm"]
     chaos += ["--master", MASTER, "-p", "2", "--seed", "1", "--max-gap", "0.5"]
-    chaos += ["--workdir", str(tmp_path / "work"), "--", "--records", "20000", "--rate", "1000"]
+    chaos += ["--workdir", str(tmp_path / "work"), "--", "--records", "10000", "--rate", "1000"]
     result = subprocess.run(
         [sys.executable, "-c", DRIVER, MASTER, str(SLOTS), *chaos],
         capture_output=True,
