@@ -31,6 +31,7 @@ How the runtime treats it:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -170,11 +171,14 @@ def to_arrow(batch: AnyBatch) -> tuple[pa.RecordBatch, np.ndarray | None]:
     """A batch's rows as Arrow data and its timestamps as an int64 array (or None).
 
     A `RecordBatch` is converted with `pa.RecordBatch.from_pylist`: its values must be
-    dicts (column -> value) or NamedTuples.
+    dicts (column -> value) or NamedTuples. Rows need not all have the same keys or type:
+    every key or field of any row is a column, null in the rows without it.
 
     >>> data, stamps = to_arrow(RecordBatch([{"a": 1}, {"a": 2}], [5, 6]))
     >>> data.to_pydict(), stamps.tolist()
     ({'a': [1, 2]}, [5, 6])
+    >>> to_arrow(RecordBatch([{"a": 1}, {"a": 2, "b": "x"}], None))[0].to_pydict()
+    {'a': [1, 2], 'b': [None, 'x']}
     """
     if type(batch) is ColumnarBatch:
         return batch.data, batch.timestamp_array
@@ -186,6 +190,10 @@ def to_arrow(batch: AnyBatch) -> tuple[pa.RecordBatch, np.ndarray | None]:
         if len(kinds) > 1:  # from_pylist would keep only the first row's fields
             return _named_tuples_of_kinds(values, kinds), stamps
         values = [value._asdict() for value in values]
+    elif isinstance(first, dict) and set(map(type, values)) == {dict}:
+        names = list(dict.fromkeys(chain.from_iterable(values)))
+        if len(names) > len(first):  # from_pylist would keep only the first row's keys
+            return _dicts_of_keys(values, names), stamps
     try:
         return pa.RecordBatch.from_pylist(values), stamps
     except (pa.ArrowException, TypeError, ValueError, AttributeError) as error:
@@ -209,6 +217,17 @@ def _named_tuples_of_kinds(values: Sequence[Any], kinds: list[type]) -> pa.Recor
             f"cannot make an Arrow batch of records of types "
             f"{', '.join(kind.__name__ for kind in kinds)}: {error}"
         ) from None
+
+
+def _dicts_of_keys(values: Sequence[dict], names: list[str]) -> pa.RecordBatch:
+    """Dict rows with different keys as one batch: every key (in order of first
+    appearance) a column, null where a row lacks it."""
+    try:
+        return pa.RecordBatch.from_pydict(
+            {name: [row.get(name) for row in values] for name in names}
+        )
+    except (pa.ArrowException, TypeError, ValueError) as error:
+        raise TypeError(f"cannot make an Arrow batch of dict rows: {error}") from None
 
 
 def _int64_array(timestamps: Any) -> np.ndarray:

@@ -94,6 +94,19 @@ def test_to_arrow_takes_dicts_and_named_tuples_and_names_what_it_cannot() -> Non
         to_arrow(RecordBatch([1, 2]))
 
 
+def test_dict_rows_with_keys_the_first_row_lacks_keep_every_key() -> None:
+    # pyarrow's from_pylist takes the first row's keys as the schema and drops the rest
+    rows = [{"a": 1}, {"a": 2, "b": "x"}, {"c": 3.5}]
+    data, _ = to_arrow(RecordBatch(rows))
+    assert data.to_pylist() == [
+        {"a": 1, "b": None, "c": None},
+        {"a": 2, "b": "x", "c": None},
+        {"a": None, "b": None, "c": 3.5},
+    ]
+    with pytest.raises(TypeError, match="dict rows"):
+        to_arrow(RecordBatch([{"a": 1}, {"a": "text", "b": 2}]))
+
+
 @pytest.mark.parametrize("stamps", [None, [100, 200, 300]])
 def test_existing_operators_treat_a_columnar_batch_as_its_rows(stamps: list[int] | None) -> None:
     """Map, filter, flat_map and a keyed process see the converter's rows with their
