@@ -19,14 +19,15 @@ DRIVER_RUNS = pytest.mark.timeout(1200)
 
 @DRIVER_RUNS
 def test_chaos_kills_the_whole_driver_and_a_new_driver_resumes_exactly_once(spark, tmp_path):
-    # 20 s of input: each failure needs a checkpoint and a gap of it (a rerun paces afresh)
-    result = chaos(tmp_path, "keyed_count.py", 2, "driver,exception", 20_000, 1_000)
+    # 10 s of input: each failure needs a checkpoint (100 ms apart) and a gap of up to 0.2 s
+    # after the previous recovery; a rerun paces afresh, so a driver's start costs no input
+    result = chaos(tmp_path, "keyed_count.py", 2, "driver,exception", 10_000, 1_000)
 
     assert result.exit_code == 0, result.output[-3000:]
     lines = FAILURE_LINE.findall(result.output)
     assert [int(n) for n, _, _ in lines] == [1, 2], result.output[-3000:]
     assert sorted(kind for _, _, kind in lines) == ["driver", "exception"]
-    assert "20000 records without failures, 20000 with; 0 lost, 0 duplicated" in result.output
+    assert "10000 records without failures, 10000 with; 0 lost, 0 duplicated" in result.output
     assert result.output.rstrip().endswith("exactly-once: OK")
     assert "restored no checkpoint" not in result.output
     for driver in re.findall(r"driver of the driver \(pid (\d+)\)", result.output):
@@ -45,10 +46,10 @@ def test_chaos_kills_the_driver_of_a_postgresql_job_between_checkpoints_exactly_
             "postgres_count.py",
             1,
             "driver",
-            8_000,
+            4_000,  # 8 s of input for one failure after a checkpoint (100 ms apart)
             500,
             outputs=(postgres_server, "chaos_driver_counts"),
         )
         assert result.exit_code == 0, result.output[-3000:]
-        assert "8000 records without failures, 8000 with; 0 lost, 0 duplicated" in result.output
+        assert "4000 records without failures, 4000 with; 0 lost, 0 duplicated" in result.output
         assert pg.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone() == (0,)
