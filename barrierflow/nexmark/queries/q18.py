@@ -32,6 +32,7 @@ __all__ = ["COLUMNS", "UPDATING", "LatestBid", "LatestBids", "build", "pairs_of"
 
 COLUMNS = ("auction", "bidder", "price", "channel", "url", "dateTime", "extra")
 UPDATING = True
+_TIME = COLUMNS.index("dateTime")
 
 
 def bidder_and_auction(bid: Bid) -> tuple[int, int]:
@@ -101,7 +102,9 @@ class LatestBids(KeyedBatchFunction):
             if before is None:
                 ops.append(INSERT)
                 sources.append(index)
-            elif bid[5] < before[5] or (bid[5] == before[5] and _recency(bid) <= _recency(before)):
+            elif bid[_TIME] < before[_TIME] or (
+                bid[_TIME] == before[_TIME] and _recency(bid) <= _recency(before)
+            ):
                 continue  # dateTime first: most bids differ in it
             else:
                 ops += (UPDATE_BEFORE, UPDATE_AFTER)
