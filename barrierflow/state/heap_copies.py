@@ -38,7 +38,7 @@ import marshal
 import pickle
 from typing import Any
 
-__all__ = ["IMMUTABLE_TYPES", "copy_value", "is_immutable"]
+__all__ = ["IMMUTABLE_TYPES", "SET_TYPES", "copy_value", "is_immutable"]
 
 IMMUTABLE_TYPES = frozenset(
     {
@@ -82,7 +82,9 @@ def is_immutable(value: Any) -> bool:
     return True
 
 
-_SETS = frozenset({set, frozenset})
+SET_TYPES = frozenset({set, frozenset})
+"""What marshal (CPython 3.11+) writes by sorting the items: a copy or a checkpoint section
+holding these goes to pickle."""
 
 _LOOK_FROM = 32
 """Items from which a container's item types are looked at: below, marshal's round trip is
@@ -99,7 +101,7 @@ def copy_value(value: Any) -> Any:
                 kinds.update(map(type, value.values()))
             if kinds <= IMMUTABLE_TYPES:
                 return value.copy()
-            if kinds & _SETS:  # marshal would sort them
+            if kinds & SET_TYPES:  # marshal would sort them
                 return _pickled_copy(value)
     elif kind is not tuple:
         deep_copy = getattr(kind, "__deepcopy__", None)

@@ -38,6 +38,7 @@ import struct
 from typing import Any
 
 from barrierflow.errors import ConfigurationError
+from barrierflow.state.heap_copies import SET_TYPES
 
 MARSHAL_TAG = 0x01
 """First byte of a marshalled section (a pickle's is 0x80)."""
@@ -118,9 +119,6 @@ def encode_whole(names: list[str], per_state: list[Any], fast: bool) -> bytes:
         raise pickle_error(names, [_as_dict(change) for change in per_state], error) from error
 
 
-_SETS = frozenset({set, frozenset})
-
-
 _SET_LOOK = 64
 """Values whose types `_holds_sets` looks at: a state's values are nearly always of one
 type, and a look at every value costs a sixth of marshalling them."""
@@ -130,7 +128,7 @@ def _holds_sets(values: Any) -> bool:
     """Whether some of the first `_SET_LOOK` values are sets: marshal (CPython 3.11+) sorts
     a set's items to write it, 25x pickle's time for a set of 8 192 ints here, so such a
     key group is pickled. Sets nested deeper, or further on, are not looked for."""
-    return not _SETS.isdisjoint(set(map(type, itertools.islice(values, _SET_LOOK))))
+    return not SET_TYPES.isdisjoint(set(map(type, itertools.islice(values, _SET_LOOK))))
 
 
 def _as_dict(change: Any) -> dict[Any, Any]:

@@ -19,7 +19,11 @@ EVENT_TIME = "_timestamp"
 
 
 def bids_of(events: pa.RecordBatch, *keep: pc.Expression) -> pa.RecordBatch:
-    """The bids among `events` that pass every `keep` filter on the `bid` struct."""
+    """The bids among `events` that pass every `keep` filter on the `bid` struct. Without
+    one, a boolean mask: an expression filter goes through Acero's plan, slower on a
+    batch."""
+    if not keep:
+        return events.filter(pc.equal(events.column("event_type"), BID))
     condition = pc.field("event_type") == BID
     for expression in keep:
         condition = condition & expression

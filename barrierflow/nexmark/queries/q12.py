@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from barrierflow import DataStream, Duration
 from barrierflow.functions import AggregateFunction, KeyedBatchFunction
-from barrierflow.nexmark.model import BID, Bid
+from barrierflow.nexmark.model import Bid
+from barrierflow.nexmark.queries._columns import bids_of
 from barrierflow.nexmark.queries._window_rows import BidderWindowRow
 from barrierflow.state import ValueStateDescriptor
 
@@ -64,7 +65,7 @@ def bidders_of(events: pa.RecordBatch) -> pa.RecordBatch | None:
     `bid` struct), or model events made Arrow rows, where only the bids have a `bidder`."""
     names = events.schema.names
     if "event_type" in names:
-        bids = events.filter(pc.equal(events.column("event_type"), BID))
+        bids = bids_of(events)
         bidders = pc.struct_field(bids.column("bid"), "bidder")
     elif "bidder" in names:
         bidders = events.column("bidder").drop_null()

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 
 from barrierflow import DataStream
 from barrierflow.functions import KeyedBatchFunction, KeyedProcessFunction
-from barrierflow.nexmark.model import BID, Bid
+from barrierflow.nexmark.model import Bid
 from barrierflow.nexmark.queries._changelog import INSERT, UPDATE_AFTER, UPDATE_BEFORE, changes
-from barrierflow.nexmark.queries._columns import column, rows
+from barrierflow.nexmark.queries._columns import bids_of, column, rows
 from barrierflow.state import ValueStateDescriptor
 
 __all__ = ["COLUMNS", "UPDATING", "LatestBid", "LatestBids", "build", "pairs_of"]
@@ -67,7 +67,7 @@ def pairs_of(events: pa.RecordBatch) -> pa.RecordBatch:
     """The `map_batches` step: the batch's bids as COLUMNS, and `pair`, the string
     "bidder/auction" (one column key for the pair; its key groups are one crc32 per
     distinct pair, vectorized)."""
-    bids = events.filter(pc.equal(events.column("event_type"), BID))  # a mask, not acero
+    bids = bids_of(events)
     arrays = {name: column(bids, name) for name in COLUMNS}
     arrays["pair"] = pc.binary_join_element_wise(
         pc.cast(arrays["bidder"], pa.string()), pc.cast(arrays["auction"], pa.string()), "/"
@@ -130,8 +130,8 @@ class LatestBids(KeyedBatchFunction):
             )
             data = pa.Table.from_batches([data, old]).combine_chunks()
         out = data.take(pa.array(sources, pa.int64()))
-        if isinstance(out, pa.Table):
-            out = out.to_batches()[0] if out.num_rows else None
+        if isinstance(out, pa.Table):  # with replaced rows: one chunk, as combined above
+            out = out.to_batches()[0]
         return out.add_column(0, "op", pa.array(ops, pa.string()))
 
 
