@@ -78,33 +78,18 @@ def backend_for(name: str, write_cache_entries: int | None):
 def task_processes_cpu() -> float:
     """CPU seconds (user + system, their reaped children's included) of every Python
     process descending from this one: Spark's Python workers and daemon under its JVM."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    import psutil
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
         try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                raw = stat.read()
-        except OSError:  # it ended meanwhile
+            if not child.name().startswith("python"):
+                continue
+            times = child.cpu_times()
+        except psutil.Error:  # it ended meanwhile
             continue
-        name = raw[raw.index(b"(") + 1 : raw.rindex(b")")]
-        fields = raw[raw.rindex(b")") + 2 :].split()
-        pid = int(entry)
-        parents[pid] = int(fields[1])
-        if name.startswith(b"python"):
-            times[pid] = sum(int(f) for f in fields[11:15]) / tick
-    me = os.getpid()
-
-    def descends(pid: int) -> bool:
-        while pid > 1:
-            pid = parents.get(pid, 0)
-            if pid == me:
-                return True
-        return False
-
-    return sum(cpu for pid, cpu in times.items() if descends(pid))
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 def run_once(
