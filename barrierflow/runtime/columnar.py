@@ -187,13 +187,15 @@ def to_arrow(batch: AnyBatch) -> tuple[pa.RecordBatch, np.ndarray | None]:
     first = values[0] if values else None
     if first is not None and not isinstance(first, dict) and hasattr(first, "_asdict"):
         kinds = list(dict.fromkeys(map(type, values)))
-        if len(kinds) > 1:  # from_pylist would keep only the first row's fields
-            return _named_tuples_of_kinds(values, kinds), stamps
         values = [value._asdict() for value in values]
+        if len(kinds) > 1:  # from_pylist would keep only the first row's fields
+            fields = dict.fromkeys(name for kind in kinds for name in kind._fields)
+            what = f"records of types {', '.join(kind.__name__ for kind in kinds)}"
+            return _rows_of_keys(values, list(fields), what), stamps
     elif isinstance(first, dict) and set(map(type, values)) == {dict}:
         names = list(dict.fromkeys(chain.from_iterable(values)))
         if len(names) > len(first):  # from_pylist would keep only the first row's keys
-            return _dicts_of_keys(values, names), stamps
+            return _rows_of_keys(values, names, "dict rows"), stamps
     try:
         return pa.RecordBatch.from_pylist(values), stamps
     except (pa.ArrowException, TypeError, ValueError, AttributeError) as error:
@@ -204,30 +206,15 @@ def to_arrow(batch: AnyBatch) -> tuple[pa.RecordBatch, np.ndarray | None]:
         ) from None
 
 
-def _named_tuples_of_kinds(values: Sequence[Any], kinds: list[type]) -> pa.RecordBatch:
-    """NamedTuples of several types as one batch: every type's fields (in order of first
-    appearance), null where a row's type has no such field."""
-    names = list(dict.fromkeys(name for kind in kinds for name in kind._fields))
-    try:
-        return pa.RecordBatch.from_pydict(
-            {name: [getattr(value, name, None) for value in values] for name in names}
-        )
-    except (pa.ArrowException, TypeError, ValueError) as error:
-        raise TypeError(
-            f"cannot make an Arrow batch of records of types "
-            f"{', '.join(kind.__name__ for kind in kinds)}: {error}"
-        ) from None
-
-
-def _dicts_of_keys(values: Sequence[dict], names: list[str]) -> pa.RecordBatch:
-    """Dict rows with different keys as one batch: every key (in order of first
-    appearance) a column, null where a row lacks it."""
+def _rows_of_keys(values: Sequence[dict], names: list[str], what: str) -> pa.RecordBatch:
+    """Dict rows with different keys (NamedTuples of several types, as dicts) as one
+    batch: every key a column, in `names`' order, null where a row lacks it."""
     try:
         return pa.RecordBatch.from_pydict(
             {name: [row.get(name) for row in values] for name in names}
         )
     except (pa.ArrowException, TypeError, ValueError) as error:
-        raise TypeError(f"cannot make an Arrow batch of dict rows: {error}") from None
+        raise TypeError(f"cannot make an Arrow batch of {what}: {error}") from None
 
 
 def _int64_array(timestamps: Any) -> np.ndarray:
