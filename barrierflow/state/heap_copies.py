@@ -58,8 +58,6 @@ IMMUTABLE_TYPES = frozenset(
 )
 """Types of values that cannot change in place: handed out as they are, never copied."""
 
-_is_immutable_type = IMMUTABLE_TYPES.__contains__
-
 _TUPLE_KINDS: dict[type, bool] = {tuple: True}
 """Per tuple type seen, whether its instances are plain tuples (no instance dict, as a
 named tuple's): immutable when their items are."""
