@@ -92,7 +92,13 @@ from barrierflow.state.values import ListState, MapState, ValueState
 
 if TYPE_CHECKING:
     from barrierflow import _fs
-    from barrierflow.state.heap_changelog import Chain, DirtyLog, Pending
+    from barrierflow.state.heap_changelog import (
+        Chain,
+        DirtyEntries,
+        DirtyKeys,
+        DirtyLog,
+        Pending,
+    )
 
 KEYED_STATE = "keyed-state"
 """Envelope kind of a keyed-state snapshot."""
@@ -285,25 +291,26 @@ class HeapKeyedStateBackend(KeyScope):
         snapshot._held = held
         if self._changelog is not None and checkpoint_id is not None:
             live = sum(len(entries) for table in self._tables.values() for entries in table.live)
-            snapshot._changelog = self._changelog.snapshot(checkpoint_id, self._swap_dirty(), live)
+            dirty, entries = self._swap_dirty()
+            snapshot._changelog = self._changelog.snapshot(checkpoint_id, dirty, live, entries)
         return snapshot
 
-    def _swap_dirty(self) -> dict[str, dict[int, set[Any]]]:
-        """Changelog: the keys changed since the last snapshot, per state and key-group
-        index, and fresh sets in their place (O(key groups x states))."""
-        dirty: dict[str, dict[int, set[Any]]] = {}
+    def _swap_dirty(self) -> tuple[DirtyKeys, DirtyEntries]:
+        """Changelog: the keys changed since the last snapshot and the map entries changed
+        within the other keys, per state and key-group index, and fresh sets and dicts in
+        their place (O(key groups x states))."""
+        dirty: DirtyKeys = {}
+        entries: DirtyEntries = {}
         for name, table in self._tables.items():
-            sets = table.dirty
-            if sets is None:
+            if table.dirty is None or table.entries is None:
                 continue
-            swapped: dict[int, set[Any]] = {}
-            for index, keys in enumerate(sets):
-                if keys:
-                    swapped[index] = keys
-                    sets[index] = set()
+            swapped = _swap_nonempty(table.dirty, set)
             if swapped:
                 dirty[name] = swapped
-        return dirty
+            swapped_entries = _swap_nonempty(table.entries, dict)
+            if swapped_entries:
+                entries[name] = swapped_entries
+        return dirty, entries
 
     def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:
         """Add the key groups of this backend's range from `snapshots` (others are skipped).
@@ -463,6 +470,16 @@ class HeapKeyedStateSnapshot:
         self._garbage = []
         self.released = True
         self._gc_hold()  # once (a finalizer): also if the snapshot is dropped unreleased
+
+
+def _swap_nonempty(per_group: list[Any], fresh: Callable[[], Any]) -> dict[int, Any]:
+    """The non-empty items of `per_group` by index, each replaced by `fresh()` in place."""
+    swapped: dict[int, Any] = {}
+    for index, items in enumerate(per_group):
+        if items:
+            swapped[index] = items
+            per_group[index] = fresh()
+    return swapped
 
 
 def _nothing() -> None:

@@ -17,9 +17,12 @@ envelope, itself a shared file) and the deltas after it, in order, with their si
 
 A delta file is a "heap-changelog-delta" envelope with the canonical header's fields
 (states, key_groups: {key group: [offset, length]}) and one section per key group
-(marshalled or pickled, `heap_sections.encode_whole`): a list with one `[keys, values]`
-per state of its header, a value None where the key was removed (state never stores None;
-files of the first layout, `[{key: value}, [removed key, ...]]`, are still read).
+(marshalled or pickled, `heap_sections.encode_whole`): a list with one change per state
+of its header, `[keys, values]`, a value None where the key was removed (state never
+stores None), and for a map state whose maps changed entry by entry (version 2)
+`[keys, values, patched keys, patches]`, each patch `[user keys, their values, removed
+user keys]` applied to the key's map (a key in `keys` is written whole). Files of the
+first layout, `[{key: value}, [removed key, ...]]`, are still read.
 
 Reuse rule (Flink's, as the RocksDB backend's): a checkpoint references only deltas of
 checkpoints that completed (or of a chain restored from this same job folder). The dirty
@@ -62,7 +65,8 @@ CHANGELOG_KIND = "heap-changelog"
 DELTA_KIND = "heap-changelog-delta"
 """Envelope kind of a delta file in `shared/`."""
 
-CHANGELOG_VERSION = 1
+CHANGELOG_VERSION = 2
+"""2: a delta's map states may hold per-entry patches. Readers take 1 up to this."""
 
 MAX_DELTAS = 32
 """A chain with this many deltas is materialized (a new base) at the next checkpoint."""
@@ -77,6 +81,9 @@ _NONE: frozenset[Any] = frozenset()
 
 DirtyKeys = dict[str, dict[int, set[Any]]]
 """Per state name, per key-group index (key group minus the range's start), keys changed."""
+
+DirtyEntries = dict[str, dict[int, dict[Any, set[Any]]]]
+"""Per map state name, per key-group index, key -> user keys changed within its map."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,8 @@ class Pending:
     chain: Chain | None = None
     live_entries: int = 0
     """Entries (keys over all states) the state held at the snapshot."""
+    entries: DirtyEntries = field(default_factory=dict)
+    """Map entries changed within keys not in `dirty`."""
 
 
 @dataclass
@@ -135,12 +144,16 @@ class DirtyLog:
     """Snapshots since `confirmed`'s, oldest first: their dirty keys are not yet in it."""
 
     def snapshot(
-        self, checkpoint_id: int, dirty: DirtyKeys, live_entries: int = 0
+        self,
+        checkpoint_id: int,
+        dirty: DirtyKeys,
+        live_entries: int = 0,
+        entries: DirtyEntries | None = None,
     ) -> tuple[Chain | None, list[Pending]]:
-        """A checkpoint's snapshot took `dirty` (swapped out of the live state) when the
-        state held `live_entries` entries: the chain it builds on and the dirty keys its
-        delta holds (every pending snapshot's)."""
-        record = Pending(checkpoint_id, dirty, live_entries=live_entries)
+        """A checkpoint's snapshot took `dirty` and `entries` (swapped out of the live
+        state) when the state held `live_entries` entries: the chain it builds on and the
+        changes its delta holds (every pending snapshot's)."""
+        record = Pending(checkpoint_id, dirty, live_entries=live_entries, entries=entries or {})
         self.pending.append(record)
         return self.confirmed, list(self.pending)
 
@@ -179,6 +192,51 @@ def union_dirty(records: Iterable[Pending]) -> DirtyKeys:
     return merged
 
 
+def union_entries(records: Iterable[Pending]) -> DirtyEntries:
+    """Every changed map entry in any of `records`, per state, key-group index and key."""
+    records = list(records)
+    if len(records) == 1:
+        return records[0].entries
+    merged: DirtyEntries = {}
+    for record in records:
+        for name, groups in record.entries.items():
+            into = merged.setdefault(name, {})
+            for index, changed in groups.items():
+                found = into.setdefault(index, {})
+                for key, user_keys in changed.items():
+                    have = found.get(key)
+                    if have is None:
+                        found[key] = set(user_keys)
+                    else:
+                        have |= user_keys
+    return merged
+
+
+def _patches(
+    held: dict[Any, Any], whole: list[Any], changed: dict[Any, set[Any]]
+) -> tuple[list[Any], list[list[Any]]]:
+    """The keys whose maps changed entry by entry (not in `whole`, to which a key whose
+    map `held` no longer has is added) and per key `[user keys, values, removed user
+    keys]` as the snapshot's map `held[key]` has them."""
+    written = set(whole)
+    keys: list[Any] = []
+    patches: list[list[Any]] = []
+    for key, user_keys in changed.items():
+        if key in written:
+            continue
+        current = held.get(key)
+        if current is None:  # not expected (a map gone was cleared): written whole
+            whole.append(key)
+            written.add(key)
+            continue
+        present = list(current.keys() & user_keys)
+        keys.append(key)
+        patches.append(
+            [present, list(map(current.__getitem__, present)), list(user_keys.difference(present))]
+        )
+    return keys, patches
+
+
 def encode_delta(
     key_group_range: KeyGroupRange,
     max_parallelism: int,
@@ -187,14 +245,19 @@ def encode_delta(
     filters: list[Callable[[Any], Any] | None],
     dirty: DirtyKeys,
     fast: bool = True,
+    entries: DirtyEntries | None = None,
 ) -> list[bytes]:
-    """A delta file's envelope parts: per key group with a dirty key, per state, the dirty
+    """A delta file's envelope parts: per key group with a change, per state, the dirty
     keys and their values in the snapshot's version `held` (filtered as
     `set_snapshot_filter` says), None where it holds none (a tombstone: state never stores
-    None). Marshalled where every object allows it (`heap_sections.encode_whole`), else
-    pickled; `fast` False: always pickled."""
+    None), and for a map state the patches of the maps changed entry by entry (`entries`;
+    a filtered state's are written whole). Marshalled where every object allows it
+    (`heap_sections.encode_whole`), else pickled; `fast` False: always pickled."""
+    entries = entries or {}
     names = [name for name, _ in states]
-    indices = sorted({index for groups in dirty.values() for index in groups})
+    indices = sorted(
+        {index for changes in (dirty, entries) for g in changes.values() for index in g}
+    )
     sections: list[bytes] = []
     key_groups: dict[int, list[int]] = {}
     offset = 0
@@ -202,11 +265,18 @@ def encode_delta(
         per_state: list[list[Any]] = []
         for name, groups, transform in zip(names, held, filters, strict=True):
             keys = list(dirty.get(name, {}).get(index, _NONE))
+            changed = entries.get(name, {}).get(index)
+            patched: list[Any] = []
+            patches: list[list[Any]] = []
+            if changed and transform is not None:  # the filter applies to whole values
+                keys = list(set(keys).union(changed))
+            elif changed:
+                patched, patches = _patches(groups[index], keys, changed)
             # C-level passes (no Python frame per key): the hot part of a write
             values = list(map(groups[index].get, keys))
             if transform is not None:
                 values = [None if value is None else transform(value) for value in values]
-            per_state.append([keys, values])
+            per_state.append([keys, values, patched, patches] if patched else [keys, values])
         section = encode_whole(names, per_state, fast)
         fast = fast and section[0] == MARSHAL_WHOLE_TAG
         key_groups[key_group_range.start + index] = [offset, len(section)]
@@ -241,8 +311,15 @@ def write_changelog(
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
         suffix = "heapbase"
     else:
-        dirty = union_dirty(records)
-        parts = encode_delta(rng, max_parallelism, snapshot._states, held, snapshot._filters, dirty)
+        parts = encode_delta(
+            rng,
+            max_parallelism,
+            snapshot._states,
+            held,
+            snapshot._filters,
+            union_dirty(records),
+            entries=union_entries(records),
+        )
         suffix = "heapdelta"
     target = shared.child(f"{uuid.uuid4().hex}.{suffix}")
     _fs.make_dirs(shared)
@@ -284,14 +361,7 @@ def _canonical_header_and_sections(snapshot: HeapKeyedStateSnapshot) -> tuple[An
 def read_manifest(section: bytes | memoryview) -> dict[str, Any]:
     """A changelog manifest's header, checked (StateRestoreError for damage)."""
     header, _ = _envelope.decode(section, CHANGELOG_KIND)
-    if not isinstance(header, dict):
-        raise StateRestoreError(f"a heap-changelog header must be a dict, found {header!r:.200}")
-    version = header.get("version")
-    if not isinstance(version, int) or not 1 <= version <= CHANGELOG_VERSION:
-        raise StateRestoreError(
-            f"heap-changelog keyed state has version {version!r}; this barrierflow reads "
-            f"versions 1 to {CHANGELOG_VERSION}"
-        )
+    _check_version(header, "heap-changelog keyed state")
     try:
         files = [header["base"], *header["deltas"]]
         for name, size in files:
@@ -306,6 +376,18 @@ def read_manifest(section: bytes | memoryview) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError) as error:
         raise StateRestoreError(f"malformed heap-changelog header: {error!r}") from error
     return header
+
+
+def _check_version(header: Any, what: str) -> None:
+    """Refuse a manifest or delta header that is no dict or of a version not readable."""
+    if not isinstance(header, dict):
+        raise StateRestoreError(f"the header of {what} must be a dict, found {header!r:.200}")
+    version = header.get("version")
+    if not isinstance(version, int) or not 1 <= version <= CHANGELOG_VERSION:
+        raise StateRestoreError(
+            f"{what} has version {version!r}; this barrierflow reads versions 1 to "
+            f"{CHANGELOG_VERSION}"
+        )
 
 
 def manifest_chain(header: dict[str, Any], base: _fs.Location) -> Chain:
@@ -361,7 +443,10 @@ def changelog_to_canonical(
             )
         kind = KEYED_STATE if name == chain.base[0] else DELTA_KIND
         file_header, body = _envelope.decode(data, kind)
-        check_keyed_header_version(file_header)
+        if kind == KEYED_STATE:
+            check_keyed_header_version(file_header)
+        else:
+            _check_version(file_header, f"heap-changelog delta {location}")
         if file_header.get("max_parallelism") != header.get("max_parallelism"):
             raise StateRestoreError(
                 f"heap-changelog file {location} has max parallelism "
@@ -426,8 +511,9 @@ def changelog_to_canonical(
 
 def _apply_change(entries: dict[Any, Any], change: Any) -> None:
     """One state's change in a delta's key group applied to `entries`: `[keys, values]`
-    (None: removed), or the first layout's `[{key: value}, [removed key, ...]]`."""
-    first, second = change
+    (None: removed), with a map state's `[patched keys, patches]` after them, or the first
+    layout's `[{key: value}, [removed key, ...]]`."""
+    first, second, *patched = change
     if isinstance(first, dict):
         entries.update(first)
         for key in second:
@@ -439,6 +525,17 @@ def _apply_change(entries: dict[Any, Any], change: Any) -> None:
     for key, value in zip(first, second, strict=True):
         if value is None:
             del entries[key]
+    if patched:
+        keys, patches = patched
+        for key, (user_keys, values, removed) in zip(keys, patches, strict=True):
+            current = entries.get(key)
+            if current is None:
+                current = entries[key] = {}
+            current.update(zip(user_keys, values, strict=True))
+            for user_key in removed:
+                current.pop(user_key, None)
+            if not current:
+                del entries[key]
 
 
 def _key_groups(header: dict[str, Any]) -> dict[int, tuple[int, int]]:

@@ -106,9 +106,10 @@ def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
 
 
 def encode_whole(names: list[str], per_state: list[Any], fast: bool) -> bytes:
-    """A small section (a changelog delta's key group: per state `[keys, values]`) in one
-    piece: one marshal call if `fast` and every object allows it, else one pickle."""
-    if fast and not any(_holds_sets(values) for _, values in per_state):
+    """A small section (a changelog delta's key group: per state `[keys, values]`, a map
+    state's patches after them) in one piece: one marshal call if `fast` and every object
+    allows it, else one pickle."""
+    if fast and not any(_holds_sets(_change_values(change)) for change in per_state):
         try:
             return bytes((MARSHAL_WHOLE_TAG,)) + marshal.dumps(per_state, 4)
         except (ValueError, TypeError):
@@ -131,10 +132,21 @@ def _holds_sets(values: Any) -> bool:
     return not SET_TYPES.isdisjoint(set(map(type, itertools.islice(values, _SET_LOOK))))
 
 
+def _change_values(change: list[Any]) -> Any:
+    """The values of one state's change in a delta: its keys' and its patches'."""
+    if len(change) == 2:
+        return change[1]
+    return itertools.chain(change[1], *(values for _, values, _ in change[3]))
+
+
 def _as_dict(change: Any) -> dict[Any, Any]:
-    """A delta's `[keys, values]` as {key: value} (for naming what cannot be pickled)."""
-    keys, values = change
-    return dict(zip(keys, values, strict=True))
+    """A delta's change as {key: value} (for naming what cannot be pickled; a patched
+    map's entries under its key)."""
+    entries = dict(zip(change[0], change[1], strict=True))
+    if len(change) == 4:
+        for key, (user_keys, values, _) in zip(change[2], change[3], strict=True):
+            entries[key] = dict(zip(user_keys, values, strict=True))
+    return entries
 
 
 def _chunks(entries: dict[Any, Any]) -> Any:

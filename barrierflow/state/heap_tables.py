@@ -5,9 +5,10 @@ A snapshot (`heap_backend.py`) shares each key group's dict instead of copying i
 write to a shared key group after the barrier copies that one dict (`SharedGroup`), and
 with changelog checkpoints the handles also add each key they write, clear or hand out
 mutable to the key group's dirty set (`StateTable.dirty`), one C-level `set.add` in the
-handle's own frame. Values of immutable types are handed out as they are; anything else is
-copied on the way out of a shared group, so a snapshot in flight never sees a later write.
-Mailbox thread only.
+handle's own frame; a map state's handle records the user keys it changes within a map
+(`StateTable.entries`), so a delta holds those entries instead of the whole map. Values
+of immutable types are handed out as they are; anything else is copied on the way out
+of a shared group, so a snapshot in flight never sees a later write. Mailbox thread only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class StateTable:
     """One state's key groups: the live dicts, and per key group what reads and writes go
     through: the live dict itself, or its `SharedGroup` while a snapshot holds it."""
 
-    __slots__ = ("dirty", "live", "reads", "writes")
+    __slots__ = ("dirty", "entries", "live", "reads", "writes")
 
     def __init__(self, count: int, tracked: bool = False) -> None:
         self.live: list[dict[Any, Any]] = [{} for _ in range(count)]
@@ -39,6 +40,12 @@ class StateTable:
         """Changelog checkpoints: per key group, the keys written, cleared or handed out
         mutable since the last snapshot (which swaps each set for a fresh one in place, so
         the handles' reference to this list stays valid); None: not tracked."""
+        self.entries: list[dict[Any, set[Any]]] | None = (
+            [{} for _ in range(count)] if tracked else None
+        )
+        """Changelog checkpoints of a map state: per key group, key -> the user keys put,
+        removed or handed out mutable since the last snapshot, for keys whose map was
+        otherwise left alone (a key in `dirty` too is written whole); swapped as `dirty`."""
 
     def writable(self, index: int) -> dict[Any, Any]:
         """Key group `index`'s live dict, copied first if a snapshot holds it."""
@@ -408,10 +415,68 @@ class TrackedListState(HeapListState):
 
 
 class TrackedMapState(HeapMapState):
-    __slots__ = ()
+    """Entry by entry: `put`, `put_all`, `remove` and a `get` handing out a mutable value
+    record the user keys in `StateTable.entries`, so a delta holds only the entries that
+    changed; a map created or cleared, and `values()` / `items()` (which hand out every
+    value), mark the whole key dirty."""
+
+    __slots__ = ("_entries",)
     _current = _tracked_current
     _put = _tracked_put
     clear = _tracked_clear
+
+    def __init__(self, backend: HeapKeyedStateBackend, table: StateTable) -> None:
+        super().__init__(backend, table)
+        self._entries: list[dict[Any, set[Any]]] = table.entries  # type: ignore[assignment]
+
+    def _changed(self, user_keys: Any) -> None:
+        """Record `user_keys` of the current key's map as changed."""
+        backend = self._backend
+        entries = self._entries[backend._current_index]
+        marked = entries.get(backend._current_key)
+        if marked is None:
+            entries[backend._current_key] = set(user_keys)
+        else:
+            marked.update(user_keys)
+
+    def get(self, key: Any) -> Any:
+        current = self._peek()
+        if current is None:
+            return None
+        value = current.get(key)
+        if value is not None and type(value) not in IMMUTABLE_TYPES:
+            self._changed((key,))  # may be changed in place
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        current = self._peek()
+        if current is None:
+            self._put({key: value})
+        else:
+            current[key] = value
+            self._changed((key,))
+
+    def put_all(self, mapping: dict[Any, Any]) -> None:
+        if not mapping:
+            return
+        current = self._peek()
+        if current is None:
+            self._put(dict(mapping))
+        else:
+            current.update(mapping)
+            self._changed(mapping.keys())
+
+    def remove(self, key: Any) -> None:
+        current = self._peek()
+        if current is None or current.pop(key, _MISSING) is _MISSING:
+            return
+        if current:
+            self._changed((key,))
+        else:
+            self.clear()
+
+
+_MISSING = object()
 
 
 TRACKED: dict[type[HeapState], type[HeapState]] = {

@@ -200,15 +200,153 @@ def test_in_place_changes_lists_maps_and_batches_are_dirty(tmp_path: Path) -> No
     _, files = job.checkpoint(b, 2)
     delta = job.delta(files)
     per_state: dict[str, dict[Any, Any]] = {"v": {}, "l": {}, "m": {}}  # name -> changed
+    patches: dict[Any, Any] = {}
     order = [name for name in b._tables]
     for sections in delta.values():
-        for name, (keys, changed) in zip(order, sections, strict=True):
+        for name, (keys, changed, *patched) in zip(order, sections, strict=True):
             per_state[name].update(zip(keys, changed, strict=True))
-    assert per_state == {
-        "v": {"x": {"n": 2}, "z": {"n": 3}},
-        "l": {"x": [1, 2]},
-        "m": {"x": {"a": 1, "b": 2}},
+            if patched:
+                patches.update(zip(*patched, strict=True))
+    assert per_state == {"v": {"x": {"n": 2}, "z": {"n": 3}}, "l": {"x": [1, 2]}, "m": {}}
+    assert patches == {"x": [["b"], [2], []]}, "a map put is one entry, not the map"
+
+
+def map_changes(job: Job, b: HeapKeyedStateBackend, files: list[Any], name: str) -> Any:
+    """State `name`'s change in the new delta: {key: whole map or None}, {key: patch}."""
+    order = list(b._tables)
+    whole: dict[Any, Any] = {}
+    patches: dict[Any, Any] = {}
+    for sections in job.delta(files).values():
+        keys, values, *patched = sections[order.index(name)]
+        whole.update(zip(keys, values, strict=True))
+        if patched:
+            patches.update(
+                (key, (dict(zip(user_keys, user_values, strict=True)), set(removed)))
+                for key, (user_keys, user_values, removed) in zip(*patched, strict=True)
+            )
+    return whole, patches
+
+
+def test_map_states_write_the_entries_that_changed(tmp_path: Path) -> None:
+    """Event by event: a put, a removal, a read of a mutable value (changed in place) and
+    put_all are entries of a patch; a new map, a cleared one, one emptied by its last
+    removal and one read through items() are written whole; a read of an immutable
+    value or of the keys is no change. The chain restores the state exactly."""
+    job, b = Job(tmp_path), backend()
+    maps = b.get_map_state(MapStateDescriptor("m"))
+    for key in "abcdefg":
+        b.set_current_key(key)
+        maps.put_all({i: [i] if key == "c" else i for i in range(100)})
+    b.set_current_key("h")
+    maps.put(0, 0)
+    job.checkpoint(b, 1)
+    b.set_current_key("a")
+    maps.put(5, -5)
+    maps.remove(6)
+    maps.remove(1000)  # absent: no change
+    assert maps.get(7) == 7 and maps.contains(8) and len(maps.keys()) == 99  # no change
+    b.set_current_key("b")
+    maps.put_all({200: 200, 3: -3})
+    b.set_current_key("c")
+    maps.get(9).append("in place")  # a mutable value handed out
+    b.set_current_key("d")
+    maps.clear()
+    b.set_current_key("e")
+    maps.items()  # every value handed out: the whole map
+    b.set_current_key("f")
+    maps.put(1, -1)
+    maps.clear()
+    maps.put(2, -2)  # cleared, then a new map: written whole
+    b.set_current_key("h")
+    maps.remove(0)  # its last entry: the key goes
+    b.set_current_key("n")
+    maps.put("new", 1)
+    section, files = job.checkpoint(b, 2)
+    whole, patches = map_changes(job, b, files, "m")
+    assert patches == {
+        "a": ({5: -5}, {6}),
+        "b": ({200: 200, 3: -3}, set()),
+        "c": ({9: [9, "in place"]}, set()),
     }
+    e_map = {i: i for i in range(100)}
+    assert whole == {"d": None, "e": e_map, "f": {2: -2}, "h": None, "n": {"new": 1}}
+    restored = backend()
+    restored.restore([section], job.chk(2))
+    assert state_of(restored) == state_of(b)
+    assert state_of(restored)["m"]["a"] == {i: -5 if i == 5 else i for i in range(100) if i != 6}
+
+
+def test_map_entries_of_aborted_checkpoints_fold_into_the_next_and_whole_wins(
+    tmp_path: Path,
+) -> None:
+    job, b = Job(tmp_path), backend()
+    maps = b.get_map_state(MapStateDescriptor("m"))
+    for key in "xyz":
+        b.set_current_key(key)
+        maps.put_all({i: i for i in range(10)})
+    job.checkpoint(b, 1)
+    b.set_current_key("x")
+    maps.put(1, "aborted")
+    b.set_current_key("y")
+    maps.put(1, "patched first")
+    b.set_current_key("z")
+    maps.clear()
+    maps.put(1, "whole first")
+    job.checkpoint(b, 2, complete=False)
+    b.set_current_key("x")
+    maps.put(2, "next")
+    b.set_current_key("y")
+    maps.clear()
+    maps.put(3, "whole later")
+    b.set_current_key("z")
+    maps.put(4, "patched later")
+    section, files = job.checkpoint(b, 3)
+    whole, patches = map_changes(job, b, files, "m")
+    assert patches == {"x": ({1: "aborted", 2: "next"}, set())}
+    assert whole == {"y": {3: "whole later"}, "z": {1: "whole first", 4: "patched later"}}
+    restored = backend()
+    restored.restore([section], job.chk(3))
+    assert state_of(restored) == state_of(b)
+
+
+def test_one_percent_of_map_entries_changed_uploads_under_five_percent(tmp_path: Path) -> None:
+    """Few keys with large maps (q16's distinct bidders per channel and day): a delta
+    holds the entries that changed, not the maps."""
+    job, b = Job(tmp_path), backend()
+    maps = b.get_map_state(MapStateDescriptor("m"))
+    for key in range(4):
+        b.set_current_key(key)
+        maps.put_all({i: i for i in range(50_000)})
+    _, files = job.checkpoint(b, 1)
+    full = files[0][1]
+    for key in range(4):
+        b.set_current_key(key)
+        for i in range(0, 50_000, 100):  # 1 % of the entries
+            maps.put(i, -i)
+    section, files = job.checkpoint(b, 2)
+    uploaded = len(section) + sum(size for _, size, new in files if new)
+    assert uploaded < 0.05 * full, (uploaded, full)
+    restored = backend()
+    restored.restore([section], job.chk(2))
+    assert state_of(restored) == state_of(b)
+
+
+def test_a_delta_of_a_later_version_is_refused(tmp_path: Path) -> None:
+    from barrierflow.errors import StateRestoreError
+
+    job, b = Job(tmp_path), backend()
+    put(b, "a", 1)
+    job.checkpoint(b, 1)
+    put(b, "a", 2)
+    section, files = job.checkpoint(b, 2)
+    location = job.folder.child(*files[-1][0].split("/"))
+    header, body = _envelope.decode(_fs.read_bytes(location), DELTA_KIND)
+    header["version"] = 99
+    data = _envelope.encode(DELTA_KIND, header, bytes(body))
+    assert len(data) == files[-1][1], "the test keeps the size the manifest names"
+    _fs.write_bytes(location, data)
+    with pytest.raises(StateRestoreError, match=r"delta .* has version 99"):
+        backend().restore([section], job.chk(2))
 
 
 def test_aborted_checkpoint_folds_into_next_delta(tmp_path: Path) -> None:
@@ -514,9 +652,10 @@ def test_every_write_after_a_copy_on_write_copy_is_recorded(tmp_path: Path) -> N
 def test_random_operations_with_snapshots_in_flight_restore_every_completed_checkpoint(
     tmp_path: Path, seed: int
 ) -> None:
-    """Value, list and map writes, clears and in-place changes interleaved with snapshots
-    held across writes, written late, some never completed: every completed checkpoint's
-    chain restores exactly the state at its barrier."""
+    """Value, list and map writes, clears and in-place changes (of values and of map
+    entries, which deltas hold entry by entry) interleaved with snapshots held across
+    writes, written late, some never completed: every completed checkpoint's chain
+    restores exactly the state at its barrier."""
     import random
 
     rng = random.Random(seed)
@@ -529,7 +668,7 @@ def test_random_operations_with_snapshots_in_flight_restore_every_completed_chec
     for checkpoint_id in range(1, 40):
         for _ in range(rng.randrange(0, 300)):
             b.set_current_key(rng.randrange(500))
-            op = rng.randrange(7)
+            op = rng.randrange(11)
             if op == 0:
                 values.update(rng.randrange(10**6))
             elif op == 1:
@@ -542,6 +681,14 @@ def test_random_operations_with_snapshots_in_flight_restore_every_completed_chec
                 maps.put(rng.randrange(5), rng.randrange(100))
             elif op == 5:
                 maps.remove(rng.randrange(5))
+            elif op == 6:
+                maps.put_all({rng.randrange(5): [rng.randrange(9)] for _ in range(2)})
+            elif op == 7:
+                got = maps.get(rng.randrange(5))
+                if isinstance(got, list):
+                    got.append(rng.randrange(9))  # a map's value changed in place
+            elif op == 8:
+                maps.clear() if rng.random() < 0.5 else maps.items()
             else:
                 current = values.value()
                 values.update([current] if not isinstance(current, list) else current)
