@@ -16,17 +16,12 @@ from barrierflow import StreamExecutionEnvironment
 from barrierflow.nexmark.model import Auction, Bid, Person
 from barrierflow.nexmark.queries import query
 from barrierflow.nexmark.queries._auction_bids import auction_id
-from barrierflow.nexmark.queries._bid_statistics import (
-    BidStatistics,
-    day_of,
-    flink_avg,
-    minute_of,
-    price_rank,
-)
+from barrierflow.nexmark.queries._bid_statistics import day_of, flink_avg, minute_of, price_rank
 from barrierflow.nexmark.queries._changelog import changes, rank_changes
 from barrierflow.nexmark.queries.q3 import SellerJoin, seller_id
 from barrierflow.nexmark.queries.q4 import CategoryAverage, HighestBid, MaxChange
 from barrierflow.nexmark.queries.q9 import WinningBid
+from barrierflow.nexmark.queries.q16 import ChannelDayStatistics, channel_and_day
 from barrierflow.nexmark.queries.q17 import AuctionDayStatistics, auction_and_day
 from barrierflow.nexmark.queries.q18 import LatestBid
 from barrierflow.nexmark.queries.q19 import TopBids
@@ -36,7 +31,6 @@ from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 from barrierflow.state.backend import canonical_section
-from barrierflow.state.heap_copies import copy_value
 
 MIDNIGHT = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -135,24 +129,50 @@ def test_flink_avg_truncates_toward_zero_like_java_long_division():
     assert flink_avg(2**62 + 1, 2) == 2**61  # exact beyond a double's 53 bits
 
 
+def q16_operator(restored=None) -> Driven:
+    return Driven(ChannelDayStatistics(), channel_and_day, restored)
+
+
+def q16_bid(bidder: int, auction_id: int, price: int, at: int) -> Bid:
+    return Bid(auction_id, bidder, price, "Google", "https://u", at, "")
+
+
+STATISTICS_BIDS = [
+    (1, 10, 5, 3), (1, 10, 6, 9), (2, 10, 50_000, 4), (3, 11, 2_000_000, 1), (1, 12, 7, 2),
+    (2, 12, 9, 5),
+]  # fmt: skip
+
+
 def test_bid_statistics_count_bids_and_distinct_values_in_all_and_per_rank():
-    stats = BidStatistics()
-    for bidder, auction_number, price, at in [
-        (1, 10, 5, 3), (1, 10, 6, 9), (2, 10, 50_000, 4), (3, 11, 2_000_000, 1), (1, 12, 7, 2),
-    ]:  # fmt: skip
-        stats.add(bidder, auction_number, price, at)
-    assert stats.counts() == (5, 3, 1, 1, 3, 1, 1, 1, 3, 2, 1, 1)
-    assert stats.latest == 9
+    op = q16_operator()
+    op.feed(*(q16_bid(*b) for b in STATISTICS_BIDS[:5]))
+    # 5 bids (3 rank 1, 1 rank 2, 1 rank 3); bidders {1, 2, 3}, per rank {1}, {2}, {3};
+    # auctions {10, 11, 12}, per rank {10, 12}, {10}, {11}; latest 9 ms after midnight
+    assert ops(op.watermark(MIDNIGHT)) == [
+        ("+I", "Google", "1970-01-01", "00:00", 5, 3, 1, 1, 3, 1, 1, 1, 3, 2, 1, 1)
+    ]
+    op.feed(q16_bid(*STATISTICS_BIDS[5]))  # bidder 2 now in rank 1 too; auction 12 known
+    assert ops(op.watermark(MIDNIGHT + 1))[1] == (
+        "+U", "Google", "1970-01-01", "00:00", 6, 4, 1, 1, 3, 2, 1, 1, 3, 2, 1, 1,
+    )  # fmt: skip
+    assert sorted(op.keys("bidders")) == [("Google", "1970-01-01")]
 
 
-def test_a_copy_of_bid_statistics_counts_on_alone():
-    # what the heap backend hands out while a checkpoint holds the statistics
-    stats = BidStatistics()
-    stats.add(1, 10, 5, 3)
-    copied = copy_value(stats)
-    copied.add(2, 11, 50_000, 8)
-    assert stats.counts() == (1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0) and stats.latest == 3
-    assert copied.counts() == (2, 1, 1, 0, 2, 1, 1, 0, 2, 1, 1, 0) and copied.latest == 8
+def test_bid_statistics_survive_a_snapshot_held_while_bids_go_on_and_a_restore():
+    op = q16_operator()
+    op.feed(*(q16_bid(*b) for b in STATISTICS_BIDS[:3]))
+    snapshot = op.operator.snapshot_state(1)  # held while more bids are counted
+    op.feed(*(q16_bid(*b) for b in STATISTICS_BIDS[3:]))
+    again = q16_operator(
+        RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
+    )
+    # the restored operator has the first three bids only: it counts the rest anew
+    again.feed(*(q16_bid(*b) for b in STATISTICS_BIDS[3:]))
+    assert (
+        ops(again.watermark(MIDNIGHT))
+        == ops(op.watermark(MIDNIGHT))
+        == [("+I", "Google", "1970-01-01", "00:00", 6, 4, 1, 1, 3, 2, 1, 1, 3, 2, 1, 1)]
+    )
 
 
 # -- the mini-batched aggregate (q17's) ------------------------------------------------------

@@ -4,17 +4,16 @@ flink-nexmark's q15 groups the bids by their UTC day ('yyyy-MM-dd') and counts b
 distinct bidders and distinct auctions, each in all and filtered by price rank (below
 10 000, below 1 000 000, the rest). An unbounded group aggregate: the result updates.
 
-Built as bids keyed by day into a `MiniBatchAggregate` whose accumulator is a
-`BidStatistics`; each day's row is emitted again (`-U`/`+U`) at the next watermark after
-it changed.
+Built as bids keyed by day into a `BidStatisticsAggregate` (distinct bidders and
+auctions in map state); each day's row is emitted again (`-U`/`+U`) at the next
+watermark after it changed.
 """
 
 from __future__ import annotations
 
 from barrierflow import DataStream
 from barrierflow.nexmark.model import Bid, is_bid
-from barrierflow.nexmark.queries._bid_statistics import BidStatistics, day_of
-from barrierflow.nexmark.queries._changelog import MiniBatchAggregate
+from barrierflow.nexmark.queries._bid_statistics import BidStatisticsAggregate, day_of
 
 __all__ = ["COLUMNS", "UPDATING", "build"]
 
@@ -31,19 +30,13 @@ def bid_day(bid: Bid) -> str:
     return day_of(bid.date_time)
 
 
-class DailyStatistics(MiniBatchAggregate):
-    """One day's `BidStatistics`."""
+class DailyStatistics(BidStatisticsAggregate):
+    """One day's statistics."""
 
     columns = COLUMNS
 
-    def create_accumulator(self) -> BidStatistics:
-        return BidStatistics()
-
-    def add(self, accumulator: BidStatistics, bid: Bid) -> None:
-        accumulator.add(bid.bidder, bid.auction, bid.price, bid.date_time)
-
-    def result(self, day: str, accumulator: BidStatistics) -> tuple:
-        return (day, *accumulator.counts())
+    def result(self, day: str, accumulator: list[int]) -> tuple:
+        return (day, *self.counts(accumulator))
 
 
 def build(events: DataStream) -> DataStream:

@@ -4,17 +4,16 @@ flink-nexmark's q16 groups the bids by channel and UTC day and computes q15's co
 plus `max(DATE_FORMAT(dateTime, 'HH:mm'))`, the latest minute of the day with a bid on
 that channel. An unbounded group aggregate: the result updates.
 
-Built as bids keyed by (channel, day) into a `MiniBatchAggregate` over `BidStatistics`,
-whose largest bid time gives the minute; each row is emitted again at the next
-watermark after it changed.
+Built as bids keyed by (channel, day) into a `BidStatisticsAggregate` (distinct bidders
+and auctions in map state), whose largest bid time gives the minute; each row is emitted
+again at the next watermark after it changed.
 """
 
 from __future__ import annotations
 
 from barrierflow import DataStream
 from barrierflow.nexmark.model import Bid, is_bid
-from barrierflow.nexmark.queries._bid_statistics import BidStatistics, day_of, minute_of
-from barrierflow.nexmark.queries._changelog import MiniBatchAggregate
+from barrierflow.nexmark.queries._bid_statistics import BidStatisticsAggregate, day_of, minute_of
 
 __all__ = ["COLUMNS", "UPDATING", "build"]
 
@@ -31,20 +30,14 @@ def channel_and_day(bid: Bid) -> tuple[str, str]:
     return bid.channel, day_of(bid.date_time)
 
 
-class ChannelDayStatistics(MiniBatchAggregate):
-    """One channel's `BidStatistics` of one day."""
+class ChannelDayStatistics(BidStatisticsAggregate):
+    """One channel's statistics of one day."""
 
     columns = COLUMNS
 
-    def create_accumulator(self) -> BidStatistics:
-        return BidStatistics()
-
-    def add(self, accumulator: BidStatistics, bid: Bid) -> None:
-        accumulator.add(bid.bidder, bid.auction, bid.price, bid.date_time)
-
-    def result(self, key: tuple[str, str], accumulator: BidStatistics) -> tuple:
+    def result(self, key: tuple[str, str], accumulator: list[int]) -> tuple:
         channel, day = key
-        return (channel, day, minute_of(accumulator.latest), *accumulator.counts())
+        return (channel, day, minute_of(self.latest(accumulator)), *self.counts(accumulator))
 
 
 def build(events: DataStream) -> DataStream:
