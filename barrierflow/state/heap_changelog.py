@@ -215,9 +215,10 @@ def union_entries(records: Iterable[Pending]) -> DirtyEntries:
 def _patches(
     held: dict[Any, Any], whole: list[Any], changed: dict[Any, set[Any]]
 ) -> tuple[list[Any], list[list[Any]]]:
-    """The keys whose maps changed entry by entry (not in `whole`, to which a key whose
-    map `held` no longer has is added) and per key `[user keys, values, removed user
-    keys]` as the snapshot's map `held[key]` has them."""
+    """The keys whose maps changed entry by entry (not in `whole`) and per key `[user
+    keys, values, removed user keys]` as the snapshot's map `held[key]` has them. A map
+    with at most twice as many entries as changed is added to `whole` instead (written
+    whole: smaller and cheaper than its patch), as is a key `held` has no map for."""
     written = set(whole)
     keys: list[Any] = []
     patches: list[list[Any]] = []
@@ -225,8 +226,8 @@ def _patches(
         if key in written:
             continue
         current = held.get(key)
-        if current is None:  # not expected (a map gone was cleared): written whole
-            whole.append(key)
+        if current is None or len(current) <= 2 * len(user_keys):
+            whole.append(key)  # a map gone was cleared, so marked whole: not expected
             written.add(key)
             continue
         present = list(current.keys() & user_keys)

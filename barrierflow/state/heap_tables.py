@@ -439,22 +439,35 @@ class TrackedMapState(HeapMapState):
         else:
             marked.update(user_keys)
 
+    # get and put, the record path, mark their one entry in their own frame (no call)
     def get(self, key: Any) -> Any:
         current = self._peek()
         if current is None:
             return None
         value = current.get(key)
-        if value is not None and type(value) not in IMMUTABLE_TYPES:
-            self._changed((key,))  # may be changed in place
+        if value is not None and type(value) not in IMMUTABLE_TYPES:  # may change in place
+            backend = self._backend
+            entries = self._entries[backend._current_index]
+            marked = entries.get(backend._current_key)
+            if marked is None:
+                entries[backend._current_key] = {key}
+            else:
+                marked.add(key)
         return value
 
     def put(self, key: Any, value: Any) -> None:
         current = self._peek()
         if current is None:
             self._put({key: value})
+            return
+        current[key] = value
+        backend = self._backend
+        entries = self._entries[backend._current_index]
+        marked = entries.get(backend._current_key)
+        if marked is None:
+            entries[backend._current_key] = {key}
         else:
-            current[key] = value
-            self._changed((key,))
+            marked.add(key)
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
         if not mapping:

@@ -189,7 +189,7 @@ def test_in_place_changes_lists_maps_and_batches_are_dirty(tmp_path: Path) -> No
     for key in ("x", "y"):
         b.set_current_key(key)
         lists.add(1)
-        maps.put("a", 1)
+        maps.put_all({i: i for i in range(10)})
         values.update({"n": 1})
     job.checkpoint(b, 1)
     b.set_current_key("x")
@@ -261,6 +261,8 @@ def test_map_states_write_the_entries_that_changed(tmp_path: Path) -> None:
     maps.remove(0)  # its last entry: the key goes
     b.set_current_key("n")
     maps.put("new", 1)
+    b.set_current_key("s")
+    maps.put_all({1: 1, 2: 2})
     section, files = job.checkpoint(b, 2)
     whole, patches = map_changes(job, b, files, "m")
     assert patches == {
@@ -269,11 +271,24 @@ def test_map_states_write_the_entries_that_changed(tmp_path: Path) -> None:
         "c": ({9: [9, "in place"]}, set()),
     }
     e_map = {i: i for i in range(100)}
-    assert whole == {"d": None, "e": e_map, "f": {2: -2}, "h": None, "n": {"new": 1}}
+    assert whole == {
+        "d": None, "e": e_map, "f": {2: -2}, "h": None, "n": {"new": 1}, "s": {1: 1, 2: 2}
+    }  # fmt: skip
     restored = backend()
     restored.restore([section], job.chk(2))
     assert state_of(restored) == state_of(b)
     assert state_of(restored)["m"]["a"] == {i: -5 if i == 5 else i for i in range(100) if i != 6}
+    maps.put(1, -1)  # "s": one entry in two, the whole map is smaller than its patch
+    b.set_current_key("a")
+    maps.put(99, -99)
+    section, files = job.checkpoint(b, 3)
+    assert map_changes(job, b, files, "m") == (
+        {"s": {1: -1, 2: 2}},
+        {"a": ({99: -99}, set())},
+    )
+    restored = backend()
+    restored.restore([section], job.chk(3))
+    assert state_of(restored) == state_of(b)
 
 
 def test_map_entries_of_aborted_checkpoints_fold_into_the_next_and_whole_wins(
