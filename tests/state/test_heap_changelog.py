@@ -384,7 +384,7 @@ def test_chain_restore_equals_state_and_rescales(tmp_path: Path) -> None:
     job = Job(tmp_path)
     halves = [KeyGroupRange(0, 63), KeyGroupRange(64, 127)]
     olds = [backend(r) for r in halves]
-    lists = ListStateDescriptor("l")
+    lists, maps = ListStateDescriptor("l"), MapStateDescriptor("m")
     sections: list[bytes] = []
     for n, b in enumerate(olds):
         for i in range(2000):
@@ -392,17 +392,20 @@ def test_chain_restore_equals_state_and_rescales(tmp_path: Path) -> None:
             if key_in(b, key):
                 put(b, key, i)
                 b.get_list_state(lists).add(i)
+                b.get_map_state(maps).put_all({j: i for j in range(8)})
         for checkpoint_id in range(1, 4):
             for i in range(0, 2000, 7 * checkpoint_id):
                 key = f"k{i}"
                 if key_in(b, key):
                     put(b, key, None if i % 3 == 0 else -i)
+                    b.get_map_state(maps).put(checkpoint_id, -i)  # patches
+                    b.get_map_state(maps).remove(7)
             job.checkpoint(b, checkpoint_id * 10 + n)
         section, files = job.checkpoint(b, 40 + n)
         assert len(files) > 2, "a chain of a base and deltas"
         sections.append(section)
         assert section_kind(section) == CHANGELOG_KIND
-    expected: dict[str, dict[Any, Any]] = {"v": {}, "l": {}}
+    expected: dict[str, dict[Any, Any]] = {"v": {}, "l": {}, "m": {}}
     for b in olds:
         for name, entries in state_of(b).items():
             expected[name].update(entries)
@@ -413,7 +416,7 @@ def test_chain_restore_equals_state_and_rescales(tmp_path: Path) -> None:
     for b in news:
         b.restore(sections, base)
         assert b._changelog.confirmed is None, "restored from two manifests: the next writes a base"
-    merged: dict[str, dict[Any, Any]] = {"v": {}, "l": {}}
+    merged: dict[str, dict[Any, Any]] = {"v": {}, "l": {}, "m": {}}
     for b in news:
         for name, entries in state_of(b).items():
             merged[name].update(entries)
@@ -505,13 +508,18 @@ def test_changelog_to_canonical_and_the_rocksdb_backend(tmp_path: Path) -> None:
     from barrierflow.state.rocksdb_backend import RocksDBKeyedStateBackend
 
     job, b = Job(tmp_path), backend()
+    maps = b.get_map_state(MapStateDescriptor("m"))
     for i in range(300):
         put(b, i, str(i))
+        maps.put_all({j: j for j in range(10)})
     job.checkpoint(b, 1)
     put(b, 7, "seven")
+    maps.put(3, "patched")
+    maps.remove(4)
     b.set_current_key(8)
     b.get_value_state(VALUE).clear()
-    section, _ = job.checkpoint(b, 2)
+    section, files = job.checkpoint(b, 2)
+    assert map_changes(job, b, files, "m")[1] == {7: ({3: "patched"}, {4})}
     canonical = changelog_to_canonical(section, job.chk(2))
     plain = backend(changelog=False)
     plain.restore([canonical])
