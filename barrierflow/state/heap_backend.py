@@ -79,6 +79,7 @@ from barrierflow.state.heap_tables import (
     HeapValueState,
     SharedGroup,
     StateTable,
+    changed_entries,
 )
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import (
@@ -307,7 +308,7 @@ class HeapKeyedStateBackend(KeyScope):
             swapped = _swap_nonempty(table.dirty, set)
             if swapped:
                 dirty[name] = swapped
-            swapped_entries = _swap_nonempty(table.entries, dict)
+            swapped_entries = _swap_nonempty(table.entries, changed_entries)
             if swapped_entries:
                 entries[name] = swapped_entries
         return dirty, entries

@@ -54,7 +54,11 @@ from barrierflow.errors import StateRestoreError
 from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group
 from barrierflow.state.heap_sections import MARSHAL_WHOLE_TAG, encode_whole
 from barrierflow.state.key_groups import KeyGroupRange
-from barrierflow.state.key_scope import KEYED_STATE_VERSION, check_keyed_header_version
+from barrierflow.state.key_scope import (
+    KEYED_STATE_VERSION,
+    check_header_version,
+    check_keyed_header_version,
+)
 
 if TYPE_CHECKING:
     from barrierflow.state.heap_backend import HeapKeyedStateSnapshot
@@ -362,7 +366,7 @@ def _canonical_header_and_sections(snapshot: HeapKeyedStateSnapshot) -> tuple[An
 def read_manifest(section: bytes | memoryview) -> dict[str, Any]:
     """A changelog manifest's header, checked (StateRestoreError for damage)."""
     header, _ = _envelope.decode(section, CHANGELOG_KIND)
-    _check_version(header, "heap-changelog keyed state")
+    check_header_version(header, "heap-changelog keyed state", CHANGELOG_VERSION)
     try:
         files = [header["base"], *header["deltas"]]
         for name, size in files:
@@ -377,18 +381,6 @@ def read_manifest(section: bytes | memoryview) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError) as error:
         raise StateRestoreError(f"malformed heap-changelog header: {error!r}") from error
     return header
-
-
-def _check_version(header: Any, what: str) -> None:
-    """Refuse a manifest or delta header that is no dict or of a version not readable."""
-    if not isinstance(header, dict):
-        raise StateRestoreError(f"the header of {what} must be a dict, found {header!r:.200}")
-    version = header.get("version")
-    if not isinstance(version, int) or not 1 <= version <= CHANGELOG_VERSION:
-        raise StateRestoreError(
-            f"{what} has version {version!r}; this barrierflow reads versions 1 to "
-            f"{CHANGELOG_VERSION}"
-        )
 
 
 def manifest_chain(header: dict[str, Any], base: _fs.Location) -> Chain:
@@ -447,7 +439,7 @@ def changelog_to_canonical(
         if kind == KEYED_STATE:
             check_keyed_header_version(file_header)
         else:
-            _check_version(file_header, f"heap-changelog delta {location}")
+            check_header_version(file_header, f"heap-changelog delta {location}", CHANGELOG_VERSION)
         if file_header.get("max_parallelism") != header.get("max_parallelism"):
             raise StateRestoreError(
                 f"heap-changelog file {location} has max parallelism "

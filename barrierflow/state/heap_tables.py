@@ -13,6 +13,7 @@ of a shared group, so a snapshot in flight never sees a later write. Mailbox thr
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,11 @@ from barrierflow.state.values import ListState, MapState, ValueState, list_value
 
 if TYPE_CHECKING:
     from barrierflow.state.heap_backend import HeapKeyedStateBackend, HeapKeyedStateSnapshot
+
+
+def changed_entries() -> defaultdict[Any, set[Any]]:
+    """A key group's map entries changed: key -> user keys (a set made on first use)."""
+    return defaultdict(set)
 
 
 class StateTable:
@@ -40,8 +46,8 @@ class StateTable:
         """Changelog checkpoints: per key group, the keys written, cleared or handed out
         mutable since the last snapshot (which swaps each set for a fresh one in place, so
         the handles' reference to this list stays valid); None: not tracked."""
-        self.entries: list[dict[Any, set[Any]]] | None = (
-            [{} for _ in range(count)] if tracked else None
+        self.entries: list[defaultdict[Any, set[Any]]] | None = (
+            [changed_entries() for _ in range(count)] if tracked else None
         )
         """Changelog checkpoints of a map state: per key group, key -> the user keys put,
         removed or handed out mutable since the last snapshot, for keys whose map was
@@ -427,19 +433,9 @@ class TrackedMapState(HeapMapState):
 
     def __init__(self, backend: HeapKeyedStateBackend, table: StateTable) -> None:
         super().__init__(backend, table)
-        self._entries: list[dict[Any, set[Any]]] = table.entries  # type: ignore[assignment]
+        self._entries: list[defaultdict[Any, set[Any]]] = table.entries  # type: ignore[assignment]
 
-    def _changed(self, user_keys: Any) -> None:
-        """Record `user_keys` of the current key's map as changed."""
-        backend = self._backend
-        entries = self._entries[backend._current_index]
-        marked = entries.get(backend._current_key)
-        if marked is None:
-            entries[backend._current_key] = set(user_keys)
-        else:
-            marked.update(user_keys)
-
-    # get and put, the record path, mark their one entry in their own frame (no call)
+    # marking an entry is one line in the handle's own frame (no call): a defaultdict
     def get(self, key: Any) -> Any:
         current = self._peek()
         if current is None:
@@ -447,12 +443,7 @@ class TrackedMapState(HeapMapState):
         value = current.get(key)
         if value is not None and type(value) not in IMMUTABLE_TYPES:  # may change in place
             backend = self._backend
-            entries = self._entries[backend._current_index]
-            marked = entries.get(backend._current_key)
-            if marked is None:
-                entries[backend._current_key] = {key}
-            else:
-                marked.add(key)
+            self._entries[backend._current_index][backend._current_key].add(key)
         return value
 
     def put(self, key: Any, value: Any) -> None:
@@ -462,12 +453,7 @@ class TrackedMapState(HeapMapState):
             return
         current[key] = value
         backend = self._backend
-        entries = self._entries[backend._current_index]
-        marked = entries.get(backend._current_key)
-        if marked is None:
-            entries[backend._current_key] = {key}
-        else:
-            marked.add(key)
+        self._entries[backend._current_index][backend._current_key].add(key)
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
         if not mapping:
@@ -477,14 +463,16 @@ class TrackedMapState(HeapMapState):
             self._put(dict(mapping))
         else:
             current.update(mapping)
-            self._changed(mapping.keys())
+            backend = self._backend
+            self._entries[backend._current_index][backend._current_key].update(mapping)
 
     def remove(self, key: Any) -> None:
         current = self._peek()
         if current is None or current.pop(key, _MISSING) is _MISSING:
             return
         if current:
-            self._changed((key,))
+            backend = self._backend
+            self._entries[backend._current_index][backend._current_key].add(key)
         else:
             self.clear()
 

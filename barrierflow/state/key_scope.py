@@ -136,11 +136,15 @@ def unhashable_key(key: Any) -> ConfigurationError:
 
 def check_keyed_header_version(header: Any) -> None:
     """Refuse a keyed-state header that is no map, or of a version this release cannot read."""
+    check_header_version(header, "keyed state", KEYED_STATE_VERSION)
+
+
+def check_header_version(header: Any, what: str, newest: int) -> None:
+    """Refuse the header of `what` if it is no map or its "version" is not 1 to `newest`."""
     if not isinstance(header, dict):
-        raise StateRestoreError(f"a keyed-state header must be a dict, found {header!r:.200}")
+        raise StateRestoreError(f"the header of {what} must be a dict, found {header!r:.200}")
     version = header.get("version")
-    if not isinstance(version, int) or not 1 <= version <= KEYED_STATE_VERSION:
+    if not isinstance(version, int) or not 1 <= version <= newest:
         raise StateRestoreError(
-            f"keyed state has version {version!r}; this barrierflow reads versions 1 to "
-            f"{KEYED_STATE_VERSION}"
+            f"{what} has version {version!r}; this barrierflow reads versions 1 to {newest}"
         )
