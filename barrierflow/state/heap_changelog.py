@@ -180,40 +180,42 @@ class DirtyLog:
 
 def union_dirty(records: Iterable[Pending]) -> DirtyKeys:
     """Every key in any of `records`, per state and key-group index."""
-    records = list(records)
-    if len(records) == 1:  # the common case: swapped-out sets are never changed, no copy
-        return records[0].dirty
-    merged: DirtyKeys = {}
-    for record in records:
-        for name, groups in record.dirty.items():
-            into = merged.setdefault(name, {})
-            for index, keys in groups.items():
-                found = into.get(index)
-                if found is None:
-                    into[index] = set(keys)
-                else:
-                    found |= keys
-    return merged
+    return _union([record.dirty for record in records], _merge_keys)
 
 
 def union_entries(records: Iterable[Pending]) -> DirtyEntries:
     """Every changed map entry in any of `records`, per state, key-group index and key."""
-    records = list(records)
-    if len(records) == 1:
-        return records[0].entries
-    merged: DirtyEntries = {}
-    for record in records:
-        for name, groups in record.entries.items():
+    return _union([record.entries for record in records], _merge_entries)
+
+
+def _union(changes: list[dict[str, dict[int, Any]]], merge: Callable[[Any, Any], Any]) -> Any:
+    """`changes` (per state name, per key-group index) merged per key group by
+    `merge(merged so far or None, next)`, which never changes its second argument."""
+    if len(changes) == 1:  # the common case: swapped-out changes are never changed, no copy
+        return changes[0]
+    merged: dict[str, dict[int, Any]] = {}
+    for change in changes:
+        for name, groups in change.items():
             into = merged.setdefault(name, {})
             for index, changed in groups.items():
-                found = into.setdefault(index, {})
-                for key, user_keys in changed.items():
-                    have = found.get(key)
-                    if have is None:
-                        found[key] = set(user_keys)
-                    else:
-                        have |= user_keys
+                into[index] = merge(into.get(index), changed)
     return merged
+
+
+def _merge_keys(found: set[Any] | None, keys: set[Any]) -> set[Any]:
+    if found is None:
+        return set(keys)
+    found |= keys
+    return found
+
+
+def _merge_entries(
+    found: dict[Any, set[Any]] | None, changed: dict[Any, set[Any]]
+) -> dict[Any, set[Any]]:
+    found = {} if found is None else found
+    for key, user_keys in changed.items():
+        found[key] = _merge_keys(found.get(key), user_keys)
+    return found
 
 
 def _patches(

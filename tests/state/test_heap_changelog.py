@@ -68,13 +68,15 @@ class Job:
     def chk(self, checkpoint_id: int) -> _fs.Location:
         return self.folder.child(f"chk-{checkpoint_id}")
 
+    def file(self, name: str) -> _fs.Location:
+        """A file a manifest names (relative to the job folder)."""
+        return self.folder.child(*name.split("/"))
+
     def delta(self, files: list[tuple[str, int, bool]]) -> dict[int, list[Any]]:
         """The new delta file among `files`, decoded: key group -> [[keys, values]] per state."""
         (name,) = [name for name, _, new in files if new]
         assert name.endswith(".heapdelta")
-        header, body = _envelope.decode(
-            _fs.read_bytes(self.folder.child(*name.split("/"))), DELTA_KIND
-        )
+        header, body = _envelope.decode(_fs.read_bytes(self.file(name)), DELTA_KIND)
         states = len(header["states"])
         return {
             int(g): decode_section(body[o : o + n], states)
@@ -104,6 +106,18 @@ def state_of(b: HeapKeyedStateBackend) -> dict[str, dict[Any, Any]]:
         name: {key: table.live[i][key] for i in range(copy._count) for key in table.live[i]}
         for name, table in copy._tables.items()
     }
+
+
+def a_base_and_one_delta(job: Job) -> tuple[bytes, str, int]:
+    """Checkpoints 1 (a base) and 2 (a delta) of one key: checkpoint 2's manifest and the
+    delta file's name (relative to the job folder) and size."""
+    b = backend()
+    put(b, "a", 1)
+    job.checkpoint(b, 1)
+    put(b, "a", 2)
+    section, files = job.checkpoint(b, 2)
+    name, size, _ = files[-1]
+    return section, name, size
 
 
 # ---- the pure bookkeeping ---------------------------------------------------------------------
@@ -349,16 +363,13 @@ def test_one_percent_of_map_entries_changed_uploads_under_five_percent(tmp_path:
 def test_a_delta_of_a_later_version_is_refused(tmp_path: Path) -> None:
     from barrierflow.errors import StateRestoreError
 
-    job, b = Job(tmp_path), backend()
-    put(b, "a", 1)
-    job.checkpoint(b, 1)
-    put(b, "a", 2)
-    section, files = job.checkpoint(b, 2)
-    location = job.folder.child(*files[-1][0].split("/"))
+    job = Job(tmp_path)
+    section, name, size = a_base_and_one_delta(job)
+    location = job.file(name)
     header, body = _envelope.decode(_fs.read_bytes(location), DELTA_KIND)
     header["version"] = 99
     data = _envelope.encode(DELTA_KIND, header, bytes(body))
-    assert len(data) == files[-1][1], "the test keeps the size the manifest names"
+    assert len(data) == size, "the test keeps the size the manifest names"
     _fs.write_bytes(location, data)
     with pytest.raises(StateRestoreError, match=r"delta .* has version 99"):
         backend().restore([section], job.chk(2))
@@ -539,15 +550,12 @@ def test_changelog_to_canonical_and_the_rocksdb_backend(tmp_path: Path) -> None:
 def test_damaged_chain_is_a_clear_restore_error(tmp_path: Path) -> None:
     from barrierflow.errors import StateRestoreError
 
-    job, b = Job(tmp_path), backend()
-    put(b, "a", 1)
-    job.checkpoint(b, 1)
-    put(b, "a", 2)
-    section, files = job.checkpoint(b, 2)
-    _fs.delete_file(job.folder.child(*files[-1][0].split("/")))
+    job = Job(tmp_path)
+    section, name, _ = a_base_and_one_delta(job)
+    _fs.delete_file(job.file(name))
     with pytest.raises(StateRestoreError, match=r"heap-changelog file .* cannot be read"):
         backend().restore([section], job.chk(2))
-    assert read_manifest(section)["deltas"][0][0] == files[-1][0]
+    assert read_manifest(section)["deltas"][0][0] == name
 
 
 def test_one_percent_changed_uploads_under_five_percent(tmp_path: Path) -> None:
@@ -836,7 +844,7 @@ def test_a_chain_restores_every_completed_checkpoint_also_rescaled(tmp_path: Pat
     assert len(manifest["deltas"]) == len(deltas4) + 1, "not 5's (it completed after 6 began)"
     deltas7 = read_manifest(_fs.read_bytes(job.chk(7).child("keyed")))["deltas"]
     assert deltas7[:-1] == manifest["deltas"], "7 continues 6's chain"
-    seven = job.folder.child(*deltas7[-1][0].split("/"))
+    seven = job.file(deltas7[-1][0])
     assert changed_keys(job.delta([(deltas7[-1][0], 0, True)]))[0] == {"k8": 800}, seven
 
 
