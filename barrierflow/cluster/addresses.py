@@ -36,7 +36,7 @@ TASK_BIND_KEY = "spark.barrierflow.task.bindAddress"
 LOOPBACK = "127.0.0.1"
 
 ConfGet = Callable[[str, str | None], str | None]
-"""`spark.conf.get`: a key and a default -> the value (the default if unset)."""
+"""`SparkConf.get`: a key and a default -> the value (the default if unset)."""
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,7 @@ def test_a_task_advertises_its_executor_host_when_it_binds_a_wildcard():
     assert data_addresses("127.0.0.1", "worker-1") == ("127.0.0.1", "127.0.0.1")
 
 
-# ---- the runner reads them from the session's conf ---------------------------------------------
+# ---- the runner reads them from the context's conf ---------------------------------------------
 
 
 class _Conf:
@@ -158,21 +158,24 @@ class _Conf:
         return self.values.get(key, default)
 
 
-class _Spark:
-    """What SparkAttemptRunner reads of a session: its master and its runtime conf."""
+class _Context:
+    """What SparkAttemptRunner reads of a SparkContext: its master and its conf."""
 
     def __init__(self, master: str, values: dict[str, str]) -> None:
-        self.sparkContext = type("Context", (), {"master": master})()
-        self.conf = _Conf(values)
+        self.master = master
+        self._conf = _Conf(values)
+
+    def getConf(self) -> _Conf:
+        return self._conf
 
 
-def test_the_spark_runner_resolves_the_addresses_from_the_session_conf():
-    spark = _Spark("spark://m:7077", {**DRIVER, TASK_BIND_KEY: "0.0.0.0"})
-    runner = SparkAttemptRunner(spark, 2, "job", lambda mail: None)
+def test_the_spark_runner_resolves_the_addresses_from_the_context_conf():
+    sc = _Context("spark://m:7077", {**DRIVER, TASK_BIND_KEY: "0.0.0.0"})
+    runner = SparkAttemptRunner(sc, 2, "job", lambda mail: None)
     assert runner.addresses == JobAddresses("driver.example", "driver.example", "0.0.0.0")
 
 
 def test_the_spark_runner_refuses_a_wildcard_advertised_address_before_any_task_starts():
-    spark = _Spark("yarn", {**DRIVER, RPC_ADVERTISED_KEY: "0.0.0.0"})
+    sc = _Context("yarn", {**DRIVER, RPC_ADVERTISED_KEY: "0.0.0.0"})
     with pytest.raises(ConfigurationError, match=RPC_ADVERTISED_KEY):
-        SparkAttemptRunner(spark, 2, "job", lambda mail: None)
+        SparkAttemptRunner(sc, 2, "job", lambda mail: None)

@@ -11,12 +11,10 @@ from barrierflow.cluster.mails import SparkJobEnded
 from barrierflow.cluster.spark import runner as spark_runner
 from barrierflow.cluster.spark.runner import SparkAttemptRunner
 
-FAKE_SPARK = SimpleNamespace(
-    sparkContext=SimpleNamespace(
-        master="spark://127.0.0.1:7077",
-        statusTracker=lambda: SimpleNamespace(getJobIdsForGroup=lambda group: []),
-    ),
-    conf=SimpleNamespace(get={"spark.driver.host": "127.0.0.1"}.get),
+FAKE_CONTEXT = SimpleNamespace(
+    master="spark://127.0.0.1:7077",
+    statusTracker=lambda: SimpleNamespace(getJobIdsForGroup=lambda group: []),
+    getConf=lambda: SimpleNamespace(get={"spark.driver.host": "127.0.0.1"}.get),
 )
 
 
@@ -24,12 +22,12 @@ def runner_waiting_for_slots(monkeypatch):
     """A runner whose slot check blocks until released; the stages it submits are recorded."""
     waiting, release, submitted = threading.Event(), threading.Event(), []
     monkeypatch.setattr(
-        spark_runner, "check_slots", lambda spark, n: (waiting.set(), release.wait(10))
+        spark_runner, "check_slots", lambda sc, n: (waiting.set(), release.wait(10))
     )
     monkeypatch.setattr(spark_runner, "run_attempt", lambda *args: submitted.append(args[3]))
-    monkeypatch.setattr(spark_runner, "cancel_attempt", lambda spark, group: None)
+    monkeypatch.setattr(spark_runner, "cancel_attempt", lambda sc, group: None)
     mails: queue.SimpleQueue = queue.SimpleQueue()
-    runner = SparkAttemptRunner(FAKE_SPARK, 4, "job", mails.put)
+    runner = SparkAttemptRunner(FAKE_CONTEXT, 4, "job", mails.put)
     return runner, waiting, release, submitted, mails
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import sys
 import zipfile
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from barrierflow._clock import ManualClock
 from barrierflow.cluster.spark.session import (
     SparkOptions,
+    _is_this_python,
     is_local_master,
     parse_duration_s,
     python_file_for_spark,
@@ -138,6 +140,16 @@ def test_local_cluster_counts_as_a_cluster_master():
     assert is_local_master("local[4]") and is_local_master("local")
     assert not is_local_master("local-cluster[2,2,1024]")
     assert not is_local_master("spark://127.0.0.1:7077")
+
+
+def test_only_workers_running_this_interpreter_get_the_preloading_daemon(tmp_path):
+    # the daemon imports barrierflow: another Python may not have it (or another version)
+    assert _is_this_python(sys.executable)
+    other = tmp_path / "bin" / "python"  # another environment's link to the same binary
+    other.parent.mkdir()
+    other.symlink_to(os.path.realpath(sys.executable))
+    assert not _is_this_python(str(other))
+    assert not _is_this_python(str(tmp_path / "no-such-python"))
 
 
 def test_merged_options_add_files_once_and_let_the_later_conf_win():

@@ -28,12 +28,12 @@ worker has started a replacement."""
 
 DRIVER = """
 import sys
-from barrierflow.cluster.spark.session import check_slots, obtain_spark
+from barrierflow.cluster.spark.session import check_slots, obtain_spark_context
 
 master, slots = sys.argv[1], int(sys.argv[2])
-spark = obtain_spark(master, slots)
-check_slots(spark, slots)  # the executors have registered
-jsc = spark.sparkContext._jsc.sc()
+sc = obtain_spark_context(master, slots)
+check_slots(sc, slots)  # the executors have registered
+jsc = sc._jsc.sc()
 
 def executors():
     return ",".join(sorted(jsc.getExecutorIds().toList().mkString(",").split(",")))

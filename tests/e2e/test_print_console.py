@@ -31,6 +31,14 @@ JOB = textwrap.dedent(
     env.execute("print-job")
     """
 )
+NO_SESSION = textwrap.dedent(
+    """
+    import sys
+    from pyspark.sql import SparkSession
+
+    print("active session:", SparkSession.getActiveSession(), file=sys.stderr)
+    """
+)
 PRINTED = re.compile(r"^(tens:)?([12])> (\d+)$")
 
 
@@ -55,9 +63,10 @@ def check_printed(seen: dict[tuple[str, str], list[int]]) -> None:
 
 
 def test_python_job_py_prints_exactly_its_records_on_the_console(tmp_path):
-    """As a user runs it: its own process and Spark driver, its console's standard output."""
+    """As a user runs it: its own process and Spark driver, its console's standard output.
+    The job starts a SparkContext only: no SparkSession (Spark SQL's start-up, seconds)."""
     job = tmp_path / "job.py"
-    job.write_text(JOB)
+    job.write_text(JOB + NO_SESSION)
     env = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
@@ -68,6 +77,7 @@ def test_python_job_py_prints_exactly_its_records_on_the_console(tmp_path):
         timeout=600,  # its own Spark driver: minutes on a busy host
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "active session: None" in run.stderr, run.stderr[-3000:]
     # the console's standard output is exactly the printed records
     check_printed(printed_by_subtask(run.stdout.splitlines()))
 

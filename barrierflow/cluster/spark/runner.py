@@ -24,7 +24,7 @@ from barrierflow.cluster.spark.session import (
     SparkOptions,
     check_slots,
     executor_hosts,
-    obtain_spark,
+    obtain_spark_context,
     redirect_spark_log,
 )
 from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError, RemoteTaskError
@@ -32,18 +32,17 @@ from barrierflow.errors import ExecutorImportError, JobMasterUnreachableError, R
 log = logging.getLogger(__name__)
 
 
-def run_attempt(spark: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
+def run_attempt(sc: Any, payload: bytes, subtask_count: int, job_group: str, name: str) -> None:
     """Blocks until every task of the attempt has ended; raises if the Spark job failed."""
     from barrierflow.cluster.executor.task_entry import run_partitions
 
-    sc = spark.sparkContext
     sc.setJobGroup(job_group, name, interruptOnCancel=True)
     rdd = sc.parallelize(range(subtask_count), subtask_count)
     rdd.barrier().mapPartitions(functools.partial(run_partitions, payload)).collect()
 
 
-def cancel_attempt(spark: Any, job_group: str) -> None:
-    spark.sparkContext.cancelJobGroup(job_group)
+def cancel_attempt(sc: Any, job_group: str) -> None:
+    sc.cancelJobGroup(job_group)
 
 
 LAUNCH_POLL_S = 0.25
@@ -161,13 +160,13 @@ class SparkAttemptRunner:
 
     reports_launches = True
 
-    def __init__(self, spark: Any, subtask_count: int, job_name: str, post: Callable[[Mail], None]):
-        self._spark = spark
+    def __init__(self, sc: Any, subtask_count: int, job_name: str, post: Callable[[Mail], None]):
+        self._sc = sc
         self._subtask_count = subtask_count
         self._job_name = job_name
         self._post = post
-        self.addresses = resolve_addresses(spark.sparkContext.master, spark.conf.get)
-        self.spark_ui_url: str | None = getattr(spark.sparkContext, "uiWebUrl", None)
+        self.addresses = resolve_addresses(sc.master, sc.getConf().get)
+        self.spark_ui_url: str | None = getattr(sc, "uiWebUrl", None)
         """The application's Spark UI (None when `spark.ui.enabled` is false)."""
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
@@ -186,12 +185,12 @@ class SparkAttemptRunner:
     ) -> SparkAttemptRunner:
         """Obtain a session on `master` with `options` and wait (bounded) until it offers a
         slot per subtask."""
-        spark = obtain_spark(master, subtask_count, options)
-        check_slots(spark, subtask_count)
-        return cls(spark, subtask_count, job_name, post)
+        sc = obtain_spark_context(master, subtask_count, options)
+        check_slots(sc, subtask_count)
+        return cls(sc, subtask_count, job_name, post)
 
     def executor_hosts(self) -> frozenset[str]:
-        return executor_hosts(self._spark)
+        return executor_hosts(self._sc)
 
     def submit(self, payload: bytes, group: str, attempt: int) -> None:
         with self._lock:
@@ -204,12 +203,12 @@ class SparkAttemptRunner:
         ).start()
 
     def log_to(self, folder: Path) -> None:
-        redirect_spark_log(self._spark, folder)
+        redirect_spark_log(self._sc, folder)
 
     def cancel(self, group: str) -> None:
         with self._lock:
             self._cancelled.add(group)
-        cancel_attempt(self._spark, group)
+        cancel_attempt(self._sc, group)
 
     def wait_ended(self, group: str, timeout_s: float) -> bool:
         with self._ended:
@@ -219,7 +218,7 @@ class SparkAttemptRunner:
         try:
             # After a lost executor its replacement registers a few seconds later; Spark
             # itself would recheck a short barrier stage only every 15 s.
-            check_slots(self._spark, self._subtask_count)
+            check_slots(self._sc, self._subtask_count)
             with self._lock:
                 if group in self._cancelled:  # cancelled while waiting: never submit it
                     raise InterruptedError(f"attempt {attempt} was cancelled before it started")
@@ -229,7 +228,7 @@ class SparkAttemptRunner:
                 daemon=True,
                 name=f"spark-launch-{attempt}",
             ).start()
-            run_attempt(self._spark, payload, self._subtask_count, group, self._job_name)
+            run_attempt(self._sc, payload, self._subtask_count, group, self._job_name)
         except BaseException as error:
             self._post(SparkJobEnded(attempt, spark_error_summary(error)))
         else:
@@ -247,7 +246,7 @@ class SparkAttemptRunner:
                 if group not in self._running:
                     return
             try:
-                tracker = self._spark.sparkContext.statusTracker()
+                tracker = self._sc.statusTracker()
                 launched = tasks_launched(tracker, group, self._subtask_count)
             except Exception:  # cannot tell: time the registration from now, as if started
                 log.warning("cannot tell whether Spark started attempt %d", attempt, exc_info=True)
