@@ -42,13 +42,13 @@ if "BARRIERFLOW_LOG_DIR" not in os.environ:
 # which fill in the end. (`--no-loadscope-reorder` in pyproject.toml keeps this order:
 # xdist would otherwise queue the files with the most tests first.)
 HEAVY_FILES = (
-    "tests/e2e/test_standalone.py",  # ~270 s: a standalone Spark cluster, four drivers
-    "tests/e2e/test_chaos_drivers.py",  # ~200 s (est.): drivers killed, new drivers start Spark
-    "tests/e2e/test_chaos.py",  # ~190 s (est.; 330 s before 6e0270e): chaos runs, 6-15 failures
-    "tests/e2e/test_driver_stop_cleanup.py",  # ~120 s
-    "tests/e2e/test_local_cluster.py",  # ~100 s: an executor JVM killed
-    "tests/e2e/test_flagship.py",  # ~60 s
-    "tests/e2e/test_quiet_logs.py",  # ~45 s
+    "tests/e2e/test_standalone.py",  # ~260 s: a standalone Spark cluster, four drivers
+    "tests/e2e/test_chaos.py",  # ~170 s: chaos runs, 3-15 failures each
+    "tests/e2e/test_driver_stop_cleanup.py",  # ~140 s: two drivers struck, two reruns
+    "tests/e2e/test_chaos_drivers.py",  # ~100 s (est.): a driver killed, a new one starts Spark
+    "tests/e2e/test_local_cluster.py",  # ~90 s: an executor JVM killed
+    "tests/e2e/test_flagship.py",  # ~55 s
+    "tests/e2e/test_quiet_logs.py",  # ~40 s
 )
 
 
