@@ -19,6 +19,7 @@ from barrierflow import _envelope as checkpoint_format
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers import MIN_WATERMARK, InternalTimerService, Timer
 from barrierflow.runtime.timers.priority_queue import TimerPriorityQueue
+from barrierflow.runtime.timers.timer import sort_key
 from barrierflow.state.key_groups import (
     KeyGroupRange,
     assign_to_key_group,
@@ -700,10 +701,21 @@ def test_rescaling_from_two_to_three_subtasks_keeps_every_timer_exactly_once(spe
     [[], [5], [9, 3, 7, 1], [4, 4, 4], [8, 2, 8, 5, 2]],
     ids=["none", "one", "no ties", "all tied", "some tied"],
 )
-def test_a_snapshots_timer_order_is_firing_order_with_or_without_ties(timestamps) -> None:
+def test_a_snapshot_holds_every_timer_by_ascending_timestamp_with_or_without_ties(
+    timestamps,
+) -> None:
+    # ties stay unordered: a restore adds each timer, and the queue fires ties in tie order
     queue = TimerPriorityQueue()
     keys = ["k", 7, ("t", 1), b"raw", None]
     for index, timestamp in enumerate(timestamps):
         queue.add(Timer(timestamp, keys[index % len(keys)], index), 3)
-    assert queue.timers_by_time(3) == queue.timers_of_key_group(3)
-    assert [timer[0] for timer in queue.timers_by_time(3)] == sorted(timestamps)
+    snapshot, firing_order = queue.timers_by_time(3), queue.timers_of_key_group(3)
+    assert sorted(snapshot, key=sort_key) == firing_order
+    assert [timer[0] for timer in snapshot] == sorted(timestamps)
+    restored = TimerPriorityQueue()
+    for timer in reversed(snapshot):
+        restored.add(timer, 3)
+    fired, again = [], []
+    queue.fire_until(10, fired.append)
+    restored.fire_until(10, again.append)
+    assert again == fired == firing_order

@@ -113,14 +113,11 @@ class TimerPriorityQueue:
         return sorted(self._by_key_group.get(key_group, ()), key=sort_key)
 
     def timers_by_time(self, key_group: int) -> list[Timer]:
-        """`timers_of_key_group`'s list, made faster for a snapshot, which is taken at the
-        barrier: one C-level sort by timestamp, which is firing order when no two timers
-        share a timestamp; only a key group where some do pays firing order's key (two
-        `order_key` calls per timer)."""
-        ordered = sorted(self._by_key_group.get(key_group, ()), key=_timestamp)
-        if len(set(map(_timestamp, ordered))) == len(ordered):
-            return ordered
-        return sorted(ordered, key=sort_key)
+        """The timers of one key group by timestamp alone, for a snapshot taken at the
+        barrier: one C-level sort. Timers of one timestamp stay in no particular order (a
+        restore adds each to the queue, which orders them), which saves the firing order's
+        key (two `order_key` calls per timer) where many timers share a timestamp."""
+        return sorted(self._by_key_group.get(key_group, ()), key=_timestamp)
 
     def _forget(self, timer: Timer, key_group: int) -> None:
         group = self._by_key_group[key_group]
