@@ -23,6 +23,7 @@ from barrierflow.cluster.mails import Mail, SparkJobEnded, SparkTasksLaunched
 from barrierflow.cluster.spark.session import (
     SparkOptions,
     check_slots,
+    conf_getter,
     executor_hosts,
     obtain_spark_context,
     redirect_spark_log,
@@ -165,7 +166,7 @@ class SparkAttemptRunner:
         self._subtask_count = subtask_count
         self._job_name = job_name
         self._post = post
-        self.addresses = resolve_addresses(sc.master, sc.getConf().get)
+        self.addresses = resolve_addresses(sc.master, conf_getter(sc))
         self.spark_ui_url: str | None = getattr(sc, "uiWebUrl", None)
         """The application's Spark UI (None when `spark.ui.enabled` is false)."""
         self._lock = threading.Lock()

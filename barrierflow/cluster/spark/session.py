@@ -147,6 +147,18 @@ def obtain_spark_context(
     return sc
 
 
+def conf_getter(sc: Any) -> Callable[..., Any]:
+    """How a job reads Spark settings (`get(key, default)`): through the SparkSession on `sc`
+    if the user (or a test) made one, so keys set with `spark.conf.set` after it started
+    count too, else from the context's SparkConf (a job makes no session)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession._instantiatedSession  # the builder's session, if one was made
+    if session is not None and session.sparkContext is sc:
+        return session.conf.get
+    return sc.getConf().get
+
+
 def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | None = None) -> Any:
     """A SparkSession on `obtain_spark_context`'s context, for code that reads or writes
     DataFrames (the state processor's readers, tests checking a job's files in Spark)."""
@@ -312,7 +324,7 @@ def ship_package(sc: Any) -> bool:
     """Whether barrierflow itself goes to the executors as a zip (`spark.barrierflow.shipPackage`,
     default: on for cluster masters), so they run the driver's version of it."""
     default = "false" if is_local_master(sc.master) else "true"
-    value = str(sc.getConf().get(SHIP_PACKAGE_KEY, default)).strip().lower()
+    value = str(conf_getter(sc)(SHIP_PACKAGE_KEY, default)).strip().lower()
     if value not in ("true", "false"):
         raise ConfigurationError(f"{SHIP_PACKAGE_KEY} must be true or false, not {value!r}")
     return value == "true"
@@ -396,7 +408,7 @@ def parse_duration_s(text: str, key: str = SLOTS_WAIT_TIMEOUT_KEY) -> float:
 
 
 def slots_wait_timeout_s(sc: Any) -> float:
-    return parse_duration_s(sc.getConf().get(SLOTS_WAIT_TIMEOUT_KEY, SLOTS_WAIT_TIMEOUT_DEFAULT))
+    return parse_duration_s(conf_getter(sc)(SLOTS_WAIT_TIMEOUT_KEY, SLOTS_WAIT_TIMEOUT_DEFAULT))
 
 
 def registered_slots(sc: Any) -> int:
