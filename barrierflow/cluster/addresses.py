@@ -36,7 +36,7 @@ TASK_BIND_KEY = "spark.barrierflow.task.bindAddress"
 LOOPBACK = "127.0.0.1"
 
 ConfGet = Callable[[str, str | None], str | None]
-"""`SparkConf.get`: a key and a default -> the value (the default if unset)."""
+"""A key and a default -> the value (the default if unset): `session.conf_getter`'s."""
 
 
 @dataclass(frozen=True)

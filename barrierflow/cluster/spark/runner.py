@@ -184,8 +184,8 @@ class SparkAttemptRunner:
         post: Callable[[Mail], None],
         options: SparkOptions | None = None,
     ) -> SparkAttemptRunner:
-        """Obtain a session on `master` with `options` and wait (bounded) until it offers a
-        slot per subtask."""
+        """Obtain a SparkContext on `master` with `options` and wait (bounded) until it offers
+        a slot per subtask."""
         sc = obtain_spark_context(master, subtask_count, options)
         check_slots(sc, subtask_count)
         return cls(sc, subtask_count, job_name, post)

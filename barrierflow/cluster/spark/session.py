@@ -1,4 +1,4 @@
-"""The Spark session a job runs on: obtaining it, and the task slots and executors it offers.
+"""The SparkContext a job runs on: obtaining it, and the task slots and executors it offers.
 
 The embedded default is `local[N]` on loopback; any other master is used as the user (or
 `spark-submit`) configured it. On a cluster master executors register only after the
@@ -39,6 +39,7 @@ EMBEDDED_CONFIG = {
     "spark.python.task.killTimeout": "1s",
     "spark.sql.shuffle.partitions": "4",
 }
+
 PRELOADING_DAEMON = {"spark.python.daemon.module": "barrierflow.cluster.executor.spark_daemon"}
 """On local[N], whose Python workers run this interpreter, they fork from a daemon that has
 imported barrierflow already (executor/spark_daemon.py) instead of each importing it."""
@@ -56,11 +57,11 @@ SLOTS_REPORT_S = 10.0
 
 @dataclass(frozen=True)
 class SparkOptions:
-    """Spark settings for the session a job starts (`barrierflow run --conf ...`), and the
+    """Spark settings for the SparkContext a job starts (`barrierflow run --conf ...`), and the
     Python files its executors need (`--py-files`, `env.add_python_file`)."""
 
     conf: Mapping[str, str] = field(default_factory=dict)
-    """Spark conf keys, given to the session builder (`--conf`, `--executor-memory`, ...)."""
+    """Spark conf keys, given to the new SparkContext (`--conf`, `--executor-memory`, ...)."""
     py_files: tuple[str, ...] = ()
     """.py, .zip or .egg files (or folders, zipped first) added with `addPyFile`."""
 
@@ -427,7 +428,7 @@ def check_slots(
     clock: Clock = SYSTEM_CLOCK,
     pause: Callable[[float], object] | None = None,
 ) -> None:
-    """Return once the session offers a slot per subtask; raise InsufficientResourcesError
+    """Return once the context offers a slot per subtask; raise InsufficientResourcesError
     naming the fix if it does not (at once on a local master, whose slots are fixed; after
     waiting up to `spark.barrierflow.slots.waitTimeout` for executors on a cluster)."""
     master = sc.master
