@@ -1,8 +1,13 @@
 """Throughput of a keyed running count at parallelism 2, with and without 1 s checkpoints.
 
     python benchmarks/keyed_count.py [--records N] [--keys K] [--repeat R]
-        [--backends hashmap,rocksdb] [--keys-drawn cycle|zipf] [--write-cache-entries E]
+        [--backends hashmap,changelog,rocksdb] [--keys-drawn cycle|zipf]
+        [--write-cache-entries E]
         [--intervals 0,1000] [--floor]
+
+Backends: `hashmap` (full checkpoints), `changelog` (the hashmap backend with changelog
+checkpoints, `env.enable_changelog_state_backend(True)`: a checkpoint uploads the keys
+changed since the last one), `rocksdb`.
 
 Keys: `cycle` visits the K keys in a fixed scrambled cycle (every key equally often, the
 worst case for any cache smaller than the key set); `zipf` draws key rank r with
@@ -67,8 +72,8 @@ class ZipfKeyOf:
 
 
 def backend_for(name: str, write_cache_entries: int | None):
-    """The state backend named `name` (`hashmap` or `rocksdb`)."""
-    if name == "hashmap":
+    """The state backend named `name` (`hashmap`, `changelog` or `rocksdb`)."""
+    if name in ("hashmap", "changelog"):
         return HashMapStateBackend()
     if write_cache_entries is None:
         return EmbeddedRocksDBStateBackend()
@@ -104,6 +109,7 @@ def run_once(
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     env.set_state_backend(backend_for(backend, write_cache_entries))
+    env.enable_changelog_state_backend(backend == "changelog")
     if checkpoint_ms:
         env.enable_checkpointing(checkpoint_ms)
     env.get_checkpoint_config().set_checkpoint_storage(os.path.join(workdir, "checkpoints"))
@@ -250,7 +256,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--keys", default="10000", help="key counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--backends", default="hashmap", help="hashmap,rocksdb")
+    parser.add_argument("--backends", default="hashmap", help="hashmap,changelog,rocksdb")
     parser.add_argument("--keys-drawn", default="cycle", help="cycle and/or zipf, comma-separated")
     parser.add_argument("--write-cache-entries", type=int, default=None)
     parser.add_argument("--intervals", default="0,1000", help="checkpoint intervals, ms")
@@ -265,8 +271,8 @@ def main() -> None:
             floor(keys)
         return
     backends = args.backends.split(",")
-    if unknown := set(backends) - {"hashmap", "rocksdb"}:
-        raise SystemExit(f"unknown backends {sorted(unknown)}: use hashmap and/or rocksdb")
+    if unknown := set(backends) - {"hashmap", "changelog", "rocksdb"}:
+        raise SystemExit(f"unknown backends {sorted(unknown)}: use hashmap, changelog, rocksdb")
     drawn_kinds = args.keys_drawn.split(",")
     if unknown := set(drawn_kinds) - {"cycle", "zipf"}:
         raise SystemExit(f"unknown --keys-drawn {sorted(unknown)}: use cycle and/or zipf")

@@ -121,14 +121,15 @@ class _GcWhileHeld:
 
     CPython counts young objects net: allocations minus frees of container objects. A
     task that replaces each value by a new tuple frees one per record, so the count stays
-    near 0 and no collection runs (the young list grows, unexamined). While a snapshot
-    holds the old values every update is a net allocation, so collections start (default:
-    every 700), and the first one walks every tuple made since the last: measured up to
-    0.3 s in the barrier at 500 k keys, and about a fifth of the records' time with 1 s
-    checkpoints. With the threshold above what a snapshot's lifetime allocates, nothing
-    starts while it is held; its release frees the old values, which brings the count
-    back down, so the task goes on as without checkpoints. Cycles are collected later,
-    not never. Process-wide (the gc is); restored by the last release; a threshold
+    near 0 and no collection runs (the young list grows, unexamined; a stream task's
+    process keeps input batches below the threshold too: `young_gc.py`). While a snapshot
+    holds the old values every update is a net allocation, so collections start, and the
+    first one walks every tuple made since the last: measured up to 0.3 s in the barrier
+    at 500 k keys, and about a fifth of the records' time with 1 s checkpoints. With the
+    threshold above what a snapshot's lifetime allocates, nothing starts while it is
+    held; its release frees the old values, which brings the count back down, so the
+    task goes on as without checkpoints. Cycles are collected later, not never.
+    Process-wide (the gc is); restored by the last release; a threshold
     already higher (or gc disabled) is left alone.
     """
 

@@ -26,6 +26,7 @@ from barrierflow.cluster.addresses import executor_host
 from barrierflow.cluster.executor.task_console import forwarding_task_console
 from barrierflow.cluster.executor.task_logs import forwarding_task_logs
 from barrierflow.cluster.executor.task_process import ParentLink, TaskSupervisor
+from barrierflow.cluster.executor.young_gc import raise_young_threshold
 from barrierflow.cluster.rpc import RpcClient
 from barrierflow.errors import ExecutorImportError, StreamCorruptionError
 from barrierflow.runtime.attempt_outcome import AttemptEnd
@@ -104,6 +105,7 @@ def run_stream_task(
     executor_host: str | None = None,
 ) -> None:
     """The child process's work: the stream task's attempts, talking through `link`."""
+    raise_young_threshold()
     mailbox: queue.SimpleQueue = queue.SimpleQueue()
     link.start(mailbox.put)
     level = logging.getLevelName(settings.task_log_level.upper())
