@@ -12,10 +12,10 @@ held snapshots keep old values alive.
 
 A task replaces state values one for one and drops each batch whole, so its net count
 barely moves: with a threshold above a batch's transient objects, young collections
-run only when containers really pile up (new keys, cyclic garbage), which keeps the
-garbage a collection may leave waiting bounded by the threshold (100 000 objects, a
-few tens of MB at most). The heap backend raises it further while a snapshot is held
-(`state/heap_backend.py`, `GC_WHILE_HELD`).
+run only when containers really pile up (new keys, held snapshots, cyclic garbage). The
+price: up to 100 000 unreachable containers in cycles may wait for a collection, where
+CPython's default lets 700 wait. The heap backend raises the threshold further while a
+snapshot is held (`state/heap_backend.py`, `GC_WHILE_HELD`).
 """
 
 from __future__ import annotations
