@@ -1,6 +1,7 @@
 """Frames on a data channel. The first byte says what follows.
 
-Records travel as pickled lists of values (protocol 5); a batch whose records carry
+Records travel as pickled lists of values (protocol 5; a batch of one named tuple class
+as plain tuples, `named_rows.py`); a batch whose records carry
 event timestamps also carries them as one packed array of 64-bit integers, so
 timestamps cost no pickling. Columnar batches (`ColumnarBatch`) travel as Arrow: an IPC
 stream of one record batch, read back without copying, with the same packed timestamps
@@ -51,6 +52,7 @@ from barrierflow.runtime.elements import (
     StreamStatus,
     Watermark,
 )
+from barrierflow.runtime.network.named_rows import pickle_values
 
 DATA = b"D"
 TIMESTAMPED_DATA = b"T"
@@ -93,7 +95,7 @@ Event = (
 def encode_batch(values: list[Any], timestamps: list[int] | None = None) -> bytes:
     """A data frame for `values` (and their timestamps, one per value, if given)."""
     if timestamps is None:
-        return DATA + pickle.dumps(values, protocol=5)
+        return DATA + pickle_values(values)
     packed = array("q", timestamps)
     if not _BIG_ENDIAN:
         packed.byteswap()
@@ -102,7 +104,7 @@ def encode_batch(values: list[Any], timestamps: list[int] | None = None) -> byte
             TIMESTAMPED_DATA,
             _UINT.pack(len(packed)),
             packed.tobytes(),
-            pickle.dumps(values, protocol=5),
+            pickle_values(values),
         )
     )
 
