@@ -48,9 +48,11 @@ class StandaloneCluster:
             return json.load(response)
 
     def alive_workers(self) -> int:
+        """Workers the Master lists as ALIVE; 0 while its UI does not answer with JSON yet
+        (a Master starting up served its HTML page at `/json` once here)."""
         try:
             workers = self.state().get("workers", [])
-        except OSError:
+        except (OSError, ValueError):
             return 0
         return sum(1 for worker in workers if worker.get("state") == "ALIVE")
 
