@@ -1,16 +1,16 @@
 """Frames on a data channel. The first byte says what follows.
 
 Records travel as pickled lists of values (protocol 5; a batch of one named tuple class
-as plain tuples, `named_rows.py`); a batch whose records carry
-event timestamps also carries them as one packed array of 64-bit integers, so
-timestamps cost no pickling. Columnar batches (`ColumnarBatch`) travel as Arrow: an IPC
-stream of one record batch, read back without copying, with the same packed timestamps
-and, when the batch's row converter is not the default, the converter pickled by
-reference (a module-level function: a few bytes). A columnar batch whose converter
-cannot be pickled so (a lambda, a local function) travels as its rows, in a D or T
-frame, and arrives as a `RecordBatch`. Events are a few fixed-size integers, so a
-receiver never unpickles anything to see a barrier, a watermark or a stream status.
-Frames are only decoded after the connection proved it knows the job's secret.
+as plain tuples, `named_rows.py`); a batch whose records carry event timestamps also
+carries them as one packed array of 64-bit integers, so timestamps cost no pickling.
+Columnar batches (`ColumnarBatch`) travel as Arrow: an IPC stream of one record batch,
+read back without copying, with the same packed timestamps and, when the batch's row
+converter is not the default, the converter pickled by reference (a module-level
+function: a few bytes). A columnar batch whose converter cannot be pickled so (a lambda,
+a local function) travels as its rows, in a D or T frame, and arrives as a
+`RecordBatch`. Events are a few fixed-size integers, so a receiver never unpickles
+anything to see a barrier, a watermark or a stream status. Frames are only decoded after
+the connection proved it knows the job's secret.
 
     D <pickle of values>                              records without timestamps
     T <uint32 n> <n int64 timestamps> <pickle>        records with timestamps
