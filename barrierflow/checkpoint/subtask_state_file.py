@@ -17,7 +17,7 @@ savepoint's keyed sections are canonical and have none.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from barrierflow import _envelope as state_format
 from barrierflow import _fs
@@ -85,14 +85,23 @@ def shared_folder(state_file: _fs.Location) -> _fs.Location:
     return state_file.parent.parent.child("shared")
 
 
+class HeldTimers(Protocol):
+    """A timer service's snapshot as copied at the barrier (`runtime/timers/snapshot.py`)."""
+
+    def encode(self, ordered: bool = False) -> bytes:
+        """Its "timers" envelope; `ordered`: a savepoint's canonical form."""
+        ...
+
+
 @dataclass(frozen=True)
 class HeldSections:
     """One operator's snapshot as taken at the barrier: its keyed state may still be a
-    `KeyedStateSnapshot` (written on the uploader thread), the rest is encoded."""
+    `KeyedStateSnapshot` and its timers a `TimerSnapshot` (both written on the uploader
+    thread), the rest is encoded."""
 
     keyed: bytes | KeyedStateSnapshot | None = None
     operator: bytes | None = None
-    timers: bytes | None = None
+    timers: bytes | HeldTimers | None = None
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,10 @@ class PendingStateFile:
                 else:
                     side_files = side_files_folder(self.location, number)
                     keyed = keyed.write(side_files, shared=shared_folder(self.location))
-            sections[uid] = OperatorSections(keyed, held.operator, held.timers)
+            timers = held.timers
+            if timers is not None and not isinstance(timers, bytes):
+                timers = timers.encode(ordered=self.savepoint)
+            sections[uid] = OperatorSections(keyed, held.operator, timers)
         encoded = encode_parts(
             self.location.name,
             self.vertex_id,

@@ -25,6 +25,7 @@ from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.chain_outputs import CollectingOutput
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import OperatorContext, StreamOperator, restore_operator
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import DEFAULT_MAX_PARALLELISM, key_group_range_for_subtask
 from barrierflow.state.operator_state import decode_operator_state, encode_operator_state
@@ -198,7 +199,7 @@ class OperatorHarness:
         keyed = timers = operator_state = None
         if taken is not None:
             keyed = None if taken.keyed is None else canonical_section(taken.keyed)
-            timers = taken.timers
+            timers = timer_section(taken.timers)
             if taken.operator is not None:  # as a checkpoint file holds it
                 operator_state = decode_operator_state(encode_operator_state(taken.operator))
         self.operator.notify_checkpoint_complete(checkpoint_id)

@@ -30,6 +30,7 @@ from barrierflow.runtime.batch import RecordBatch
 from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state.backend import canonical_section
 
 MIDNIGHT = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -164,7 +165,9 @@ def test_bid_statistics_survive_a_snapshot_held_while_bids_go_on_and_a_restore()
     snapshot = op.operator.snapshot_state(1)  # held while more bids are counted
     op.feed(*(q16_bid(*b) for b in STATISTICS_BIDS[3:]))
     again = q16_operator(
-        RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
+        RestoredState(
+            keyed=[canonical_section(snapshot.keyed)], timers=[timer_section(snapshot.timers)]
+        )
     )
     # the restored operator has the first three bids only: it counts the rest anew
     again.feed(*(q16_bid(*b) for b in STATISTICS_BIDS[3:]))
@@ -203,7 +206,9 @@ def test_a_mini_batch_aggregate_keeps_its_accumulator_and_pending_emission_acros
     op.feed(bid(7, 300, MIDNIGHT + 5))
     snapshot = op.operator.snapshot_state(1)
     again = q17_operator(
-        RestoredState(keyed=[canonical_section(snapshot.keyed)], timers=[snapshot.timers])
+        RestoredState(
+            keyed=[canonical_section(snapshot.keyed)], timers=[timer_section(snapshot.timers)]
+        )
     )
     assert ops(again.watermark(MIDNIGHT + 1)) == [
         ("-U", 7, "2026-01-01", 1, 1, 0, 0, 100, 100, 100, 100),

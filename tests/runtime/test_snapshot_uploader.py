@@ -7,7 +7,9 @@ import queue
 import threading
 from typing import Any
 
-from barrierflow import _fs
+import pytest
+
+from barrierflow import _envelope, _fs
 from barrierflow._clock import ManualClock
 from barrierflow.checkpoint.storage import FileSystemCheckpointStorage
 from barrierflow.checkpoint.subtask_state_file import (
@@ -20,6 +22,7 @@ from barrierflow.checkpoint.subtask_state_file import (
 from barrierflow.errors import ConfigurationError
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint, DeclineCheckpoint
+from barrierflow.runtime.timers import InternalTimerService, Timer
 from barrierflow.state import ListStateDescriptor, ValueStateDescriptor
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
 from barrierflow.state.key_groups import KeyGroupRange
@@ -146,6 +149,53 @@ def test_the_keyed_snapshot_is_written_on_the_uploader_thread_as_it_was_at_the_b
     assert keyed.side_files == [side_files_folder(location, 0)]  # a checkpoint: its own folder
     assert keyed.releases == 1
     uploader.close()
+
+
+@pytest.mark.parametrize("savepoint", [False, True], ids=["checkpoint", "savepoint"])
+def test_timers_copied_at_the_barrier_are_encoded_by_the_uploader_as_they_were(tmp_path, savepoint):
+    service = InternalTimerService(KeyGroupRange(0, 127), 128, Triggered())
+    for key, timestamp in [("a", 30), ("a", 10), ("a", 20), ("b", 15)]:
+        service.register_event_time_timer(key, None, timestamp)
+    held = service.hold()  # the barrier
+    service.advance_watermark(15)  # fires two timers before the upload
+    service.register_event_time_timer("c", None, 5)
+
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    location = _fs.location(str(tmp_path)).child("chk-1", "2-0-d.state")
+    state_file = PendingStateFile(
+        location, 2, 0, (0, 127), {"op": HeldSections(timers=held)}, None, savepoint
+    )
+    uploader.submit(Upload(1, state_file, AcknowledgeCheckpoint(0, 1, 1, None)))
+    ack = next_message(sent)
+    assert isinstance(ack, AcknowledgeCheckpoint) and ack.state_handle is not None
+    section = ack.state_handle.operators["op"].timers
+    assert section is not None
+    encoded = SubtaskStateReader().slice(location.uri, *section)
+    header, _ = _envelope.decode(encoded, "timers")
+    by_key_group = {s["key_group"]: s["event_time"] for s in header["key_groups"]}
+    assert sorted(t for times in by_key_group.values() for t in times) == [10, 15, 20, 30]
+    if savepoint:  # canonical: timestamps ascend within each key group
+        assert all(times == sorted(times) for times in by_key_group.values())
+    fired = Triggered()
+    restored = InternalTimerService(KeyGroupRange(0, 127), 128, fired)
+    restored.restore([encoded])
+    restored.advance_watermark(100)
+    assert fired.fired == [(10, "a"), (15, "b"), (20, "a"), (30, "a")]
+    uploader.close()
+
+
+class Triggered:
+    """Records the event-time timers fired, in order."""
+
+    def __init__(self) -> None:
+        self.fired: list[tuple[int, Any]] = []
+
+    def on_event_time(self, timer: Timer) -> None:
+        self.fired.append((timer.timestamp, timer.key))
+
+    def on_processing_time(self, timer: Timer) -> None:
+        raise AssertionError("no processing-time timer was registered")
 
 
 def test_a_savepoint_asks_for_canonical_keyed_state_without_side_files(tmp_path):

@@ -17,7 +17,11 @@ from hypothesis import strategies as st
 
 from barrierflow import _envelope as checkpoint_format
 from barrierflow.errors import StateRestoreError
-from barrierflow.runtime.timers import MIN_WATERMARK, InternalTimerService, Timer
+from barrierflow.runtime.timers import (
+    MIN_WATERMARK,
+    InternalTimerService,
+    Timer,
+)
 from barrierflow.runtime.timers.priority_queue import TimerPriorityQueue
 from barrierflow.runtime.timers.timer import sort_key
 from barrierflow.state.key_groups import (
@@ -528,6 +532,36 @@ def test_a_snapshot_does_not_change_when_timers_change_after_it() -> None:
     ]
 
 
+@pytest.mark.parametrize("ordered", [True, False], ids=["savepoint", "checkpoint"])
+def test_a_held_snapshot_keeps_the_timers_of_the_barrier_until_it_is_encoded(ordered) -> None:
+    service, _ = service_for()
+    for key, timestamp in [("a", 30), ("b", 10), ("c", 20), ("d", 10)]:
+        service.register_event_time_timer(key, None, timestamp)
+    service.register_processing_time_timer("a", "ns", 5)
+
+    held = service.hold()  # the barrier: encoded later, on the uploader thread
+    service.advance_watermark(10)  # fires b and d
+    service.delete_event_time_timer("c", None, 20)
+    service.register_event_time_timer("e", None, 40)
+    service.on_processing_time(5)
+    encoded = held.encode(ordered)
+
+    header, _ = checkpoint_format.decode(encoded, "timers")
+    timestamps = [section["event_time"] for section in header["key_groups"]]
+    if ordered:  # a savepoint's canonical form
+        assert all(times == sorted(times) for times in timestamps)
+    assert sorted(t for times in timestamps for t in times) == [10, 10, 20, 30]
+    restored, recorder = service_for()
+    restored.restore([encoded])
+    assert fire_everything(restored, recorder) == [
+        ("event", 10, "b", None),
+        ("event", 10, "d", None),
+        ("event", 20, "c", None),
+        ("event", 30, "a", None),
+        ("processing", 5, "a", "ns"),
+    ]
+
+
 def test_equal_timers_give_equal_snapshots_whatever_the_registration_order() -> None:
     timers = [("a", None, 10), ("b", Window(0, 5), 10), (7, None, 3), ("a", None, 1)]
     first, _ = service_for()
@@ -701,17 +735,16 @@ def test_rescaling_from_two_to_three_subtasks_keeps_every_timer_exactly_once(spe
     [[], [5], [9, 3, 7, 1], [4, 4, 4], [8, 2, 8, 5, 2]],
     ids=["none", "one", "no ties", "all tied", "some tied"],
 )
-def test_a_snapshot_holds_every_timer_by_ascending_timestamp_with_or_without_ties(
+def test_a_key_groups_copy_holds_every_timer_and_restores_in_any_order_with_or_without_ties(
     timestamps,
 ) -> None:
-    # ties stay unordered: a restore adds each timer, and the queue fires ties in tie order
+    # a copy is unordered: a restore adds each timer, and the queue fires them in order
     queue = TimerPriorityQueue()
     keys = ["k", 7, ("t", 1), b"raw", None]
     for index, timestamp in enumerate(timestamps):
         queue.add(Timer(timestamp, keys[index % len(keys)], index), 3)
-    snapshot, firing_order = queue.timers_by_time(3), queue.timers_of_key_group(3)
+    snapshot, firing_order = queue.timers_in(3), queue.timers_of_key_group(3)
     assert sorted(snapshot, key=sort_key) == firing_order
-    assert [timer[0] for timer in snapshot] == sorted(timestamps)
     restored = TimerPriorityQueue()
     for timer in reversed(snapshot):
         restored.add(timer, 3)

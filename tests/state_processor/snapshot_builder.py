@@ -12,6 +12,7 @@ from barrierflow.checkpoint import subtask_state_file
 from barrierflow.checkpoint.metadata import build_metadata
 from barrierflow.checkpoint.storage import METADATA, METADATA_KIND
 from barrierflow.runtime.operators.base import OperatorSnapshot
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import key_group_range_for_subtask
 from barrierflow.state.operator_state import encode_operator_state
@@ -75,7 +76,7 @@ def write_checkpoint(
                 operator=None
                 if snapshot.operator is None
                 else encode_operator_state(snapshot.operator),
-                timers=snapshot.timers,
+                timers=timer_section(snapshot.timers),
             )
             encoded = subtask_state_file.encode(
                 name, vertex_id, index, (key_groups.start, key_groups.end), {uid: sections}, None

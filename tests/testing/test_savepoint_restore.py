@@ -11,6 +11,7 @@ from barrierflow import EmbeddedRocksDBStateBackend, _fs
 from barrierflow.errors import StateRestoreError
 from barrierflow.functions import KeyedProcessFunction
 from barrierflow.runtime.operators.base import OperatorSnapshot
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state import ValueStateDescriptor
 from barrierflow.testing import HarnessSnapshot, KeyedProcessFunctionHarness, ParallelHarness
 
@@ -52,7 +53,7 @@ def test_a_job_checkpoint_restores_into_harnesses_of_another_parallelism(tmp_pat
         taken = harness.operator.snapshot_state(4)
         native = taken.keyed.write(_fs.location(str(folder)).child(f"rocksdb-{index}"))
         taken.keyed.release()
-        snapshots.append(OperatorSnapshot(keyed=native, timers=taken.timers))
+        snapshots.append(OperatorSnapshot(keyed=native, timers=timer_section(taken.timers)))
     write_checkpoint(folder, {"totals": snapshots}, checkpoint_id=4)
     old.close()
 

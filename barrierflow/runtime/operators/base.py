@@ -45,6 +45,7 @@ from barrierflow.runtime.mailbox_executor import NO_MAILBOX, MailboxExecutor
 from barrierflow.state.key_groups import KeyGroupRange
 
 if TYPE_CHECKING:
+    from barrierflow.runtime.timers import TimerSnapshot
     from barrierflow.state.backend import KeyedStateSnapshot
 
 DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
@@ -123,8 +124,9 @@ class OperatorSnapshot:
     uploader, `runtime/snapshot_uploader.py`), or an encoded "keyed-state" section."""
     operator: Any = None
     """msgpack-able operator state (source positions, sink transactions), or None."""
-    timers: bytes | None = None
-    """A timer-service snapshot ("timers" envelope, sectioned per key group), or None."""
+    timers: bytes | TimerSnapshot | None = None
+    """A timer-service snapshot: the timers copied at the barrier (`TimerSnapshot`, encoded
+    by the snapshot uploader), or its "timers" envelope; None: no timers."""
 
 
 @dataclass

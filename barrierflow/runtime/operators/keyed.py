@@ -120,7 +120,7 @@ class KeyedOperator(StreamOperator):
         return OperatorSnapshot(
             keyed=self.backend.snapshot(checkpoint_id),
             operator=self._function_state.snapshot(checkpoint_id),
-            timers=service.snapshot() if has_timers else None,
+            timers=service.hold() if has_timers else None,
         )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

@@ -8,9 +8,10 @@ timer, in firing order, and tells the task when to wake it next
 
 Modules: `timer` (the Timer and its order), `priority_queue` (the timers of one
 time domain: a heap of timestamps over per-timestamp buckets, indexed per key
-group) and `service` (the InternalTimerService, its snapshot and restore). A
-snapshot is cut per key group, so a subtask with another key-group range
-restores exactly its own timers (rescaling).
+group), `service` (the InternalTimerService, its restore) and `snapshot` (what
+a snapshot copies at the barrier, encoded later on the uploader thread). A
+snapshot is cut per key group, so a subtask with another key-group range restores
+exactly its own timers (rescaling).
 
 >>> fired = []
 >>> class Printer:
@@ -36,7 +37,8 @@ restores exactly its own timers (rescaling).
 [10, ('processing', 1000)]
 """
 
-from barrierflow.runtime.timers.service import SNAPSHOT_KIND, InternalTimerService
+from barrierflow.runtime.timers.service import InternalTimerService
+from barrierflow.runtime.timers.snapshot import SNAPSHOT_KIND, TimerSnapshot, timer_section
 from barrierflow.runtime.timers.timer import MAX_TIMESTAMP, MIN_WATERMARK, Timer, Triggerable
 
 __all__ = [
@@ -45,5 +47,7 @@ __all__ = [
     "SNAPSHOT_KIND",
     "InternalTimerService",
     "Timer",
+    "TimerSnapshot",
     "Triggerable",
+    "timer_section",
 ]

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from operator import itemgetter
 
 from barrierflow.runtime.timers.timer import Timer, sort_key, tie_order
-
-_timestamp = itemgetter(0)
 
 
 class TimerPriorityQueue:
@@ -112,12 +109,9 @@ class TimerPriorityQueue:
         """The timers of one key group, in firing order."""
         return sorted(self._by_key_group.get(key_group, ()), key=sort_key)
 
-    def timers_by_time(self, key_group: int) -> list[Timer]:
-        """The timers of one key group by timestamp alone, for a snapshot taken at the
-        barrier: one C-level sort. Timers of one timestamp stay in no particular order (a
-        restore adds each to the queue, which orders them), which saves the firing order's
-        key (two `order_key` calls per timer) where many timers share a timestamp."""
-        return sorted(self._by_key_group.get(key_group, ()), key=_timestamp)
+    def timers_in(self, key_group: int) -> list[Timer]:
+        """The timers of one key group, in no particular order (a snapshot's copy)."""
+        return list(self._by_key_group.get(key_group, ()))
 
     def _forget(self, timer: Timer, key_group: int) -> None:
         group = self._by_key_group[key_group]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Hashable, Iterator, Sequence
-from operator import itemgetter
 
 from barrierflow import _envelope as checkpoint_format
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.timers.priority_queue import TimerPriorityQueue
+from barrierflow.runtime.timers.snapshot import HEADER_VERSION, SNAPSHOT_KIND, TimerSnapshot
 from barrierflow.runtime.timers.timer import (
     MIN_WATERMARK,
     Timer,
@@ -18,17 +18,6 @@ from barrierflow.runtime.timers.timer import (
     new_timer,
 )
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
-
-_timestamp = itemgetter(0)
-_key_and_namespace = itemgetter(1, 2)
-
-SNAPSHOT_KIND = "timers"
-"""The kind of checkpoint envelope (`barrierflow._envelope`) a timer snapshot uses."""
-
-_HEADER_VERSION = 1
-"""What a "timers" header and body mean (see `snapshot`); bump it and keep reading older ones."""
-
-_PICKLE_PROTOCOL = 5
 
 
 class InternalTimerService:
@@ -167,40 +156,22 @@ class InternalTimerService:
     # -- Snapshot and restore -------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """All timers, copied now, as a "timers" envelope sectioned per key group.
+        """All timers, copied now, as a "timers" envelope in its canonical form (timestamps
+        ascending; `snapshot.py`)."""
+        return self.hold().encode(ordered=True)
 
-        Header: its version, max parallelism, key-group range and, per key
-        group, the timestamps of both time domains and where its pickled
-        (key, namespace) pairs sit in the body. Only keys and namespaces are pickled.
-        """
-        sections = []
-        chunks = []
-        offset = 0
-        key_groups = self._event_time.key_groups() | self._processing_time.key_groups()
-        for key_group in sorted(key_groups):
-            event_time = self._event_time.timers_by_time(key_group)
-            processing_time = self._processing_time.timers_by_time(key_group)
-            pairs = list(map(_key_and_namespace, event_time))
-            pairs += map(_key_and_namespace, processing_time)
-            chunk = pickle.dumps(pairs, protocol=_PICKLE_PROTOCOL)
-            sections.append(
-                {
-                    "key_group": key_group,
-                    "event_time": list(map(_timestamp, event_time)),
-                    "processing_time": list(map(_timestamp, processing_time)),
-                    "offset": offset,
-                    "length": len(chunk),
-                }
-            )
-            chunks.append(chunk)
-            offset += len(chunk)
-        header = {
-            "version": _HEADER_VERSION,
-            "max_parallelism": self.max_parallelism,
-            "key_group_range": [self._first_key_group, self._last_key_group],
-            "key_groups": sections,
-        }
-        return checkpoint_format.encode(SNAPSHOT_KIND, header, b"".join(chunks))
+    def hold(self) -> TimerSnapshot:
+        """The synchronous part of a snapshot: each key group's timers of both domains
+        copied into lists now, encoded later by `TimerSnapshot.encode`."""
+        event_time, processing_time = self._event_time, self._processing_time
+        return TimerSnapshot(
+            self.max_parallelism,
+            (self._first_key_group, self._last_key_group),
+            [
+                (group, event_time.timers_in(group), processing_time.timers_in(group))
+                for group in sorted(event_time.key_groups() | processing_time.key_groups())
+            ],
+        )
 
     def restore(self, snapshots: Sequence[bytes]) -> None:
         """Add the timers of this service's key groups found in `snapshots`.
@@ -213,10 +184,10 @@ class InternalTimerService:
         for data in snapshots:
             header, body = checkpoint_format.decode(data, SNAPSHOT_KIND)
             version = header.get("version") if isinstance(header, dict) else None
-            if version != _HEADER_VERSION:
+            if version != HEADER_VERSION:
                 raise StateRestoreError(
                     f"timer snapshot header version {version!r}; this barrierflow reads "
-                    f"version {_HEADER_VERSION}"
+                    f"version {HEADER_VERSION}"
                 )
             if header.get("max_parallelism") != self.max_parallelism:
                 raise StateRestoreError(

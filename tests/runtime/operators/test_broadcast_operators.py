@@ -27,6 +27,7 @@ from barrierflow.runtime.operators.broadcast import (
     CoBroadcastProcessOperator,
     KeyedBroadcastProcessOperator,
 )
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from barrierflow.state.backend import canonical_section
 from barrierflow.state.broadcast_state import BroadcastStateStore
@@ -120,7 +121,7 @@ def handed_to(snapshots: list[OperatorSnapshot], index: int, parallelism: int) -
         if snapshot.keyed is not None and len(old_range.intersection(own)):
             restored.keyed.append(snapshot.keyed)
         if snapshot.timers is not None and len(old_range.intersection(own)):
-            restored.timers.append(snapshot.timers)
+            restored.timers.append(timer_section(snapshot.timers))
         stored = decode_operator_state(encode_operator_state(snapshot.operator))
         restored.operator.append((old, stored))
     return restored

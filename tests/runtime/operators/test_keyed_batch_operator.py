@@ -42,6 +42,7 @@ from barrierflow.runtime.operators.base import RestoredState, StreamOperator
 from barrierflow.runtime.operators.keyed import KeyedProcessOperator
 from barrierflow.runtime.operators.keyed_batch import KeyedBatchOperator
 from barrierflow.runtime.operators.window import WindowOperator
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state import (
     ListStateDescriptor,
     MapStateDescriptor,
@@ -260,7 +261,7 @@ def run_at(parallelism: int, backend: StateBackend, local: Path, restored: list,
             if len(old.intersection(own)):
                 handed.keyed.append(snapshot.keyed)
                 if snapshot.timers is not None:
-                    handed.timers.append(snapshot.timers)
+                    handed.timers.append(timer_section(snapshot.timers))
         operator = started(
             KeyedBatchOperator("c", "c", "key", Count()),
             backend,

@@ -27,6 +27,7 @@ from barrierflow.runtime.elements import Watermark
 from barrierflow.runtime.operators.base import RestoredState
 from barrierflow.runtime.operators.keyed import KeyedOperator, KeyedProcessOperator
 from barrierflow.runtime.operators.window import WindowOperator
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state import ListStateDescriptor
 from barrierflow.window import EventTimeSessionWindows
 
@@ -122,7 +123,9 @@ def test_a_keyed_operator_restored_from_a_checkpoint_gives_the_output_of_a_run_w
         keyed.release()
     first.abort()  # the attempt fails; its local files go
 
-    restored = RestoredState(keyed=[section], timers=[snapshot.timers], base=checkpoint)
+    restored = RestoredState(
+        keyed=[section], timers=[timer_section(snapshot.timers)], base=checkpoint
+    )
     second = started(make, backend, tmp_path / "local-2", restored)
     assert before + feed(second, AFTER) == expected
     second.close()

@@ -43,6 +43,7 @@ from barrierflow.runtime.operators.process import ProcessOperator
 from barrierflow.runtime.operators.source_sink import SinkOperator, SourceOperator
 from barrierflow.runtime.operators.stateless import FilterOperator, FlatMapOperator, MapOperator
 from barrierflow.runtime.operators.window import WindowOperator
+from barrierflow.runtime.timers import timer_section
 from barrierflow.state import ListStateDescriptor
 from barrierflow.state.backend import canonical_section
 from barrierflow.state.key_groups import (
@@ -106,7 +107,7 @@ def handed_to(snapshots: list[OperatorSnapshot | None], index: int, parallelism:
         if snapshot.keyed is not None and overlaps:
             restored.keyed.append(snapshot.keyed)
         if snapshot.timers is not None and overlaps:
-            restored.timers.append(snapshot.timers)
+            restored.timers.append(timer_section(snapshot.timers))
         if snapshot.operator is not None:
             stored = decode_operator_state(encode_operator_state(snapshot.operator))
             restored.operator.append((old, stored))

@@ -1,0 +1,82 @@
+"""A timer service's snapshot: copied at the barrier, encoded later on the uploader thread.
+
+The synchronous part only copies each key group's timers of both time domains into
+lists (references: a `Timer` is immutable, so timers fired or deleted after the barrier
+stay in the copy and timers added after it are not in it): about a tenth of a
+microsecond per timer, where encoding them costs microseconds. `encode` writes the
+"timers" envelope (`docs/savepoint-format.md` §6): per key group, the timestamps of
+both domains in the header and the pickled (key, namespace) pairs in the body. A
+savepoint's timestamps ascend within each domain; a checkpoint's are written as the
+copy holds them, unsorted (a restore adds every timer to its queue, which orders them).
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from operator import itemgetter
+
+from barrierflow import _envelope
+from barrierflow.runtime.timers.timer import Timer
+
+__all__ = ["HEADER_VERSION", "SNAPSHOT_KIND", "TimerSnapshot", "timer_section"]
+
+SNAPSHOT_KIND = "timers"
+"""The kind of checkpoint envelope (`barrierflow._envelope`) a timer snapshot uses."""
+
+HEADER_VERSION = 1
+"""What a "timers" header and body mean; bump it and keep reading older ones."""
+
+_PICKLE_PROTOCOL = 5
+
+_timestamp = itemgetter(0)
+_key_and_namespace = itemgetter(1, 2)
+
+
+@dataclass(frozen=True)
+class TimerSnapshot:
+    """Every timer of one service as it was at the barrier, per key group."""
+
+    max_parallelism: int
+    key_group_range: tuple[int, int]
+    key_groups: list[tuple[int, list[Timer], list[Timer]]]
+    """(key group, its event-time timers, its processing-time timers), by key group."""
+
+    def encode(self, ordered: bool = False) -> bytes:
+        """The "timers" envelope; `ordered`: timestamps ascending within each domain (a
+        savepoint's canonical form; one sort per key group and domain)."""
+        sections = []
+        chunks = []
+        offset = 0
+        for key_group, event_time, processing_time in self.key_groups:
+            if ordered:
+                event_time = sorted(event_time, key=_timestamp)
+                processing_time = sorted(processing_time, key=_timestamp)
+            pairs = list(map(_key_and_namespace, event_time))
+            pairs += map(_key_and_namespace, processing_time)
+            chunk = pickle.dumps(pairs, protocol=_PICKLE_PROTOCOL)
+            sections.append(
+                {
+                    "key_group": key_group,
+                    "event_time": list(map(_timestamp, event_time)),
+                    "processing_time": list(map(_timestamp, processing_time)),
+                    "offset": offset,
+                    "length": len(chunk),
+                }
+            )
+            chunks.append(chunk)
+            offset += len(chunk)
+        header = {
+            "version": HEADER_VERSION,
+            "max_parallelism": self.max_parallelism,
+            "key_group_range": list(self.key_group_range),
+            "key_groups": sections,
+        }
+        return _envelope.encode(SNAPSHOT_KIND, header, b"".join(chunks))
+
+
+def timer_section(held: bytes | TimerSnapshot | None, ordered: bool = True) -> bytes | None:
+    """An operator snapshot's timers as the "timers" envelope (None: no timers)."""
+    if held is None or isinstance(held, bytes):
+        return held
+    return held.encode(ordered)
