@@ -151,6 +151,10 @@ class RunReport:
             uploaded = checkpoints.get("checkpointed_bytes")
             if uploaded and uploaded != size:  # incremental: less than the whole state uploaded
                 lines[-1] += f", uploaded p50 {uploaded['p50']:,.0f} B / max {uploaded['max']:,} B"
+            pause = checkpoints.get("sync_ms")
+            if pause:  # the longest subtask's synchronous part (the pause at the barrier)
+                p50, longest = pause["p50"], pause["max"]
+                lines[-1] += f", barrier pause p50 {p50:.1f} ms / max {longest:.1f} ms"
         if self.restarts:
             lines.append(f"restarts: {self.restarts}")
         return lines
@@ -270,16 +274,19 @@ def _checkpoint_figures(checkpoints: list[Any]) -> dict[str, Any]:
     durations = [c.duration_ms for c in checkpoints]
     sizes = [c.state_bytes for c in checkpoints]
     uploaded = [c.checkpointed_bytes for c in checkpoints]
+    pauses = [c.max_sync_ms for c in checkpoints]
     if not checkpoints:
         return {
             "completed": 0,
             "duration_ms": None,
             "size_bytes": None,
             "checkpointed_bytes": None,
+            "sync_ms": None,
         }
     return {
         "completed": len(checkpoints),
         "duration_ms": {"p50": statistics.median(durations), "max": max(durations)},
         "size_bytes": {"p50": statistics.median(sizes), "max": max(sizes)},
         "checkpointed_bytes": {"p50": statistics.median(uploaded), "max": max(uploaded)},
+        "sync_ms": {"p50": statistics.median(pauses), "max": max(pauses)},
     }

@@ -120,27 +120,36 @@ def test_the_latency_is_the_probes_worst_subtask_figure_and_all_results_counted(
 
 
 class _Checkpoint:
-    def __init__(self, duration_ms: int, state_bytes: int, checkpointed_bytes: int) -> None:
+    def __init__(
+        self, duration_ms: int, state_bytes: int, checkpointed_bytes: int, sync_ms: float = 1.0
+    ) -> None:
         self.duration_ms = duration_ms
         self.state_bytes = state_bytes
         self.checkpointed_bytes = checkpointed_bytes
+        self.max_sync_ms = sync_ms
 
 
 def test_checkpoint_figures_are_medians_and_maxima():
     figures = _checkpoint_figures(
-        [_Checkpoint(10, 100, 100), _Checkpoint(30, 300, 20), _Checkpoint(20, 50, 5)]
+        [
+            _Checkpoint(10, 100, 100, 2.5),
+            _Checkpoint(30, 300, 20, 0.5),
+            _Checkpoint(20, 50, 5, 7.0),
+        ]
     )
     assert figures == {
         "completed": 3,
         "duration_ms": {"p50": 20, "max": 30},
         "size_bytes": {"p50": 100, "max": 300},
         "checkpointed_bytes": {"p50": 20, "max": 100},
+        "sync_ms": {"p50": 2.5, "max": 7.0},
     }
     assert _checkpoint_figures([]) == {
         "completed": 0,
         "duration_ms": None,
         "size_bytes": None,
         "checkpointed_bytes": None,
+        "sync_ms": None,
     }
 
 
@@ -186,9 +195,11 @@ def test_a_report_of_incremental_checkpoints_says_what_each_uploaded():
             "duration_ms": {"p50": 12, "max": 30},
             "size_bytes": {"p50": 2048, "max": 4096},
             "checkpointed_bytes": {"p50": 100, "max": 4096},
+            "sync_ms": {"p50": 1.25, "max": 9.5},
         },
         restarts=0,
     )
     assert report.lines()[-1].endswith(
-        "size p50 2,048 B / max 4,096 B, uploaded p50 100 B / max 4,096 B"
+        "size p50 2,048 B / max 4,096 B, uploaded p50 100 B / max 4,096 B, "
+        "barrier pause p50 1.2 ms / max 9.5 ms"
     )
