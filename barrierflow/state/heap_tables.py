@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from barrierflow.errors import ConfigurationError
 from barrierflow.state.batched import key_group_indices
-from barrierflow.state.heap_copies import IMMUTABLE_TYPES, copy_value, is_immutable
+from barrierflow.state.heap_copies import (
+    IMMUTABLE_TYPES,
+    copy_value,
+    is_flat_immutable_tuple,
+    is_immutable,
+)
 from barrierflow.state.key_scope import unhashable_key
 from barrierflow.state.values import ListState, MapState, ValueState, list_values
 
@@ -217,7 +222,11 @@ class HeapValueState(HeapState, ValueState):
         dirty = self._dirty
         if dirty is not None:
             for index, key, value in zip(indices, keys, values, strict=True):
-                if value is not None and type(value) not in IMMUTABLE_TYPES:
+                if (
+                    value is not None
+                    and type(value) not in IMMUTABLE_TYPES
+                    and not is_flat_immutable_tuple(value)
+                ):
                     dirty[index].add(key)
         return values
 
@@ -355,7 +364,8 @@ class HeapMapState(HeapState, MapState):
 
 
 def _tracked_current(self: HeapState) -> Any:
-    """`_current`, marking dirty a value that could be changed in place (it may be)."""
+    """`_current`, marking dirty a value that could be changed in place (it may be): not
+    one of `IMMUTABLE_TYPES` (no call) nor a flat tuple of them (a record)."""
     backend = self._backend
     index = backend._current_index
     key = backend._current_key
@@ -364,7 +374,11 @@ def _tracked_current(self: HeapState) -> Any:
     except TypeError as error:
         backend._explain_key_error(error)
         raise
-    if value is not None and type(value) not in IMMUTABLE_TYPES:
+    if (
+        value is not None
+        and type(value) not in IMMUTABLE_TYPES
+        and not is_flat_immutable_tuple(value)
+    ):
         self._dirty[index].add(key)  # type: ignore[index]
     return value
 
@@ -441,7 +455,11 @@ class TrackedMapState(HeapMapState):
         if current is None:
             return None
         value = current.get(key)
-        if value is not None and type(value) not in IMMUTABLE_TYPES:  # may change in place
+        if (  # may change in place
+            value is not None
+            and type(value) not in IMMUTABLE_TYPES
+            and not is_flat_immutable_tuple(value)
+        ):
             backend = self._backend
             self._entries[backend._current_index][backend._current_key].add(key)
         return value
