@@ -38,13 +38,7 @@ import marshal
 import pickle
 from typing import Any
 
-__all__ = [
-    "IMMUTABLE_TYPES",
-    "SET_TYPES",
-    "copy_value",
-    "is_flat_immutable_tuple",
-    "is_immutable",
-]
+__all__ = ["IMMUTABLE_TYPES", "SET_TYPES", "copy_value", "is_immutable"]
 
 IMMUTABLE_TYPES = frozenset(
     {
@@ -84,18 +78,6 @@ def is_immutable(value: Any) -> bool:
         if type(item) not in IMMUTABLE_TYPES and not is_immutable(item):
             return False
     return True
-
-
-def is_flat_immutable_tuple(value: Any) -> bool:
-    """Whether `value` is a tuple (or named tuple) whose items are all of `IMMUTABLE_TYPES`:
-    one C-level look at the items' types, no Python frame per item (the changelog handles'
-    read path: such a value cannot be changed in place, so reading it changes nothing).
-    A tuple holding tuples is not looked into: False, as for anything else."""
-    kind = type(value)
-    plain = _TUPLE_KINDS.get(kind)
-    if plain is None:
-        plain = _TUPLE_KINDS[kind] = issubclass(kind, tuple) and kind.__dictoffset__ == 0
-    return plain and IMMUTABLE_TYPES.issuperset(map(type, value))
 
 
 SET_TYPES = frozenset({set, frozenset})

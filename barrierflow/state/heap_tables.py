@@ -19,12 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from barrierflow.errors import ConfigurationError
 from barrierflow.state.batched import key_group_indices
-from barrierflow.state.heap_copies import (
-    IMMUTABLE_TYPES,
-    copy_value,
-    is_flat_immutable_tuple,
-    is_immutable,
-)
+from barrierflow.state.heap_copies import IMMUTABLE_TYPES, copy_value, is_immutable
 from barrierflow.state.key_scope import unhashable_key
 from barrierflow.state.values import ListState, MapState, ValueState, list_values
 
@@ -222,11 +217,7 @@ class HeapValueState(HeapState, ValueState):
         dirty = self._dirty
         if dirty is not None:
             for index, key, value in zip(indices, keys, values, strict=True):
-                if (
-                    value is not None
-                    and type(value) not in IMMUTABLE_TYPES
-                    and not is_flat_immutable_tuple(value)
-                ):
+                if value is not None and type(value) not in IMMUTABLE_TYPES:
                     dirty[index].add(key)
         return values
 
@@ -364,8 +355,7 @@ class HeapMapState(HeapState, MapState):
 
 
 def _tracked_current(self: HeapState) -> Any:
-    """`_current`, marking dirty a value that could be changed in place (it may be): not
-    one of `IMMUTABLE_TYPES` (no call) nor a flat tuple of them (a record)."""
+    """`_current`, marking dirty a value that could be changed in place (it may be)."""
     backend = self._backend
     index = backend._current_index
     key = backend._current_key
@@ -374,11 +364,7 @@ def _tracked_current(self: HeapState) -> Any:
     except TypeError as error:
         backend._explain_key_error(error)
         raise
-    if (
-        value is not None
-        and type(value) not in IMMUTABLE_TYPES
-        and not is_flat_immutable_tuple(value)
-    ):
+    if value is not None and type(value) not in IMMUTABLE_TYPES:
         self._dirty[index].add(key)  # type: ignore[index]
     return value
 
@@ -455,11 +441,7 @@ class TrackedMapState(HeapMapState):
         if current is None:
             return None
         value = current.get(key)
-        if (  # may change in place
-            value is not None
-            and type(value) not in IMMUTABLE_TYPES
-            and not is_flat_immutable_tuple(value)
-        ):
+        if value is not None and type(value) not in IMMUTABLE_TYPES:  # may change in place
             backend = self._backend
             self._entries[backend._current_index][backend._current_key].add(key)
         return value

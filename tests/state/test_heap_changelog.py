@@ -5,7 +5,7 @@ with real files in a job folder: what each delta holds, the chain's reuse rule, 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -223,49 +223,6 @@ def test_in_place_changes_lists_maps_and_batches_are_dirty(tmp_path: Path) -> No
                 patches.update(zip(*patched, strict=True))
     assert per_state == {"v": {"x": {"n": 2}, "z": {"n": 3}}, "l": {"x": [1, 2]}, "m": {}}
     assert patches == {"x": [["b"], [2], []]}, "a map put is one entry, not the map"
-
-
-class Row(NamedTuple):
-    id: int
-    name: str
-    tags: Any
-
-
-def test_reading_records_that_cannot_change_in_place_marks_nothing(tmp_path: Path) -> None:
-    job, b = Job(tmp_path), backend()
-    values = b.get_value_state(VALUE)
-    maps = b.get_map_state(MapStateDescriptor("m"))
-    held = {
-        "record": Row(1, "a", "t"),
-        "pair": (2, b"b"),
-        "nested": (3, [4]),
-        "row": Row(5, "c", []),
-    }
-    for key, value in held.items():
-        put(b, key, value)
-        maps.put("user", value)
-    job.checkpoint(b, 1)
-    for key in held:
-        b.set_current_key(key)
-        assert values.value() == held[key] and maps.get("user") == held[key]
-    b.set_current_key("nested")
-    values.value()[1].append(9)  # a tuple holding a list: changed in place, without update()
-    _, files = job.checkpoint(b, 2)
-    delta = job.delta(files)
-    order = [name for name in b._tables]
-    written: dict[str, set[Any]] = {"v": set(), "m": set()}
-    for sections in delta.values():
-        for name, (keys, _, *patched) in zip(order, sections, strict=True):
-            written[name] |= set(keys) | set(patched[0] if patched else ())
-    assert written == {"v": {"nested", "row"}, "m": {"nested", "row"}}
-    restored = backend(changelog=False)
-    restored.restore([changelog_to_canonical(files_section(job, 2), job.chk(2))])
-    restored.set_current_key("nested")
-    assert restored.get_value_state(VALUE).value() == (3, [4, 9])
-
-
-def files_section(job: Job, checkpoint_id: int) -> bytes:
-    return _fs.read_bytes(job.chk(checkpoint_id).child("keyed"))
 
 
 def map_changes(job: Job, b: HeapKeyedStateBackend, files: list[Any], name: str) -> Any:

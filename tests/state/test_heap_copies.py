@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from barrierflow.state.heap_copies import copy_value, is_flat_immutable_tuple, is_immutable
+from barrierflow.state.heap_copies import copy_value, is_immutable
 
 Point = namedtuple("Point", "x y")
 
@@ -128,31 +128,3 @@ def test_any_builtin_value_is_copied_equal_sharing_nothing_mutable(value):
     copied = copy_value(value)
     assert copied == value
     assert not mutable_ids(copied) & mutable_ids(value)
-
-
-class _Point(NamedTuple):
-    x: int
-    label: str
-
-
-class _Tagged(tuple):
-    """A tuple subclass whose instances carry a dict: attributes can change."""
-
-
-@pytest.mark.parametrize(
-    ("value", "flat"),
-    [
-        ((1, "a", b"b", None, 2.5), True),
-        (_Point(1, "a"), True),
-        ((), True),
-        ((1, [2]), False),
-        ((1, (2, 3)), False),  # nested tuples are not looked into
-        (_Point(1, [2]), False),  # type: ignore[arg-type]
-        (_Tagged((1, 2)), False),
-        ([1, 2], False),
-        ({"a": 1}, False),
-        ("text", False),  # not a tuple: the caller checks IMMUTABLE_TYPES first
-    ],
-)
-def test_a_flat_immutable_tuple_is_one_of_immutable_items(value: Any, flat: bool) -> None:
-    assert is_flat_immutable_tuple(value) is flat
