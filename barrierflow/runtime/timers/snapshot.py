@@ -1,9 +1,11 @@
 """A timer service's snapshot: copied at the barrier, encoded later on the uploader thread.
 
 The synchronous part only copies each key group's timers of both time domains into
-lists (references: a `Timer` is immutable, so timers fired or deleted after the barrier
-stay in the copy and timers added after it are not in it): about a tenth of a
-microsecond per timer, where encoding them costs microseconds. `encode` writes the
+lists (references: a `Timer` is immutable, and its key and namespace are hashable values
+nothing changes in place, as for any dict key; so timers fired or deleted after the
+barrier stay in the copy and timers added after it are not in it): about a tenth of a
+microsecond per timer, where encoding them costs about two (measured with 200 000 timers
+here: 19 ms against 390 ms, 560 ms with the sort). `encode` writes the
 "timers" envelope (`docs/savepoint-format.md` §6): per key group, the timestamps of
 both domains in the header and the pickled (key, namespace) pairs in the body. A
 savepoint's timestamps ascend within each domain; a checkpoint's are written as the
