@@ -612,6 +612,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if run.figures
                     else f"failed: {run.error}"
                 )
+                pause = ((run.figures or {}).get("checkpoints") or {}).get("sync_ms")
+                if pause and system == "barrierflow-ckpt":  # the periodic checkpoints' pause
+                    shown += f", barrier pause p50 {pause['p50']:.1f} / max {pause['max']:.1f} ms"
                 print(f"[{round_number}/{args.repeat}] {query} {system}: {shown} ({took:.0f} s)")
                 sys.stdout.flush()
 
