@@ -4,12 +4,13 @@ The synchronous part only copies each key group's timers of both time domains in
 lists (references: a `Timer` is immutable, and its key and namespace are hashable values
 nothing changes in place, as for any dict key; so timers fired or deleted after the
 barrier stay in the copy and timers added after it are not in it): about a tenth of a
-microsecond per timer, where encoding them costs about two (measured with 200 000 timers
-here: 19 ms against 390 ms, 560 ms with the sort). `encode` writes the
-"timers" envelope (`docs/savepoint-format.md` §6): per key group, the timestamps of
-both domains in the header and the pickled (key, namespace) pairs in the body. A
-savepoint's timestamps ascend within each domain; a checkpoint's are written as the
-copy holds them, unsorted (a restore adds every timer to its queue, which orders them).
+microsecond per timer, where encoding them costs one to two (200 000 timers here: the
+copy 19 ms, an unsorted encoding 180-350 ms, the sorted one the barrier paid before
+560 ms). `encode` writes the "timers" envelope (`docs/savepoint-format.md` §6): per key
+group, the timestamps of both domains in the header and the pickled (key, namespace)
+pairs in the body. A savepoint's timestamps ascend within each domain; a checkpoint's
+are written as the copy holds them, unsorted (a restore adds every timer to its queue,
+which orders them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import Any
 
 from barrierflow import _envelope
 from barrierflow.runtime.timers.timer import Timer
@@ -32,7 +34,6 @@ HEADER_VERSION = 1
 _PICKLE_PROTOCOL = 5
 
 _timestamp = itemgetter(0)
-_key_and_namespace = itemgetter(1, 2)
 
 
 @dataclass(frozen=True)
@@ -54,14 +55,15 @@ class TimerSnapshot:
             if ordered:
                 event_time = sorted(event_time, key=_timestamp)
                 processing_time = sorted(processing_time, key=_timestamp)
-            pairs = list(map(_key_and_namespace, event_time))
-            pairs += map(_key_and_namespace, processing_time)
+            event_timestamps, pairs = _columns(event_time)
+            processing_timestamps, processing_pairs = _columns(processing_time)
+            pairs += processing_pairs
             chunk = pickle.dumps(pairs, protocol=_PICKLE_PROTOCOL)
             sections.append(
                 {
                     "key_group": key_group,
-                    "event_time": list(map(_timestamp, event_time)),
-                    "processing_time": list(map(_timestamp, processing_time)),
+                    "event_time": event_timestamps,
+                    "processing_time": processing_timestamps,
                     "offset": offset,
                     "length": len(chunk),
                 }
@@ -75,6 +77,17 @@ class TimerSnapshot:
             "key_groups": sections,
         }
         return _envelope.encode(SNAPSHOT_KIND, header, b"".join(chunks))
+
+
+def _columns(timers: list[Timer]) -> tuple[list[int], list[tuple[Any, Any]]]:
+    """The timestamps of `timers` and their (key, namespace) pairs, in their order: one
+    C-level pass over the timers (they lie scattered in memory, so each pass over them
+    costs cache misses: encoding 200 000 timers took 179 ms here against 253 ms with one
+    pass per column, best of seven)."""
+    if not timers:
+        return [], []
+    timestamps, keys, namespaces = zip(*timers, strict=True)
+    return list(timestamps), list(zip(keys, namespaces, strict=True))
 
 
 def timer_section(held: bytes | TimerSnapshot | None, ordered: bool = True) -> bytes | None:
