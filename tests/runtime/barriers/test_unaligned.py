@@ -31,7 +31,7 @@ from scenario_unaligned import (
 
 from barrierflow.runtime.barriers.decisions import TriggerCheckpoint, TriggerUnaligned
 from barrierflow.runtime.barriers.unaligner import CheckpointBarrierUnaligner, Phase
-from barrierflow.runtime.elements import CheckpointBarrier
+from barrierflow.runtime.elements import CancelCheckpointMarker, CheckpointBarrier
 
 ALIGNING, UNALIGNED = Phase.ALIGNING, Phase.UNALIGNED
 
@@ -328,9 +328,18 @@ def test_every_checkpoint_is_decided_at_most_once_in_increasing_order(data: st.D
     newest = max(
         (e.checkpoint_id for s in streams for e in s if isinstance(e, CheckpointBarrier)), default=0
     )
-    if newest and all(
-        any(isinstance(e, CheckpointBarrier) and e.checkpoint_id == newest for e in s)
-        for s in streams
+    # a cancellation of it or of a later checkpoint aborts it (Flink's rule), whatever came
+    cancelled = max(
+        (e.checkpoint_id for s in streams for e in s if isinstance(e, CancelCheckpointMarker)),
+        default=0,
+    )
+    if (
+        newest
+        and cancelled < newest
+        and all(
+            any(isinstance(e, CheckpointBarrier) and e.checkpoint_id == newest for e in s)
+            for s in streams
+        )
     ):
         assert task.outcomes[newest].completed
 
