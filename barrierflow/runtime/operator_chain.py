@@ -155,14 +155,11 @@ class OperatorChain:
                 nearest = due
         return nearest
 
-    def snapshot_state(
-        self, checkpoint_id: int, savepoint: bool = False
-    ) -> dict[str, OperatorSnapshot]:
-        """Every stateful operator's snapshot at the barrier (of a savepoint: `savepoint`),
-        by uid."""
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, OperatorSnapshot]:
+        """Every stateful operator's snapshot at the barrier, by uid."""
         snapshots = {}
         for operator in self.operators:
-            snapshot = operator.snapshot_state(checkpoint_id, savepoint)
+            snapshot = operator.snapshot_state(checkpoint_id)
             if snapshot is not None:
                 snapshots[operator.uid] = snapshot
         return snapshots

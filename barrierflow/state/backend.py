@@ -129,13 +129,10 @@ class KeyedStateBackend(Protocol):
         checkpoints) applies it to savepoints (`write(None)`) only."""
         ...
 
-    def snapshot(
-        self, checkpoint_id: int | None = None, savepoint: bool = False
-    ) -> KeyedStateSnapshot:
+    def snapshot(self, checkpoint_id: int | None = None) -> KeyedStateSnapshot:
         """The synchronous part of a snapshot of every state (see the module docstring);
         `checkpoint_id` (None outside checkpoints) is the one `notify_checkpoint_complete`
-        later names (an incremental backend reuses a completed checkpoint's files);
-        `savepoint`: it is a savepoint's, written whole (`write(None)`)."""
+        later names (an incremental backend reuses a completed checkpoint's files)."""
         ...
 
     def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:

@@ -95,7 +95,6 @@ if TYPE_CHECKING:
     from barrierflow import _fs
     from barrierflow.state.heap_changelog import (
         Chain,
-        Changes,
         DirtyEntries,
         DirtyKeys,
         DirtyLog,
@@ -262,15 +261,11 @@ class HeapKeyedStateBackend(KeyScope):
         else:
             self._filters[state_name] = transform
 
-    def snapshot(
-        self, checkpoint_id: int | None = None, savepoint: bool = False
-    ) -> HeapKeyedStateSnapshot:
+    def snapshot(self, checkpoint_id: int | None = None) -> HeapKeyedStateSnapshot:
         """The synchronous part of a snapshot of every state: a reference to each non-empty
         key group's dict, which stays as it is now (copy-on-write, see the module
-        docstring). O(key groups x states); serialized by its `write`. With changelog
-        checkpoints, a checkpoint's snapshot (not a savepoint's: `savepoint`, or no
-        `checkpoint_id`) takes the dirty keys, and if it writes a delta of at most
-        `CAPTURE_LIMIT` changes, takes their values instead of holding the key groups."""
+        docstring). O(key groups x states); serialized by its `write`."""
+        GC_WHILE_HELD.hold()  # first: the snapshot's own allocations must not start a collection
         names = list(self._tables)
         snapshot = HeapKeyedStateSnapshot(
             self.key_group_range,
@@ -278,29 +273,6 @@ class HeapKeyedStateBackend(KeyScope):
             [(name, self._kinds[name]) for name in names],
             [self._filters.get(name) for name in names],
         )
-        if self._changelog is not None and checkpoint_id is not None and not savepoint:
-            live = sum(len(entries) for table in self._tables.values() for entries in table.live)
-            dirty, entries = self._swap_dirty()
-            log = self._changelog
-            snapshot._changelog = log.snapshot(checkpoint_id, dirty, live, entries)
-            if log.writes_delta(live):
-                from barrierflow.state import heap_changelog as changelog
-
-                records = snapshot._changelog[1]
-                dirty = changelog.union_dirty(records)
-                entries = changelog.union_entries(records)
-                limit = changelog.CAPTURE_LIMIT
-                if changelog.change_count(dirty, entries, limit) <= limit:
-                    snapshot._captured = changelog.delta_changes(
-                        snapshot._states,
-                        [self._tables[name].live for name in names],
-                        snapshot._filters,
-                        dirty,
-                        entries,
-                        owned=True,
-                    )
-                    return snapshot
-        GC_WHILE_HELD.hold()  # first: the snapshot's own allocations must not start a collection
         snapshot._gc_hold = weakref.finalize(snapshot, GC_WHILE_HELD.release)
         held: list[list[dict[Any, Any]]] = []
         for name in names:
@@ -319,6 +291,10 @@ class HeapKeyedStateBackend(KeyScope):
                     shared.share(snapshot)
             held.append(groups)
         snapshot._held = held
+        if self._changelog is not None and checkpoint_id is not None:
+            live = sum(len(entries) for table in self._tables.values() for entries in table.live)
+            dirty, entries = self._swap_dirty()
+            snapshot._changelog = self._changelog.snapshot(checkpoint_id, dirty, live, entries)
         return snapshot
 
     def _swap_dirty(self) -> tuple[DirtyKeys, DirtyEntries]:
@@ -419,8 +395,6 @@ class HeapKeyedStateSnapshot:
         self._filters = filters
         self._held: list[list[dict[Any, Any]]] | None = None
         """Per state, per key group of the range, the dict the snapshot holds."""
-        self._captured: Changes | None = None
-        """Changelog: a delta's changes taken at the barrier (then nothing is `_held`)."""
         self.released = False
         """Set once by `release` (any thread); the backend then stops protecting its dicts."""
         self._changelog: tuple[Chain | None, list[Pending]] | None = None
@@ -440,12 +414,13 @@ class HeapKeyedStateSnapshot:
 
         ConfigurationError names the state and key of a value that cannot be pickled.
         """
-        if self.released:
+        held = self._held
+        if held is None or self.released:
             raise RuntimeError("a released keyed-state snapshot cannot be written")
         if self._changelog is not None and side_files is not None and shared is not None:
             from barrierflow.state.heap_changelog import write_changelog
 
-            section, self._shared = write_changelog(self, shared, *self._changelog)
+            section, self._shared = write_changelog(self, held, shared, *self._changelog)
             return section
         header, sections = self._canonical_header_and_sections(fast=side_files is not None)
         return state_format.encode_parts(KEYED_STATE, header, sections)
@@ -459,10 +434,7 @@ class HeapKeyedStateSnapshot:
         rest are pickled straight away."""
         held = self._held
         if held is None or self.released:
-            raise RuntimeError(
-                "a released keyed-state snapshot, or one holding only a delta's changes, "
-                "cannot be written whole"
-            )
+            raise RuntimeError("a released keyed-state snapshot cannot be written")
         names = [name for name, _ in self._states]
         sections: list[bytes] = []
         index: dict[int, list[int]] = {}
@@ -497,7 +469,6 @@ class HeapKeyedStateSnapshot:
     def release(self) -> None:
         """Drop the held dicts (idempotent, any thread)."""
         self._held = None
-        self._captured = None
         self._garbage = []
         self.released = True
         self._gc_hold()  # once (a finalizer): also if the snapshot is dropped unreleased

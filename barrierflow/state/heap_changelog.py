@@ -52,7 +52,6 @@ from barrierflow import _envelope, _fs
 from barrierflow.core.state_descriptors import StateKind
 from barrierflow.errors import StateRestoreError
 from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group
-from barrierflow.state.heap_copies import IMMUTABLE_TYPES, copy_value, is_immutable
 from barrierflow.state.heap_sections import MARSHAL_WHOLE_TAG, encode_whole
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import (
@@ -81,14 +80,6 @@ DELTA_RATIO = 2
 size is materialized at the next checkpoint: a restore reads at most about
 `1 + DELTA_RATIO` times the state, and a state that changes a quarter of its keys per
 checkpoint writes a base about every eighth."""
-
-CAPTURE_LIMIT = 10_000
-"""Changes (dirty keys plus changed map entries) up to which a checkpoint that writes a
-delta takes the changed values at its barrier (copies of those that could change in
-place) instead of holding every key group's version for the uploader: no copy-on-write
-afterwards (no key group dict copied by its first write, no map copied whole by its first
-read), for a barrier pause that grows with the changes; above it, the pause stays
-O(key groups) and the records pay the copies."""
 
 _NONE: frozenset[Any] = frozenset()
 
@@ -155,9 +146,6 @@ class DirtyLog:
     """The chain of the last completed checkpoint (or restored one); None: write a base."""
     pending: list[Pending] = field(default_factory=list)
     """Snapshots since `confirmed`'s, oldest first: their dirty keys are not yet in it."""
-    confirmed_here: bool = False
-    """`confirmed` was written by this backend, so into the folder its writes go to (a
-    restored chain may lie in another job's)."""
 
     def snapshot(
         self,
@@ -180,7 +168,6 @@ class DirtyLog:
         for record in self.pending:
             if record.checkpoint_id == checkpoint_id and record.chain is not None:
                 self.confirmed = record.chain
-                self.confirmed_here = True
                 self.pending = [r for r in self.pending if r.checkpoint_id > checkpoint_id]
                 return
 
@@ -188,19 +175,7 @@ class DirtyLog:
         """The state now equals `chain` (None: something else; the next checkpoint writes a
         base)."""
         self.confirmed = chain
-        self.confirmed_here = False
         self.pending = []
-
-    def writes_delta(self, live_entries: int) -> bool:
-        """Whether the next checkpoint surely writes a delta (not a base) when the state
-        holds `live_entries` entries: known at its barrier, so the delta's changes may be
-        taken there (`CAPTURE_LIMIT`)."""
-        confirmed = self.confirmed
-        return (
-            confirmed is not None
-            and self.confirmed_here
-            and not confirmed.needs_base(confirmed.folder, live_entries)
-        )
 
 
 def union_dirty(records: Iterable[Pending]) -> DirtyKeys:
@@ -269,41 +244,30 @@ def _patches(
     return keys, patches
 
 
-def change_count(dirty: DirtyKeys, entries: DirtyEntries, limit: int) -> int:
-    """The dirty keys plus the changed map entries in `dirty` and `entries`, counted up to
-    a little past `limit` (the entries are counted only while the keys stay within it)."""
-    count = sum(len(keys) for groups in dirty.values() for keys in groups.values())
-    for groups in entries.values():
-        for changed in groups.values():
-            if count > limit:
-                return count
-            count += sum(map(len, changed.values()))
-    return count
-
-
-Changes = tuple[list[int], list[list[list[Any]]]]
-"""A delta's content before encoding: the key-group indices with a change, and per index,
-per state, `[keys, values]` or `[keys, values, patched keys, patches]` (values unfiltered)."""
-
-
-def delta_changes(
+def encode_delta(
+    key_group_range: KeyGroupRange,
+    max_parallelism: int,
     states: list[tuple[str, StateKind]],
     held: list[list[dict[Any, Any]]],
     filters: list[Callable[[Any], Any] | None],
     dirty: DirtyKeys,
-    entries: DirtyEntries,
-    owned: bool = False,
-) -> Changes:
-    """Per key group with a change, per state, the dirty keys and their values in `held`
-    (per state, per key-group index, the version to read), None where it holds none (a
-    tombstone: state never stores None), and for a map state the patches of the maps
-    changed entry by entry (`entries`; a filtered state's are written whole). `owned`:
-    every value that could change in place is a copy (`held` is the live state)."""
+    fast: bool = True,
+    entries: DirtyEntries | None = None,
+) -> list[bytes]:
+    """A delta file's envelope parts: per key group with a change, per state, the dirty
+    keys and their values in the snapshot's version `held` (filtered as
+    `set_snapshot_filter` says), None where it holds none (a tombstone: state never stores
+    None), and for a map state the patches of the maps changed entry by entry (`entries`;
+    a filtered state's are written whole). Marshalled where every object allows it
+    (`heap_sections.encode_whole`), else pickled; `fast` False: always pickled."""
+    entries = entries or {}
+    names = [name for name, _ in states]
     indices = sorted(
         {index for changes in (dirty, entries) for g in changes.values() for index in g}
     )
-    names = [name for name, _ in states]
-    per_index: list[list[list[Any]]] = []
+    sections: list[bytes] = []
+    key_groups: dict[int, list[int]] = {}
+    offset = 0
     for index in indices:
         per_state: list[list[Any]] = []
         for name, groups, transform in zip(names, held, filters, strict=True):
@@ -317,45 +281,9 @@ def delta_changes(
                 patched, patches = _patches(groups[index], keys, changed)
             # C-level passes (no Python frame per key): the hot part of a write
             values = list(map(groups[index].get, keys))
-            if owned:
-                values = _owned(values)
-                for patch in patches:
-                    patch[1] = _owned(patch[1])
+            if transform is not None:
+                values = [None if value is None else transform(value) for value in values]
             per_state.append([keys, values, patched, patches] if patched else [keys, values])
-        per_index.append(per_state)
-    return indices, per_index
-
-
-def _owned(values: list[Any]) -> list[Any]:
-    """`values`, each one that could change in place replaced by a copy of its own."""
-    if all(type(value) in IMMUTABLE_TYPES for value in values):  # the common case
-        return values
-    return [value if is_immutable(value) else copy_value(value) for value in values]
-
-
-def encode_delta(
-    key_group_range: KeyGroupRange,
-    max_parallelism: int,
-    states: list[tuple[str, StateKind]],
-    filters: list[Callable[[Any], Any] | None],
-    changes: Changes,
-    fast: bool = True,
-) -> list[bytes]:
-    """A delta file's envelope parts: `changes` (`delta_changes`), each state's whole
-    values filtered as `set_snapshot_filter` says. Marshalled where every object allows
-    it (`heap_sections.encode_whole`), else pickled; `fast` False: always pickled."""
-    names = [name for name, _ in states]
-    sections: list[bytes] = []
-    key_groups: dict[int, list[int]] = {}
-    offset = 0
-    for index, per_state in zip(*changes, strict=True):
-        if any(transform is not None for transform in filters):
-            per_state = [
-                change
-                if transform is None
-                else [change[0], [None if v is None else transform(v) for v in change[1]]]
-                for change, transform in zip(per_state, filters, strict=True)
-            ]
         section = encode_whole(names, per_state, fast)
         fast = fast and section[0] == MARSHAL_WHOLE_TAG
         key_groups[key_group_range.start + index] = [offset, len(section)]
@@ -373,6 +301,7 @@ def encode_delta(
 
 def write_changelog(
     snapshot: HeapKeyedStateSnapshot,
+    held: list[list[dict[Any, Any]]],
     shared: _fs.Location,
     confirmed: Chain | None,
     records: list[Pending],
@@ -386,24 +315,18 @@ def write_changelog(
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
     live_entries = records[-1].live_entries
     if confirmed is None or confirmed.needs_base(folder, live_entries):
-        if snapshot._held is None:  # taken at the barrier only when a delta follows
-            raise RuntimeError(
-                f"a changelog snapshot holding only its changes cannot write a base into {folder}"
-            )
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
         suffix = "heapbase"
     else:
-        changes = snapshot._captured
-        if changes is None:
-            assert snapshot._held is not None
-            changes = delta_changes(
-                snapshot._states,
-                snapshot._held,
-                snapshot._filters,
-                union_dirty(records),
-                union_entries(records),
-            )
-        parts = encode_delta(rng, max_parallelism, snapshot._states, snapshot._filters, changes)
+        parts = encode_delta(
+            rng,
+            max_parallelism,
+            snapshot._states,
+            held,
+            snapshot._filters,
+            union_dirty(records),
+            entries=union_entries(records),
+        )
         suffix = "heapdelta"
     target = shared.child(f"{uuid.uuid4().hex}.{suffix}")
     _fs.make_dirs(shared)

@@ -350,13 +350,10 @@ class RocksDBKeyedStateBackend(KeyScope):
         else:
             self._filters[state_name] = transform
 
-    def snapshot(
-        self, checkpoint_id: int | None = None, savepoint: bool = False
-    ) -> RocksDBSnapshot:
+    def snapshot(self, checkpoint_id: int | None = None) -> RocksDBSnapshot:
         """Flush the memtable and take RocksDB's native checkpoint (hard links): the
-        synchronous part, the same for a savepoint (`write(None)` reads it whole).
-        `checkpoint_id` lets an incremental checkpoint's files be reused once it
-        completes. Raises OSError if the local disk fails."""
+        synchronous part. `checkpoint_id` lets an incremental checkpoint's files be reused
+        once it completes. Raises OSError if the local disk fails."""
         path = os.path.join(self._dir, f"chk-{next(self._checkpoints)}")
         try:
             self.flush_writes()

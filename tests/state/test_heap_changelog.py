@@ -52,15 +52,7 @@ class Job:
     def checkpoint(
         self, b: HeapKeyedStateBackend, checkpoint_id: int, complete: bool = True
     ) -> tuple[bytes, list[tuple[str, int, bool]]]:
-        section, files = self.checkpoint_of(b.snapshot(checkpoint_id), checkpoint_id)
-        if complete:
-            b.notify_checkpoint_complete(checkpoint_id)
-        return section, files
-
-    def checkpoint_of(
-        self, snapshot: Any, checkpoint_id: int
-    ) -> tuple[bytes, list[tuple[str, int, bool]]]:
-        """`snapshot` written as checkpoint `checkpoint_id`'s keyed section, then released."""
+        snapshot = b.snapshot(checkpoint_id)
         chk = self.folder.child(f"chk-{checkpoint_id}")
         _fs.make_dirs(chk)
         try:
@@ -69,6 +61,8 @@ class Job:
         finally:
             snapshot.release()
         _fs.write_bytes(chk.child("keyed"), section)
+        if complete:
+            b.notify_checkpoint_complete(checkpoint_id)
         return section, files
 
     def chk(self, checkpoint_id: int) -> _fs.Location:
@@ -157,21 +151,6 @@ def test_dirty_log_event_by_event() -> None:
     assert log.confirmed is None and log.pending == []
 
 
-def test_a_delta_is_known_at_the_barrier_only_after_a_chain_written_here() -> None:
-    log = DirtyLog()
-    assert not log.writes_delta(0), "no chain yet: a base"
-    _, records = log.snapshot(1, {})
-    records[-1].chain = Chain("f", ("shared/b", 100), base_entries=10)
-    log.complete(1)
-    assert log.writes_delta(10)
-    _, records = log.snapshot(2, {})
-    records[-1].chain = Chain("f", ("shared/b", 100), (("shared/d2", 201),), base_entries=10)
-    log.complete(2)
-    assert not log.writes_delta(10), "deltas past the ratio: the next writes a base"
-    log.restored(Chain("f", ("shared/b", 100), base_entries=10))
-    assert not log.writes_delta(10), "a restored chain may lie in another job's folder"
-
-
 def test_chain_needs_base() -> None:
     chain = Chain("f", ("shared/b", 100), (("shared/d1", 60),))
     assert not chain.needs_base("f")
@@ -214,110 +193,6 @@ def test_deltas_hold_exactly_the_changes_tombstones_and_reset_keys(tmp_path: Pat
     # nothing changed: an empty delta
     _, files = job.checkpoint(b, 3)
     assert changed_keys(job.delta(files)) == ({}, set())
-
-
-def test_a_delta_after_a_completed_checkpoint_takes_its_changes_at_the_barrier(
-    tmp_path: Path,
-) -> None:
-    """No key group is held after the barrier (no copy-on-write), and what changes after
-    it, in place or whole, never reaches the delta: the chain restores the barrier's state."""
-    job, b = Job(tmp_path), backend()
-    lists = b.get_list_state(ListStateDescriptor("l"))
-    maps = b.get_map_state(MapStateDescriptor("m"))
-    for i in range(100):
-        put(b, i, i)
-    b.set_current_key("k")
-    lists.add(1)
-    for i in range(40):
-        maps.put(i, [i] if i == 0 else i)
-    job.checkpoint(b, 1)
-    lists.add(2)
-    maps.get(0).append(-1)  # an entry changed in place: a patch
-    maps.put(1, "one")
-    put(b, 5, 50)
-    expected = state_of(b)
-    live = {name: list(table.live) for name, table in b._tables.items()}
-    snapshot = b.snapshot(2)
-    assert snapshot._captured is not None and snapshot._held is None
-    b.set_current_key("k")
-    lists.add(3)
-    maps.get(0).append(-2)
-    maps.put(1, "uno")
-    maps.remove(2)
-    put(b, 5, 500)
-    put(b, "new", 1)
-    assert all(
-        now is before
-        for name, table in b._tables.items()
-        for now, before in zip(table.live, live[name], strict=True)
-    ), "no key group's dict was copied by a write after the barrier"
-    chk = job.chk(2)
-    _fs.make_dirs(chk)
-    section = snapshot.write(chk.child("side"), job.shared)
-    files = snapshot.shared_files()
-    snapshot.release()
-    b.notify_checkpoint_complete(2)
-    assert [new for _, _, new in files] == [False, True], "a delta"
-    restored = backend()
-    restored.restore([section], chk)
-    assert state_of(restored) == expected
-    _, files = job.checkpoint(b, 3)
-    restored = backend()
-    restored.restore([_fs.read_bytes(job.chk(3).child("keyed"))], job.chk(3))
-    assert state_of(restored) == state_of(b)
-
-
-def test_more_changes_than_the_capture_limit_are_read_from_held_key_groups(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from barrierflow.state import heap_changelog
-
-    monkeypatch.setattr(heap_changelog, "CAPTURE_LIMIT", 3)
-    job, b = Job(tmp_path), backend()
-    for i in range(100):
-        put(b, i, i)
-    job.checkpoint(b, 1)
-    for i in range(3):
-        put(b, i, -i)
-    small = b.snapshot(2)
-    assert small._captured is not None and small._held is None, "3 changes: taken"
-    small.release()
-    for i in range(4):
-        put(b, i, -i)
-    expected = state_of(b)
-    snapshot = b.snapshot(3)
-    assert snapshot._captured is None and snapshot._held is not None, "4: held"
-    put(b, 0, "after")
-    chk = job.chk(3)
-    _fs.make_dirs(chk)
-    section = snapshot.write(chk.child("side"), job.shared)
-    snapshot.release()
-    restored = backend()
-    restored.restore([section], chk)
-    assert state_of(restored) == expected
-
-
-def test_a_savepoint_holds_the_whole_state_and_leaves_the_changes_to_the_next_delta(
-    tmp_path: Path,
-) -> None:
-    job, b = Job(tmp_path), backend()
-    for i in range(100):
-        put(b, i, i)
-    job.checkpoint(b, 1)
-    put(b, 7, "seven")
-    savepoint = b.snapshot(2, savepoint=True)
-    assert savepoint._held is not None and savepoint._captured is None
-    put(b, 8, "after the savepoint's barrier")
-    restored = backend()
-    restored.restore([savepoint.write(None)])
-    savepoint.release()
-    b.notify_checkpoint_complete(2)
-    assert state_of(restored)["v"] == {i: i for i in range(100)} | {7: "seven"}
-    _, files = job.checkpoint(b, 3)
-    assert changed_keys(job.delta(files)) == (
-        {7: "seven", 8: "after the savepoint's barrier"},
-        set(),
-    )
 
 
 def test_in_place_changes_lists_maps_and_batches_are_dirty(tmp_path: Path) -> None:
@@ -717,7 +592,7 @@ def test_the_environments_setting_reaches_the_keyed_operators_backend(tmp_path: 
     from barrierflow.graph.deployment import build_task_descriptors
     from barrierflow.runtime.chain_outputs import CollectingOutput
     from barrierflow.runtime.mailbox_executor import NO_MAILBOX
-    from barrierflow.runtime.operator_chain import OperatorChain, operator_context
+    from barrierflow.runtime.operator_chain import operator_context
     from barrierflow.runtime.operators.keyed import KeyedOperator
 
     env = StreamExecutionEnvironment.get_execution_environment()
@@ -729,7 +604,6 @@ def test_the_environments_setting_reaches_the_keyed_operators_backend(tmp_path: 
         .reduce(lambda a, b: a)
         .uid("count")
         .print()
-        .disable_chaining()  # the keyed operator's chain: that operator alone
     )
     defined: list[Any] = []
     capture = command_line_settings(define_only=lambda *job: defined.append(job))
@@ -741,31 +615,16 @@ def test_the_environments_setting_reaches_the_keyed_operators_backend(tmp_path: 
         "job", 1, "run1-1", b"secret", ("127.0.0.1", 1), None, str(tmp_path / "chk"), ()
     )
     assert task_settings.changelog_state_backend
-    backends, chains = [], []
+    backends = []
     for descriptor in build_task_descriptors(graph).values():
         context = operator_context(descriptor, task_settings, SYSTEM_CLOCK, NO_MAILBOX)
-        chain = OperatorChain(descriptor)
-        for operator in chain.operators:
+        for operator in (op.make() for op in descriptor.operators):
             if isinstance(operator, KeyedOperator):
                 operator.setup(context, CollectingOutput())
                 operator.initialize_state(None)
                 backends.append(operator.backend)
-                chains.append(chain)
     assert len(backends) == 2
     assert all(b._changelog is not None for b in backends)  # type: ignore[attr-defined]
-
-    # a savepoint's barrier reaches the backend through the chain: held whole
-    job, b, chain = Job(tmp_path), backends[0], chains[0]
-    put(b, "a", 1)
-    keyed = chain.snapshot_state(1)["count"].keyed
-    job.checkpoint_of(keyed, 1)
-    chain.notify_checkpoint_complete(1)
-    put(b, "a", 2)
-    savepoint = chain.snapshot_state(2, True)["count"].keyed
-    restored = backend(b.key_group_range)
-    restored.restore([savepoint.write(None)])
-    assert state_of(restored) == state_of(b)
-    assert chain.snapshot_state(3)["count"].keyed._captured is not None, "a checkpoint's: taken"
 
 
 def test_a_delta_holds_the_barriers_values_while_records_keep_changing_them(

@@ -133,9 +133,7 @@ class AsyncWaitOperator(StreamOperator):
 
     # ---- checkpoints ---------------------------------------------------------------------
 
-    def snapshot_state(
-        self, checkpoint_id: int, savepoint: bool = False
-    ) -> OperatorSnapshot | None:
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         assert self.logic is not None
         self._flush()  # what left the queue goes out before the barrier
         elements = encode_elements(self.logic.snapshot_state())

@@ -198,11 +198,8 @@ class StreamOperator:
     def on_processing_time(self, now_ms: int) -> None:
         """Processing time reached `now_ms` (at or after `next_wakeup()`)."""
 
-    def snapshot_state(
-        self, checkpoint_id: int, savepoint: bool = False
-    ) -> OperatorSnapshot | None:
-        """Copy this operator's state at the barrier of `checkpoint_id` (None: stateless);
-        `savepoint`: the barrier is a savepoint's (its state is written whole)."""
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+        """Copy this operator's state at the barrier of `checkpoint_id` (None: stateless)."""
         return None
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

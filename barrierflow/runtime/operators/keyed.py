@@ -113,14 +113,12 @@ class KeyedOperator(StreamOperator):
     def flush_timer_outputs(self) -> None:
         """Emit what the timers fired since the last call produced."""
 
-    def snapshot_state(
-        self, checkpoint_id: int, savepoint: bool = False
-    ) -> OperatorSnapshot | None:
+    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         assert self.backend is not None and self.timer_service is not None
         service = self.timer_service
         has_timers = service.num_event_time_timers() or service.num_processing_time_timers()
         return OperatorSnapshot(
-            keyed=self.backend.snapshot(checkpoint_id, savepoint),
+            keyed=self.backend.snapshot(checkpoint_id),
             operator=self._function_state.snapshot(checkpoint_id),
             timers=service.hold() if has_timers else None,
         )
