@@ -152,12 +152,14 @@ def conf_getter(sc: Any) -> Callable[..., Any]:
     """How a job reads Spark settings (`get(key, default)`): through the SparkSession on `sc`
     if the user (or a test) made one, so keys set with `spark.conf.set` after it started
     count too, else from the context's SparkConf (a job makes no session)."""
+    from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
-    session = SparkSession._instantiatedSession  # the builder's session, if one was made
-    if session is not None and session.sparkContext is sc:
-        return session.conf.get
-    return sc.getConf().get
+    try:
+        session = SparkSession.active()  # this thread's, else the builder's
+    except PySparkException:  # none was made
+        return sc.getConf().get
+    return session.conf.get if session.sparkContext is sc else sc.getConf().get
 
 
 def obtain_spark(master: str | None, slots_needed: int, options: SparkOptions | None = None) -> Any:
