@@ -77,7 +77,13 @@ class FakeJobMaster:
 
     def expect(self, kind: type) -> Any:
         """The next message the Spark task sends, which must be of `kind`."""
-        message = self.outbox.get(timeout=WAIT_S)
+        try:
+            message = self.outbox.get(timeout=WAIT_S)
+        except queue.Empty:
+            raise AssertionError(
+                f"no {kind.__name__} within {WAIT_S} s; supervisor thread alive: "
+                f"{self.thread.is_alive()}, error: {self.error!r}; {children_described()}"
+            ) from None
         assert isinstance(message, kind), message
         return message
 
@@ -98,6 +104,22 @@ class FakeJobMaster:
         self.thread.join(WAIT_S)
         assert self.error is None, self.error
         return not self.thread.is_alive()
+
+
+def children_described() -> str:
+    """This process's children with their state, kernel wait channel and system call (what
+    a stream task stand-in that never spoke is stuck in), read from /proc."""
+    found = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            with open(f"/proc/{name}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            if name.isdigit() and int(fields[1]) == os.getpid():
+                with open(f"/proc/{name}/wchan") as wchan, open(f"/proc/{name}/syscall") as call:
+                    found.append(f"{name}: {fields[0]} in {wchan.read()!r}, {call.read().strip()}")
+        except (OSError, ValueError, IndexError):
+            continue
+    return "children: " + ("; ".join(found) or "none")
 
 
 def gone(pid: int) -> bool:
