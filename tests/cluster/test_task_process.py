@@ -108,18 +108,29 @@ class FakeJobMaster:
 
 def children_described() -> str:
     """This process's children with their state, kernel wait channel and system call (what
-    a stream task stand-in that never spoke is stuck in), read from /proc."""
+    a stream task stand-in that never spoke is stuck in), read from /proc ("?" where a
+    file cannot be read)."""
     found = []
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
         try:
             with open(f"/proc/{name}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
-            if name.isdigit() and int(fields[1]) == os.getpid():
-                with open(f"/proc/{name}/wchan") as wchan, open(f"/proc/{name}/syscall") as call:
-                    found.append(f"{name}: {fields[0]} in {wchan.read()!r}, {call.read().strip()}")
+            if not name.isdigit() or int(fields[1]) != os.getpid():
+                continue
         except (OSError, ValueError, IndexError):
             continue
+        found.append(
+            f"{name}: {fields[0]} in {_read_proc(name, 'wchan')}, {_read_proc(name, 'syscall')}"
+        )
     return "children: " + ("; ".join(found) or "none")
+
+
+def _read_proc(pid: str, name: str) -> str:
+    try:
+        with open(f"/proc/{pid}/{name}") as file:
+            return repr(file.read().strip())
+    except OSError:
+        return "?"
 
 
 def gone(pid: int) -> bool:
