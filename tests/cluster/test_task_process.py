@@ -98,9 +98,13 @@ class FakeJobMaster:
         try:
             message = self.outbox.get(timeout=WAIT_S)
         except queue.Empty:
+            described = children_described()
+            pid = self.supervisor.child_pid
+            if pid is not None:  # a hung child must not outlive the test (nor hold its pipes)
+                os.kill(pid, signal.SIGKILL)
             raise AssertionError(
                 f"no {kind.__name__} within {WAIT_S} s; supervisor thread alive: "
-                f"{self.thread.is_alive()}, error: {self.error!r}; {children_described()}"
+                f"{self.thread.is_alive()}, error: {self.error!r}; {described}"
             ) from None
         assert isinstance(message, kind), message
         return message
