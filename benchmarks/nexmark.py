@@ -2,7 +2,7 @@
 Streaming, on one events file, one run after the other.
 
     python benchmarks/nexmark.py [--events 2000000] [--queries q0,q1,...] [--parallelism 2]
-        [--repeat 3] [--peers flink-sql,flink-ds,spark-ss] [--install-peers]
+        [--repeat 3] [--peers flink-sql,flink-ds,spark-ss[,flink-sql-ckpt]] [--install-peers]
         [--state-backend hashmap|rocksdb] [--changelog]
 
 The events file (`--input`, default `<workdir>/events-<N>.json`) is made with
@@ -15,6 +15,10 @@ each system's runs is reported:
   `--state-backend` (hashmap, the default, or rocksdb; `--changelog`: the checkpointed run
   with the hashmap backend's changelog checkpoints, the run without as it is);
 - flink-sql: `benchmarks/peers/flink_nexmark.py`, Flink SQL in the JVM (PyFlink 2.3.0);
+- flink-sql-ckpt (named in `--peers` only): the same with exactly-once checkpoints every
+  `--checkpoint-interval` ms, full snapshots of its in-memory (hashmap) state: what the
+  reference system keeps of its throughput with checkpoints (`Flink ckpt/none`), beside
+  barrierflow's (`ckpt bf/Flink`);
 - flink-ds: `benchmarks/peers/flink_datastream.py`, PyFlink's Python DataStream API in
   thread mode (q0, q1, q2, and `count`, bids per auction, a keyed running count);
 - spark-ss: `benchmarks/peers/spark_nexmark.py`, Spark Structured Streaming, availableNow.
@@ -62,12 +66,17 @@ PEER_SCRIPTS = REPO / "benchmarks" / "peers"
 
 BARRIERFLOW = "barrierflow"
 BARRIERFLOW_CKPT = "barrierflow-ckpt"
-PEERS = ("flink-sql", "flink-ds", "spark-ss")
+FLINK_SQL_CKPT = "flink-sql-ckpt"
+DEFAULT_PEERS = ("flink-sql", "flink-ds", "spark-ss")
+PEERS = (*DEFAULT_PEERS, FLINK_SQL_CKPT)
 SYSTEMS = (BARRIERFLOW, BARRIERFLOW_CKPT, *PEERS)
+CHECKPOINTED = {BARRIERFLOW_CKPT: BARRIERFLOW, FLINK_SQL_CKPT: "flink-sql"}
+"""Each system run with checkpoints, and the same system without."""
 LABELS = {
     BARRIERFLOW: "barrierflow",
     BARRIERFLOW_CKPT: "barrierflow, ckpt",
     "flink-sql": "Flink SQL",
+    FLINK_SQL_CKPT: "Flink SQL, ckpt",
     "flink-ds": "PyFlink DataStream",
     "spark-ss": "Spark SS",
 }
@@ -89,6 +98,7 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     BARRIERFLOW: (*BARRIERFLOW_QUERIES, "count"),
     BARRIERFLOW_CKPT: (*BARRIERFLOW_QUERIES, "count"),
     "flink-sql": BARRIERFLOW_QUERIES,
+    FLINK_SQL_CKPT: BARRIERFLOW_QUERIES,
     "flink-ds": FLINK_DS_QUERIES,
     "spark-ss": SPARK_QUERIES,
 }
@@ -232,7 +242,9 @@ def table(
     wall: bool = False,
 ) -> str:
     """A Markdown table of events/s per query and system, with barrierflow's ratios: to
-    itself with checkpoints (`ckpt/none`) and to each peer (`bf/<peer>`).
+    itself with checkpoints (`ckpt/none`) and to each peer (`bf/<peer>`); for Flink SQL
+    with checkpoints, its own ratio to its run without (`Flink ckpt/none`) and barrierflow's
+    checkpointed run to it (`ckpt bf/Flink`).
 
     >>> cells = {"q0": {"barrierflow": Cell(200_000), "barrierflow-ckpt": Cell(150_000),
     ...                 "flink-sql": Cell(100_000)}}
@@ -240,6 +252,11 @@ def table(
     | query | barrierflow | barrierflow, ckpt | ckpt/none | Flink SQL | bf/Flink SQL |
     |---|---:|---:|---:|---:|---:|
     | q0 | 200,000 | 150,000 | 0.75x | 100,000 | 2.00x |
+    >>> cells["q0"]["flink-sql-ckpt"] = Cell(60_000)
+    >>> print(table(cells, ["q0"], ["flink-sql-ckpt"]))
+    | query | Flink SQL, ckpt | Flink ckpt/none | ckpt bf/Flink |
+    |---|---:|---:|---:|
+    | q0 | 60,000 | 0.60x | 2.50x |
     """
 
     def value(query: str, system: str) -> float | None:
@@ -253,6 +270,8 @@ def table(
         header.append(LABELS[system])
         if system == BARRIERFLOW_CKPT:
             header.append("ckpt/none")
+        elif system == FLINK_SQL_CKPT:
+            header += ["Flink ckpt/none", "ckpt bf/Flink"]
         elif system in PEERS:
             header.append(f"bf/{LABELS[system]}")
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
@@ -264,6 +283,9 @@ def table(
             row.append(_rate(theirs))
             if system == BARRIERFLOW_CKPT:
                 row.append(_times(ratio(theirs, ours)))
+            elif system == FLINK_SQL_CKPT:
+                row.append(_times(ratio(theirs, value(query, CHECKPOINTED[system]))))
+                row.append(_times(ratio(value(query, BARRIERFLOW_CKPT), theirs)))
             elif system in PEERS:
                 row.append(_times(ratio(ours, theirs)))
         lines.append("| " + " | ".join(row) + " |")
@@ -287,17 +309,19 @@ def notes(cells: Mapping[str, Mapping[str, Cell]]) -> list[str]:
 def geometric_mean_ratio(
     cells: Mapping[str, Mapping[str, Cell]], peer: str, queries: Sequence[str]
 ) -> float | None:
-    """The geometric mean of barrierflow/peer over the queries where both have a figure.
+    """The geometric mean of barrierflow/peer over the queries where both have a figure
+    (barrierflow's checkpointed run against a peer's with checkpoints).
 
     >>> cells = {"a": {"barrierflow": Cell(4), "x": Cell(1)},
     ...          "b": {"barrierflow": Cell(1), "x": Cell(1)}}
     >>> geometric_mean_ratio(cells, "x", ["a", "b", "c"])
     2.0
     """
+    ours = BARRIERFLOW_CKPT if peer in CHECKPOINTED else BARRIERFLOW
     ratios = [
-        ratio(cells[q][BARRIERFLOW].events_per_second, cells[q][peer].events_per_second)
+        ratio(cells[q][ours].events_per_second, cells[q][peer].events_per_second)
         for q in queries
-        if q in cells and BARRIERFLOW in cells[q] and peer in cells[q]
+        if q in cells and ours in cells[q] and peer in cells[q]
     ]
     ratios = [r for r in ratios if r]
     return statistics.geometric_mean(ratios) if ratios else None
@@ -442,6 +466,9 @@ def command(
     common += ["--events", str(events)]
     if system == "flink-sql":
         return [str(flink_python(root)), str(PEER_SCRIPTS / "flink_nexmark.py"), *common]
+    if system == FLINK_SQL_CKPT:
+        script = str(PEER_SCRIPTS / "flink_nexmark.py")
+        return [str(flink_python(root)), script, *common, "--ckpt", str(interval)]
     if system == "flink-ds":
         return [str(flink_python(root)), str(PEER_SCRIPTS / "flink_datastream.py"), *common]
     return [sys.executable, str(PEER_SCRIPTS / "spark_nexmark.py"), *common]
@@ -542,7 +569,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", default=",".join(ALL_QUERIES))
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--peers", default=",".join(PEERS), help="'' for barrierflow alone")
+    parser.add_argument(
+        "--peers",
+        default=",".join(DEFAULT_PEERS),
+        help=f"'' for barrierflow alone; {FLINK_SQL_CKPT}: Flink SQL with checkpoints",
+    )
     parser.add_argument("--checkpoint-interval", type=int, default=1000, help="ms")
     parser.add_argument(
         "--state-backend", choices=("hashmap", "rocksdb"), default="hashmap", help="barrierflow's"
@@ -613,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     else f"failed: {run.error}"
                 )
                 pause = ((run.figures or {}).get("checkpoints") or {}).get("sync_ms")
-                if pause and system == "barrierflow-ckpt":  # the periodic checkpoints' pause
+                if pause and system == BARRIERFLOW_CKPT:  # the periodic checkpoints' pause
                     shown += f", barrier pause p50 {pause['p50']:.1f} / max {pause['max']:.1f} ms"
                 print(f"[{round_number}/{args.repeat}] {query} {system}: {shown} ({took:.0f} s)")
                 sys.stdout.flush()
@@ -641,7 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for peer in peers:
         mean = geometric_mean_ratio(cells, peer, queries)
         if mean:
-            print(f"geometric mean barrierflow/{LABELS[peer]}: {mean:.2f}x")
+            ours = LABELS[BARRIERFLOW_CKPT if peer in CHECKPOINTED else BARRIERFLOW]
+            print(f"geometric mean {ours}/{LABELS[peer]}: {mean:.2f}x")
     for peer in peers:
         missing = [q for q in queries if not supports(peer, q)]
         if missing:

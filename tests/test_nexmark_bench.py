@@ -71,6 +71,32 @@ def test_medians_ratios_and_the_table_from_given_figures():
     assert bench.geometric_mean_ratio(cells, "spark-ss", ["q5"]) is None
 
 
+def test_flink_sql_with_checkpoints_is_compared_with_itself_and_our_checkpointed_run():
+    runs = [
+        Run("barrierflow", "q16", {"events_per_second": 50_000}),
+        Run("barrierflow-ckpt", "q16", {"events_per_second": 40_000}),
+        Run("flink-sql", "q16", {"events_per_second": 20_000}),
+        Run("flink-sql-ckpt", "q16", {"events_per_second": 15_000}),
+        Run("flink-sql-ckpt", "q16", {"events_per_second": 13_000}),
+        Run("flink-sql-ckpt", "q16", {"events_per_second": 14_000}),
+    ]
+    cells = bench.summarize(runs)
+    systems = ["barrierflow", "barrierflow-ckpt", "flink-sql", "flink-sql-ckpt"]
+    lines = bench.table(cells, ["q16"], systems).splitlines()
+    assert lines[0].split(" | ")[-3:] == ["Flink SQL, ckpt", "Flink ckpt/none", "ckpt bf/Flink |"]
+    assert lines[2] == "| q16 | 50,000 | 40,000 | 0.80x | 20,000 | 2.50x | 14,000 | 0.70x | 2.86x |"
+    # the geometric mean against a checkpointed peer takes our checkpointed run
+    mean = bench.geometric_mean_ratio(cells, "flink-sql-ckpt", ["q16"])
+    assert mean == pytest.approx(40_000 / 14_000)
+    line = bench.command(
+        "flink-sql-ckpt", "q16", "events.json", 1000, 2, 500, Path("/peers")
+    )  # fmt: skip
+    assert line[1].endswith("flink_nexmark.py") and line[-2:] == ["--ckpt", "500"]
+    assert "--ckpt" not in bench.command(
+        "flink-sql", "q16", "events.json", 1000, 2, 500, Path("/p")
+    )
+
+
 def test_the_chart_is_a_png_and_nothing_is_drawn_without_figures(tmp_path):
     cells = {
         "q0": {"barrierflow": Cell(200_000), "flink-sql": Cell(1_000_000)},
