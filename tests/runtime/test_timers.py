@@ -743,7 +743,7 @@ def test_a_key_groups_copy_holds_every_timer_and_restores_in_any_order_with_or_w
     keys = ["k", 7, ("t", 1), b"raw", None]
     for index, timestamp in enumerate(timestamps):
         queue.add(Timer(timestamp, keys[index % len(keys)], index), 3)
-    snapshot, firing_order = queue.timers_in(3), queue.timers_of_key_group(3)
+    snapshot, firing_order = list(queue.hold().get(3, ())), queue.timers_of_key_group(3)
     assert sorted(snapshot, key=sort_key) == firing_order
     restored = TimerPriorityQueue()
     for timer in reversed(snapshot):
@@ -752,3 +752,68 @@ def test_a_key_groups_copy_holds_every_timer_and_restores_in_any_order_with_or_w
     queue.fire_until(10, fired.append)
     restored.fire_until(10, again.append)
     assert again == fired == firing_order
+
+
+def test_a_held_key_group_is_copied_before_its_first_change_and_an_unchanged_one_never() -> None:
+    queue = TimerPriorityQueue()
+    for timestamp, key, group in [(5, "a", 1), (7, "b", 1), (9, "c", 2), (4, "d", 3), (6, "e", 4)]:
+        queue.add(Timer(timestamp, key, None), group)
+    held = queue.hold()
+    before = {group: set(timers) for group, timers in held.items()}
+    queue.add(Timer(8, "f", None), 1)  # an addition
+    queue.remove(Timer(9, "c", None))  # a deletion that empties its key group
+    fired: list[Timer] = []
+    queue.fire_until(4, fired.append)  # a timer fired
+    queue.add(Timer(3, "g", None), 5)  # a key group the snapshot does not know
+    assert fired == [Timer(4, "d", None)]
+    assert {group: set(timers) for group, timers in held.items()} == before
+    assert queue.timers_of_key_group(1) == [(5, "a", None), (7, "b", None), (8, "f", None)]
+    assert queue.timers_of_key_group(2) == queue.timers_of_key_group(3) == []
+    # key group 4 did not change: both snapshots hold its one set, never copied
+    assert queue.hold()[4] is held[4]
+    # a set copied once is changed in place until the next snapshot holds it
+    queue.add(Timer(11, "h", None), 1)
+    again = queue.hold()
+    assert again[1] is not held[1] and Timer(11, "h", None) in again[1]
+    queue.fire_until(100, fired.append)
+    assert [timer[1] for timer in fired] == ["d", "g", "a", "e", "b", "f", "h"]
+    assert set(again[1]) == {
+        Timer(t, k, None) for t, k in [(5, "a"), (7, "b"), (8, "f"), (11, "h")]
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "remove", "fire", "hold"]),
+            st.integers(0, 20),
+            st.sampled_from("abcd"),
+            st.integers(0, 3),
+        ),
+        max_size=60,
+    )
+)
+def test_every_held_snapshot_keeps_exactly_the_timers_of_its_moment(operations) -> None:
+    queue = TimerPriorityQueue()
+    model: dict[Timer, int] = {}  # what the queue holds: timer -> key group
+    snapshots: list[tuple[dict[int, set[Timer]], dict[int, set[Timer]]]] = []
+    for operation, timestamp, key, group in operations:
+        timer = Timer(timestamp, key, None)
+        if operation == "add":
+            if timer not in model:
+                model[timer] = group
+            queue.add(timer, model[timer])  # a timer keeps its key group, as its key does
+        elif operation == "remove":
+            queue.remove(timer)
+            model.pop(timer, None)
+        elif operation == "fire":
+            queue.fire_until(timestamp, lambda fired: model.pop(fired))
+        else:
+            expected: dict[int, set[Timer]] = {}
+            for held_timer, held_group in model.items():
+                expected.setdefault(held_group, set()).add(held_timer)
+            snapshots.append((queue.hold(), expected))
+    for held, expected in snapshots:
+        assert {group: set(timers) for group, timers in held.items()} == expected
+    assert len(queue) == len(model)

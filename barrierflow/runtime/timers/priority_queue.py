@@ -15,15 +15,21 @@ class TimerPriorityQueue:
     holds the timestamps, so the heap compares plain ints and a timestamp shared by
     many keys (a window end) costs one heap entry. A timestamp whose bucket emptied
     by deletion stays in the heap until it reaches the top or the heap is compacted.
+
+    A snapshot takes the key groups' sets themselves (`hold`), and the queue copies a held
+    set before it next changes it: the barrier pays per key group, not per timer, and a
+    key group with no timer added or removed until the next snapshot is never copied.
     """
 
-    __slots__ = ("_buckets", "_by_key_group", "_heap", "_size")
+    __slots__ = ("_buckets", "_by_key_group", "_heap", "_held", "_size")
 
     def __init__(self) -> None:
         self._buckets: dict[int, dict[Timer, int]] = {}
         self._by_key_group: dict[int, set[Timer]] = {}
         self._heap: list[int] = []
         self._size = 0
+        self._held: set[int] = set()
+        """Key groups whose set a snapshot holds: copied before their next change."""
 
     def __len__(self) -> int:
         return self._size
@@ -43,6 +49,9 @@ class TimerPriorityQueue:
         group = self._by_key_group.get(key_group)
         if group is None:
             self._by_key_group[key_group] = {timer}
+            self._held.discard(key_group)  # a new set: no snapshot holds it
+        elif key_group in self._held:
+            self._writable(key_group).add(timer)
         else:
             group.add(timer)
         self._size += 1
@@ -78,6 +87,7 @@ class TimerPriorityQueue:
         not yet fired stay registered.
         """
         heap, buckets, by_key_group = self._heap, self._buckets, self._by_key_group
+        held = self._held
         while heap and heap[0] <= timestamp:
             bucket_timestamp = heapq.heappop(heap)
             bucket = buckets.get(bucket_timestamp)
@@ -91,6 +101,8 @@ class TimerPriorityQueue:
                         if key_group is None:
                             continue  # deleted by an earlier callback
                         group = by_key_group[key_group]
+                        if key_group in held:
+                            group = self._writable(key_group)
                         group.discard(timer)
                         if not group:
                             del by_key_group[key_group]
@@ -102,19 +114,28 @@ class TimerPriorityQueue:
                 elif buckets.get(bucket_timestamp) is bucket:
                     del buckets[bucket_timestamp]
 
-    def key_groups(self) -> set[int]:
-        return set(self._by_key_group)
-
     def timers_of_key_group(self, key_group: int) -> list[Timer]:
         """The timers of one key group, in firing order."""
         return sorted(self._by_key_group.get(key_group, ()), key=sort_key)
 
-    def timers_in(self, key_group: int) -> list[Timer]:
-        """The timers of one key group, in no particular order (a snapshot's copy)."""
-        return list(self._by_key_group.get(key_group, ()))
+    def hold(self) -> dict[int, set[Timer]]:
+        """Every key group's timers as they are now, for a snapshot: the sets themselves,
+        which this queue copies before it next changes them, so they never change (read
+        them on any thread)."""
+        self._held.clear()  # in place: `fire_until` may hold it
+        self._held.update(self._by_key_group)
+        return dict(self._by_key_group)
+
+    def _writable(self, key_group: int) -> set[Timer]:
+        """Key group `key_group`'s set, copied first if a snapshot holds it."""
+        group = self._by_key_group[key_group]
+        if key_group in self._held:
+            self._held.discard(key_group)
+            group = self._by_key_group[key_group] = set(group)
+        return group
 
     def _forget(self, timer: Timer, key_group: int) -> None:
-        group = self._by_key_group[key_group]
+        group = self._writable(key_group)
         group.discard(timer)
         if not group:
             del self._by_key_group[key_group]

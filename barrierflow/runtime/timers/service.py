@@ -19,6 +19,8 @@ from barrierflow.runtime.timers.timer import (
 )
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
 
+_NONE: frozenset[Timer] = frozenset()
+
 
 class InternalTimerService:
     """Event-time and processing-time timers of one keyed operator, for one key-group range.
@@ -161,15 +163,16 @@ class InternalTimerService:
         return self.hold().encode(ordered=True)
 
     def hold(self) -> TimerSnapshot:
-        """The synchronous part of a snapshot: each key group's timers of both domains
-        copied into lists now, encoded later by `TimerSnapshot.encode`."""
-        event_time, processing_time = self._event_time, self._processing_time
+        """The synchronous part of a snapshot: each key group's timers of both domains as
+        they are now (copy-on-write, `TimerPriorityQueue.hold`), encoded later by
+        `TimerSnapshot.encode`."""
+        event_time, processing_time = self._event_time.hold(), self._processing_time.hold()
         return TimerSnapshot(
             self.max_parallelism,
             (self._first_key_group, self._last_key_group),
             [
-                (group, event_time.timers_in(group), processing_time.timers_in(group))
-                for group in sorted(event_time.key_groups() | processing_time.key_groups())
+                (group, event_time.get(group, _NONE), processing_time.get(group, _NONE))
+                for group in sorted(event_time.keys() | processing_time.keys())
             ],
         )
 

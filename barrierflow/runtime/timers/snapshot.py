@@ -1,21 +1,23 @@
-"""A timer service's snapshot: copied at the barrier, encoded later on the uploader thread.
+"""A timer service's snapshot: held at the barrier, encoded later on the uploader thread.
 
-The synchronous part only copies each key group's timers of both time domains into
-lists (references: a `Timer` is immutable, and its key and namespace are hashable values
-nothing changes in place, as for any dict key; so timers fired or deleted after the
-barrier stay in the copy and timers added after it are not in it): about a tenth of a
-microsecond per timer, where encoding them costs one to two (200 000 timers here: the
-copy 19 ms, an unsorted encoding 180-350 ms, the sorted one the barrier paid before
-560 ms). `encode` writes the "timers" envelope (`docs/savepoint-format.md` §6): per key
-group, the timestamps of both domains in the header and the pickled (key, namespace)
-pairs in the body. A savepoint's timestamps ascend within each domain; a checkpoint's
-are written as the copy holds them, unsorted (a restore adds every timer to its queue,
-which orders them).
+The synchronous part takes each key group's set of timers of both time domains as it is
+(`TimerPriorityQueue.hold`: the queue copies a held set before it next changes it, so
+timers fired or deleted after the barrier stay in the snapshot and timers added after it
+are not in it; a `Timer` is immutable, and its key and namespace are hashable values
+nothing changes in place, as for any dict key). The barrier pays per key group; copying
+every timer into lists there cost about a tenth of a microsecond per timer (200 000
+timers: 19 ms), encoding them one to two (an unsorted encoding 180-350 ms, the sorted
+one the barrier paid before that 560 ms). `encode` writes the "timers" envelope
+(`docs/savepoint-format.md` §6): per key group, the timestamps of both domains in the
+header and the pickled (key, namespace) pairs in the body. A savepoint's timestamps
+ascend within each domain; a checkpoint's are written as the snapshot holds them,
+unsorted (a restore adds every timer to its queue, which orders them).
 """
 
 from __future__ import annotations
 
 import pickle
+from collections.abc import Collection
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -42,7 +44,7 @@ class TimerSnapshot:
 
     max_parallelism: int
     key_group_range: tuple[int, int]
-    key_groups: list[tuple[int, list[Timer], list[Timer]]]
+    key_groups: list[tuple[int, Collection[Timer], Collection[Timer]]]
     """(key group, its event-time timers, its processing-time timers), by key group."""
 
     def encode(self, ordered: bool = False) -> bytes:
@@ -79,7 +81,7 @@ class TimerSnapshot:
         return _envelope.encode(SNAPSHOT_KIND, header, b"".join(chunks))
 
 
-def _columns(timers: list[Timer]) -> tuple[list[int], list[tuple[Any, Any]]]:
+def _columns(timers: Collection[Timer]) -> tuple[list[int], list[tuple[Any, Any]]]:
     """The timestamps of `timers` and their (key, namespace) pairs, in their order: one
     C-level pass over the timers (they lie scattered in memory, so each pass over them
     costs cache misses: encoding 200 000 timers took 179 ms here against 253 ms with one
