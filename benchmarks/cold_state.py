@@ -106,13 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(state):,} keys, {args.updates:,} updates; sample of {len(scattered):,} keys")
     print("| values | objects | marshal MB/s | pickle MB/s | marshalled MB | visit ms |")
     print("|---|---|---:|---:|---:|---:|")
-    for what, values in (
-        ("sample", scattered),
-        ("sample", contiguous),
-        ("whole state", whole_scattered),
-        ("whole state", whole_contiguous),
+    for what, layout, values in (
+        ("sample", "scattered", scattered),
+        ("sample", "contiguous", contiguous),
+        ("whole state", "scattered", whole_scattered),
+        ("whole state", "contiguous", whole_contiguous),
     ):
-        layout = "scattered" if values is scattered or values is whole_scattered else "contiguous"
         marshal_rate, size = _rate(lambda v: marshal.dumps(v, 4), values)
         pickle_rate, _ = _rate(lambda v: pickle.dumps(v, 5), values)
         visit_ms = _visit(values) * 1000
