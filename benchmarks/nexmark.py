@@ -285,7 +285,7 @@ def table(
                 row.append(_times(ratio(theirs, ours)))
             elif system == FLINK_SQL_CKPT:
                 row.append(_times(ratio(theirs, value(query, CHECKPOINTED[system]))))
-                row.append(_times(ratio(value(query, BARRIERFLOW_CKPT), theirs)))
+                row.append(_times(ratio(value(query, compared_run(system)), theirs)))
             elif system in PEERS:
                 row.append(_times(ratio(ours, theirs)))
         lines.append("| " + " | ".join(row) + " |")
@@ -306,6 +306,16 @@ def notes(cells: Mapping[str, Mapping[str, Cell]]) -> list[str]:
     ]
 
 
+def compared_run(peer: str) -> str:
+    """barrierflow's run a peer is compared with: the checkpointed one for a peer run with
+    checkpoints.
+
+    >>> compared_run("flink-sql"), compared_run("flink-sql-ckpt")
+    ('barrierflow', 'barrierflow-ckpt')
+    """
+    return BARRIERFLOW_CKPT if peer in CHECKPOINTED else BARRIERFLOW
+
+
 def geometric_mean_ratio(
     cells: Mapping[str, Mapping[str, Cell]], peer: str, queries: Sequence[str]
 ) -> float | None:
@@ -317,7 +327,7 @@ def geometric_mean_ratio(
     >>> geometric_mean_ratio(cells, "x", ["a", "b", "c"])
     2.0
     """
-    ours = BARRIERFLOW_CKPT if peer in CHECKPOINTED else BARRIERFLOW
+    ours = compared_run(peer)
     ratios = [
         ratio(cells[q][ours].events_per_second, cells[q][peer].events_per_second)
         for q in queries
@@ -672,8 +682,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for peer in peers:
         mean = geometric_mean_ratio(cells, peer, queries)
         if mean:
-            ours = LABELS[BARRIERFLOW_CKPT if peer in CHECKPOINTED else BARRIERFLOW]
-            print(f"geometric mean {ours}/{LABELS[peer]}: {mean:.2f}x")
+            print(f"geometric mean {LABELS[compared_run(peer)]}/{LABELS[peer]}: {mean:.2f}x")
     for peer in peers:
         missing = [q for q in queries if not supports(peer, q)]
         if missing:

@@ -134,10 +134,12 @@ def children_described() -> str:
     file cannot be read)."""
     found = []
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit():
+            continue
         try:
             with open(f"/proc/{name}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
-            if not name.isdigit() or int(fields[1]) != os.getpid():
+            if int(fields[1]) != os.getpid():
                 continue
         except (OSError, ValueError, IndexError):
             continue
