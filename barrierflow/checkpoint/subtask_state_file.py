@@ -86,10 +86,16 @@ def shared_folder(state_file: _fs.Location) -> _fs.Location:
 
 
 class HeldTimers(Protocol):
-    """A timer service's snapshot as copied at the barrier (`runtime/timers/snapshot.py`)."""
+    """A timer service's snapshot as copied at the barrier (`runtime/timers/snapshot.py`,
+    `changelog.py`)."""
 
     def encode(self, ordered: bool = False) -> bytes:
         """Its "timers" envelope; `ordered`: a savepoint's canonical form."""
+        ...
+
+    def write(self, shared: _fs.Location) -> bytes:
+        """A checkpoint's timers section (a changelog snapshot uploads files into the
+        job's `shared` folder and lists them in `shared_files`)."""
         ...
 
 
@@ -136,7 +142,10 @@ class PendingStateFile:
                     keyed = keyed.write(side_files, shared=shared_folder(self.location))
             timers = held.timers
             if timers is not None and not isinstance(timers, bytes):
-                timers = timers.encode(ordered=self.savepoint)
+                if self.savepoint:
+                    timers = timers.encode(ordered=True)
+                else:
+                    timers = timers.write(shared_folder(self.location))
             sections[uid] = OperatorSections(keyed, held.operator, timers)
         encoded = encode_parts(
             self.location.name,
@@ -151,13 +160,17 @@ class PendingStateFile:
         return encoded
 
     def shared_files(self) -> list[tuple[str, int, bool]]:
-        """After `build`: the shared files every keyed section references, as (name
-        relative to the job folder, size, uploaded by this build); [] for a savepoint."""
+        """After `build`: the shared files every keyed and timers section references, as
+        (name relative to the job folder, size, uploaded by this build); [] for a
+        savepoint."""
         found: list[tuple[str, int, bool]] = []
+        if self.savepoint:
+            return found
         for held in self.operators.values():
-            listed = getattr(held.keyed, "shared_files", None)  # bytes and None have none
-            if listed is not None and not self.savepoint:
-                found += [(str(name), int(size), bool(new)) for name, size, new in listed()]
+            for part in (held.keyed, held.timers):
+                listed = getattr(part, "shared_files", None)  # bytes and None have none
+                if listed is not None:
+                    found += [(str(name), int(size), bool(new)) for name, size, new in listed()]
         return found
 
     def side_file_bytes(self) -> int:

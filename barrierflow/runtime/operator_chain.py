@@ -212,9 +212,10 @@ def restored_state(
     """What one operator restores, read from the checkpoint's state files (None: nothing)."""
     if restore is None:
         return None
-    # Every keyed section of one restore comes from one checkpoint's state files, which
-    # sit in its folder.
-    base = _fs.location(restore.keyed[0][0]).parent if restore.keyed else None
+    # Every keyed and timers section of one restore comes from one checkpoint's state
+    # files, which sit in its folder.
+    files = restore.keyed or restore.timers
+    base = _fs.location(files[0][0]).parent if files else None
     return RestoredState(
         keyed=[reader.slice(uri, off, length) for uri, off, length in restore.keyed],
         operator=[

@@ -22,6 +22,10 @@ from barrierflow.checkpoint.subtask_state_file import SubtaskStateReader
 from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.operators.broadcast import split_broadcast_operator_state
 from barrierflow.runtime.timers import SNAPSHOT_KIND as TIMERS_KIND
+from barrierflow.runtime.timers.changelog import MANIFEST_KIND as TIMERS_CHANGELOG_KIND
+from barrierflow.runtime.timers.changelog import (
+    changelog_to_canonical as timers_changelog_to_canonical,
+)
 from barrierflow.state.broadcast_state import decode_broadcast_maps
 from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group
 from barrierflow.state.key_scope import check_keyed_header_version
@@ -454,6 +458,8 @@ class Snapshot:
                 continue
             uri, data = self._section(entry, section)
             try:
+                if section_kind(data) == TIMERS_CHANGELOG_KIND:  # base + deltas in shared/
+                    data = timers_changelog_to_canonical(data, self.folder)
                 yield from _timers(data, self.max_parallelism)
             except StateRestoreError as error:
                 raise StateRestoreError(f"{uri}: timers of {uid!r}: {error}") from error

@@ -44,3 +44,42 @@ def test_a_changelog_checkpoint_reads_as_its_counts(tmp_path):
 
     snapshot = state_processor.load(tmp_path / "chk-3")
     assert {e.key: e.value for e in snapshot.keyed_entries("count", "count")} == Counter(WORDS)
+
+
+def test_a_changelog_checkpoints_timers_read_as_the_timers_at_its_barrier(tmp_path):
+    from barrierflow.runtime.timers import InternalTimerService
+
+    class Ignore:
+        def on_event_time(self, timer):
+            pass
+
+        def on_processing_time(self, timer):
+            pass
+
+    job = _fs.location(str(tmp_path))
+    sections = []
+    expected = set()
+    for index in range(2):
+        key_groups = key_group_range_for_subtask(128, 2, index)
+        timers = InternalTimerService(key_groups, 128, Ignore())
+        timers.enable_changelog()
+        words = [w for w in dict.fromkeys(WORDS) if assign_to_key_group(w, 128) in key_groups]
+        for checkpoint_id in (2, 3):  # a base, then a delta
+            for position, word in enumerate(words):
+                timers.register_event_time_timer(word, None, checkpoint_id * 100 + position)
+            timers.advance_watermark(250)  # before 3, every timer of 2 fires
+            section = timers.hold(checkpoint_id).write(job.child("shared"))
+            timers.notify_checkpoint_complete(checkpoint_id)
+        sections.append(section)
+        expected |= {(word, 300 + position) for position, word in enumerate(words)}
+    suffixes = sorted(path.suffix for path in (tmp_path / "shared").iterdir())
+    assert suffixes == [".timerbase", ".timerbase", ".timerdelta", ".timerdelta"]
+    write_checkpoint(
+        tmp_path / "chk-3",
+        {"count": [OperatorSnapshot(timers=s) for s in sections]},
+        checkpoint_id=3,
+    )
+
+    snapshot = state_processor.load(tmp_path / "chk-3")
+    assert {(e.key, e.timestamp) for e in snapshot.timer_entries("count")} == expected
+    assert len(expected) == len(set(WORDS))

@@ -137,8 +137,9 @@ class RestoredState:
     `operator` holds every old subtask's operator state as (old index, state), so the
     operator picks what is its own (sources take the union, sinks their share);
     `timers` holds the timer snapshots whose key-group range overlaps this subtask's;
-    `base` is the folder of the checkpoint `keyed` was read from, against which a keyed
-    section's native file names resolve (None: no keyed sections, or not from storage).
+    `base` is the folder of the checkpoint `keyed` and `timers` were read from, against
+    which a keyed section's native files and a changelog's shared files resolve (None: no
+    such sections, or not from storage).
     """
 
     keyed: list[bytes] = field(default_factory=list)

@@ -74,11 +74,13 @@ class KeyedOperator(StreamOperator):
         self.timer_service = InternalTimerService(
             context.key_group_range, context.max_parallelism, _Triggerable(self)
         )
+        if context.changelog_state_backend:  # timers live on the heap with either backend
+            self.timer_service.enable_changelog()
         if restored is not None:
             if restored.keyed:
                 self.backend.restore(restored.keyed, restored.base)
             if restored.timers:
-                self.timer_service.restore(restored.timers)
+                self.timer_service.restore(restored.timers, restored.base)
         self._function_state = FunctionOperatorState(self.user_function())
         self._function_state.initialize(context, restored)
 
@@ -120,12 +122,14 @@ class KeyedOperator(StreamOperator):
         return OperatorSnapshot(
             keyed=self.backend.snapshot(checkpoint_id),
             operator=self._function_state.snapshot(checkpoint_id),
-            timers=service.hold() if has_timers else None,
+            timers=service.hold(checkpoint_id) if has_timers else None,
         )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.backend is not None:
             self.backend.notify_checkpoint_complete(checkpoint_id)
+        if self.timer_service is not None:
+            self.timer_service.notify_checkpoint_complete(checkpoint_id)
 
     def close(self) -> None:
         self.dispose_backend()

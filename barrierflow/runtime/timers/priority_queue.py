@@ -19,9 +19,13 @@ class TimerPriorityQueue:
     A snapshot takes the key groups' sets themselves (`hold`), and the queue copies a held
     set before it next changes it: the barrier pays per key group, not per timer, and a
     key group with no timer added or removed until the next snapshot is never copied.
+
+    With `track_changes` (changelog checkpoints) it also records, per key group, each timer
+    added, deleted or fired since `take_changes` last swapped them out: a checkpoint then
+    writes those timers (present at the barrier or not) instead of all of them.
     """
 
-    __slots__ = ("_buckets", "_by_key_group", "_heap", "_held", "_size")
+    __slots__ = ("_buckets", "_by_key_group", "_changed", "_heap", "_held", "_size")
 
     def __init__(self) -> None:
         self._buckets: dict[int, dict[Timer, int]] = {}
@@ -30,6 +34,9 @@ class TimerPriorityQueue:
         self._size = 0
         self._held: set[int] = set()
         """Key groups whose set a snapshot holds: copied before their next change."""
+        self._changed: dict[int, set[Timer]] | None = None
+        """Per key group, the timers added or removed since the last `take_changes` (None:
+        not tracked)."""
 
     def __len__(self) -> int:
         return self._size
@@ -55,6 +62,8 @@ class TimerPriorityQueue:
         else:
             group.add(timer)
         self._size += 1
+        if self._changed is not None:
+            self._record(timer, key_group)
 
     def remove(self, timer: Timer) -> None:
         """Remove `timer` if it is there."""
@@ -107,6 +116,8 @@ class TimerPriorityQueue:
                         if not group:
                             del by_key_group[key_group]
                         self._size -= 1
+                        if self._changed is not None:
+                            self._record(timer, key_group)
                         callback(timer)
             finally:
                 if bucket:
@@ -126,6 +137,27 @@ class TimerPriorityQueue:
         self._held.update(self._by_key_group)
         return dict(self._by_key_group)
 
+    def track_changes(self) -> None:
+        """Record the timers added and removed from now on (see the class docstring)."""
+        self._changed = {}
+
+    def take_changes(self) -> dict[int, set[Timer]]:
+        """The timers added or removed per key group since the last call (or since
+        `track_changes`), swapped out for an empty record ({} when not tracked)."""
+        changed = self._changed
+        if changed is None:
+            return {}
+        self._changed = {}
+        return changed
+
+    def _record(self, timer: Timer, key_group: int) -> None:
+        assert self._changed is not None
+        changed = self._changed.get(key_group)
+        if changed is None:
+            self._changed[key_group] = {timer}
+        else:
+            changed.add(timer)
+
     def _writable(self, key_group: int) -> set[Timer]:
         """Key group `key_group`'s set, copied first if a snapshot holds it."""
         group = self._by_key_group[key_group]
@@ -140,3 +172,5 @@ class TimerPriorityQueue:
         if not group:
             del self._by_key_group[key_group]
         self._size -= 1
+        if self._changed is not None:
+            self._record(timer, key_group)

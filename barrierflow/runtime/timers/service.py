@@ -7,9 +7,18 @@ import pickle
 from collections.abc import Hashable, Iterator, Sequence
 
 from barrierflow import _envelope as checkpoint_format
+from barrierflow import _fs
 from barrierflow.errors import StateRestoreError
+from barrierflow.runtime.timers import changelog
+from barrierflow.runtime.timers.changelog import TimerChangelogSnapshot
 from barrierflow.runtime.timers.priority_queue import TimerPriorityQueue
-from barrierflow.runtime.timers.snapshot import HEADER_VERSION, SNAPSHOT_KIND, TimerSnapshot
+from barrierflow.runtime.timers.snapshot import (
+    DOMAINS,
+    HEADER_VERSION,
+    SNAPSHOT_KIND,
+    TimerSnapshot,
+    decode_sections,
+)
 from barrierflow.runtime.timers.timer import (
     MIN_WATERMARK,
     Timer,
@@ -17,7 +26,9 @@ from barrierflow.runtime.timers.timer import (
     checked_timestamp,
     new_timer,
 )
+from barrierflow.state.heap_changelog import DirtyLog
 from barrierflow.state.key_groups import KeyGroupRange, assign_to_key_group
+from barrierflow.state.rocksdb_encoding import section_kind
 
 _NONE: frozenset[Timer] = frozenset()
 
@@ -67,6 +78,15 @@ class InternalTimerService:
         self._event_time = TimerPriorityQueue()
         self._processing_time = TimerPriorityQueue()
         self._current_watermark = MIN_WATERMARK
+        self._log: DirtyLog | None = None
+        """Changelog checkpoints: the chain and the changes not yet in it (None: off)."""
+
+    def enable_changelog(self) -> None:
+        """Checkpoints from now on write the timers added and removed since the last
+        completed one, not all (`changelog.py`). Call before `restore`."""
+        self._log = DirtyLog()
+        self._event_time.track_changes()
+        self._processing_time.track_changes()
 
     # -- Properties ---------------------------------------------------------
 
@@ -162,12 +182,13 @@ class InternalTimerService:
         ascending; `snapshot.py`)."""
         return self.hold().encode(ordered=True)
 
-    def hold(self) -> TimerSnapshot:
+    def hold(self, checkpoint_id: int | None = None) -> TimerSnapshot | TimerChangelogSnapshot:
         """The synchronous part of a snapshot: each key group's timers of both domains as
-        they are now (copy-on-write, `TimerPriorityQueue.hold`), encoded later by
-        `TimerSnapshot.encode`."""
+        they are now (copy-on-write, `TimerPriorityQueue.hold`), encoded later on the
+        uploader thread. With changelog checkpoints and a `checkpoint_id`, also the changes
+        since the last snapshot, swapped out (a savepoint's fold into the next delta)."""
         event_time, processing_time = self._event_time.hold(), self._processing_time.hold()
-        return TimerSnapshot(
+        held = TimerSnapshot(
             self.max_parallelism,
             (self._first_key_group, self._last_key_group),
             [
@@ -175,16 +196,31 @@ class InternalTimerService:
                 for group in sorted(event_time.keys() | processing_time.keys())
             ],
         )
+        if self._log is None or checkpoint_id is None:
+            return held
+        changes = zip(DOMAINS, (self._event_time, self._processing_time), strict=True)
+        dirty = {domain: queue.take_changes() for domain, queue in changes}
+        live = len(self._event_time) + len(self._processing_time)
+        confirmed, records = self._log.snapshot(checkpoint_id, dirty, live)
+        return TimerChangelogSnapshot(held, confirmed, records)
 
-    def restore(self, snapshots: Sequence[bytes]) -> None:
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Changelog: later deltas build on this checkpoint's chain."""
+        if self._log is not None:
+            self._log.complete(checkpoint_id)
+
+    def restore(self, snapshots: Sequence[bytes], base: _fs.Location | None = None) -> None:
         """Add the timers of this service's key groups found in `snapshots`.
 
         `snapshots` may come from any number of subtasks with any key-group ranges
-        (rescaling); sections of other key groups are skipped without unpickling.
-        Processing-time timers already in the past fire at the next
-        `on_processing_time` call. The watermark is not part of a snapshot.
+        (rescaling); sections of other key groups are skipped without unpickling. A
+        changelog manifest is read with its chain, whose files resolve against `base`
+        (the checkpoint's folder). Processing-time timers already in the past fire at the
+        next `on_processing_time` call. The watermark is not part of a snapshot.
         """
         for data in snapshots:
+            if section_kind(data) == changelog.MANIFEST_KIND:
+                data = changelog.changelog_to_canonical(data, base, self.key_group_range)
             header, body = checkpoint_format.decode(data, SNAPSHOT_KIND)
             version = header.get("version") if isinstance(header, dict) else None
             if version != HEADER_VERSION:
@@ -198,27 +234,21 @@ class InternalTimerService:
                     f"this job has {self.max_parallelism}: key groups cannot be mapped"
                 )
             try:
-                for section in header["key_groups"]:
-                    self._restore_key_group(section, body)
+                for key_group, (event_time, processing_time) in decode_sections(
+                    header["key_groups"], body, DOMAINS, self.key_group_range
+                ):
+                    for timer in event_time:
+                        self._event_time.add(timer, key_group)
+                    for timer in processing_time:
+                        self._processing_time.add(timer, key_group)
             except (KeyError, TypeError, ValueError, pickle.UnpicklingError) as error:
                 raise StateRestoreError(f"timer snapshot cannot be read: {error!r}") from error
+        if self._log is not None:  # the next checkpoint writes a new base
+            self._event_time.take_changes()
+            self._processing_time.take_changes()
+            self._log.restored(None)
 
     # -- Internals ------------------------------------------------------------
-
-    def _restore_key_group(self, section: dict, body: memoryview) -> None:
-        key_group = section["key_group"]
-        if not self._first_key_group <= key_group <= self._last_key_group:
-            return  # another subtask's key group: not even unpickled
-        start = section["offset"]
-        pairs = pickle.loads(body[start : start + section["length"]])
-        event_time, processing_time = section["event_time"], section["processing_time"]
-        if len(pairs) != len(event_time) + len(processing_time):
-            raise ValueError(f"key group {key_group} has {len(pairs)} keys for its timestamps")
-        split = len(event_time)
-        for timestamp, (key, namespace) in zip(event_time, pairs[:split], strict=True):
-            self._event_time.add(Timer(timestamp, key, namespace), key_group)
-        for timestamp, (key, namespace) in zip(processing_time, pairs[split:], strict=True):
-            self._processing_time.add(Timer(timestamp, key, namespace), key_group)
 
     def _key_group_of(self, key: Hashable) -> int:
         key_group = assign_to_key_group(key, self.max_parallelism)

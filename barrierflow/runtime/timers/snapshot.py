@@ -17,21 +17,36 @@ unsorted (a restore adds every timer to its queue, which orders them).
 from __future__ import annotations
 
 import pickle
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from barrierflow import _envelope
-from barrierflow.runtime.timers.timer import Timer
+from barrierflow.runtime.timers.timer import Timer, new_timer
 
-__all__ = ["HEADER_VERSION", "SNAPSHOT_KIND", "TimerSnapshot", "timer_section"]
+if TYPE_CHECKING:
+    from barrierflow import _fs
+    from barrierflow.state.key_groups import KeyGroupRange
+
+__all__ = [
+    "DOMAINS",
+    "HEADER_VERSION",
+    "SNAPSHOT_KIND",
+    "TimerSnapshot",
+    "decode_sections",
+    "encode_sections",
+    "timer_section",
+]
 
 SNAPSHOT_KIND = "timers"
 """The kind of checkpoint envelope (`barrierflow._envelope`) a timer snapshot uses."""
 
 HEADER_VERSION = 1
 """What a "timers" header and body mean; bump it and keep reading older ones."""
+
+DOMAINS = ("event_time", "processing_time")
+"""A "timers" header's fields per key group: the timestamps of each time domain."""
 
 _PICKLE_PROTOCOL = 5
 
@@ -50,28 +65,15 @@ class TimerSnapshot:
     def encode(self, ordered: bool = False) -> bytes:
         """The "timers" envelope; `ordered`: timestamps ascending within each domain (a
         savepoint's canonical form; one sort per key group and domain)."""
-        sections = []
-        chunks = []
-        offset = 0
-        for key_group, event_time, processing_time in self.key_groups:
-            if ordered:
-                event_time = sorted(event_time, key=_timestamp)
-                processing_time = sorted(processing_time, key=_timestamp)
-            event_timestamps, pairs = _columns(event_time)
-            processing_timestamps, processing_pairs = _columns(processing_time)
-            pairs += processing_pairs
-            chunk = pickle.dumps(pairs, protocol=_PICKLE_PROTOCOL)
-            sections.append(
-                {
-                    "key_group": key_group,
-                    "event_time": event_timestamps,
-                    "processing_time": processing_timestamps,
-                    "offset": offset,
-                    "length": len(chunk),
-                }
-            )
-            chunks.append(chunk)
-            offset += len(chunk)
+        rows = self.key_groups
+        if ordered:
+            rows = [
+                (key_group, sorted(event_time, key=_timestamp), sorted(processing, key=_timestamp))
+                for key_group, event_time, processing in rows
+            ]
+        sections, chunks = encode_sections(
+            ((key_group, domains) for key_group, *domains in rows), DOMAINS
+        )
         header = {
             "version": HEADER_VERSION,
             "max_parallelism": self.max_parallelism,
@@ -79,6 +81,64 @@ class TimerSnapshot:
             "key_groups": sections,
         }
         return _envelope.encode(SNAPSHOT_KIND, header, b"".join(chunks))
+
+    def write(self, shared: _fs.Location) -> bytes:
+        """A checkpoint's section: the whole "timers" envelope (`shared` is for changelog
+        snapshots, `runtime/timers/changelog.py`)."""
+        return self.encode()
+
+
+def encode_sections(
+    key_groups: Iterable[tuple[int, Sequence[Collection[Timer]]]], fields: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """Per key group, its header entry (each of `fields`: the timestamps of that
+    collection of timers; offset and length in the body) and its body chunk (the pickled
+    (key, namespace) pairs of all the collections, in order)."""
+    sections: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    offset = 0
+    for key_group, collections in key_groups:
+        section: dict[str, Any] = {"key_group": key_group}
+        pairs: list[tuple[Any, Any]] = []
+        for field, timers in zip(fields, collections, strict=True):
+            section[field], field_pairs = _columns(timers)
+            pairs += field_pairs
+        chunk = pickle.dumps(pairs, protocol=_PICKLE_PROTOCOL)
+        section["offset"], section["length"] = offset, len(chunk)
+        sections.append(section)
+        chunks.append(chunk)
+        offset += len(chunk)
+    return sections, chunks
+
+
+def decode_sections(
+    sections: Any, body: memoryview, fields: tuple[str, ...], wanted: KeyGroupRange | None
+) -> Iterator[tuple[int, list[list[Timer]]]]:
+    """`encode_sections` read back: per key group in `wanted` (None: all), its timers per
+    field. Others are skipped without unpickling. KeyError, TypeError, ValueError or an
+    unpickling error for damage."""
+    for section in sections:
+        key_group = section["key_group"]
+        if wanted is not None and key_group not in wanted:
+            continue
+        start, length = section["offset"], section["length"]
+        pairs = pickle.loads(body[start : start + length])
+        stamps = [section[field] for field in fields]
+        if len(pairs) != sum(map(len, stamps)):
+            raise ValueError(f"key group {key_group} has {len(pairs)} keys for its timestamps")
+        per_field: list[list[Timer]] = []
+        at = 0
+        for timestamps in stamps:
+            per_field.append(
+                [
+                    new_timer(Timer, (timestamp, key, namespace))
+                    for timestamp, (key, namespace) in zip(
+                        timestamps, pairs[at : at + len(timestamps)], strict=True
+                    )
+                ]
+            )
+            at += len(timestamps)
+        yield key_group, per_field
 
 
 def _columns(timers: Collection[Timer]) -> tuple[list[int], list[tuple[Any, Any]]]:
