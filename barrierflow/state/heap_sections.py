@@ -4,7 +4,7 @@ A section holds, per state of its header, a dict of user key -> value. Savepoint
 the canonical encoding, a pickle (protocol 5) of the list of dicts
 (`docs/savepoint-format.md` §4), written frame by frame so the writing thread lets the
 mailbox thread have the GIL between 64 KiB frames. Checkpoints (and the heap changelog's
-bases and deltas) take the cheaper encoding where every key and value is of a builtin
+bases and deltas) take the cheaper encoding when every key and value is of a builtin
 type marshal writes exactly (int, float, str, bytes, bool, None, tuple, list, dict,
 set, frozenset; never a subclass, which marshal refuses), unless a value is a set:
 `marshal` runs in C with no per-object call, faster than pickle for strings and tuples
@@ -17,11 +17,10 @@ GIL. Its layout is
 
 with each state's dict cut into chunks of `MARSHAL_CHUNK` entries (each chunk one C
 call holding the GIL about a millisecond). A pickle starts with 0x80 (its PROTO
-opcode), so the first byte tells them apart: a whole section pickled (a savepoint's), or
-within the marshalled layout a chunk holding any other object, pickled in its place (so
-one state of objects does not make the others of its key group pickled too). marshal's
-format is CPython's own (version 4 since 3.4), so these sections are for checkpoints,
-which are read by the same installation, never for savepoints.
+opcode), so the first byte tells them apart. A section with any other object falls back
+to the pickle. marshal's format is CPython's own (version 4 since 3.4), so these
+sections are for checkpoints, which are read by the same installation, never for
+savepoints.
 
 Named tuples (`typing.NamedTuple`, `collections.namedtuple`) are what jobs most often
 keep as values, and marshal refuses them while pickle writes each through a Python-level
@@ -88,54 +87,42 @@ class _Frames:
 
 
 def encode_section(names: list[str], per_state: list[dict[Any, Any]], fast: bool) -> bytes:
-    """One key group's section: if `fast`, marshalled chunk by chunk where the objects
-    allow it (`_marshal_section`), else pickled whole (ConfigurationError naming the state
-    and key of a value that cannot be)."""
+    """One key group's section: marshalled if `fast` and every object allows it, else
+    pickled (ConfigurationError naming the state and key of a value that cannot be)."""
     if fast:
-        return _marshal_section(names, per_state)
-    return _pickled(names, per_state, per_state)
-
-
-def _pickled(names: list[str], per_state: list[dict[Any, Any]], what: Any) -> bytes:
-    """`what` pickled frame by frame (`_Frames`); a failure names the state and key of
-    `per_state` that cannot be pickled."""
+        marshalled = _marshal_section(per_state)
+        if marshalled is not None:
+            return marshalled
     frames = _Frames()
     try:
-        pickle.Pickler(frames, protocol=5).dump(what)
+        pickle.Pickler(frames, protocol=5).dump(per_state)
     except Exception as error:
         raise pickle_error(names, per_state, error) from error
     return b"".join(frames.parts)
 
 
-def _marshal_section(names: list[str], per_state: list[dict[Any, Any]]) -> bytes:
-    """The marshalled layout: each state's chunks marshalled where every key and value is
-    a plain builtin (or every value of the state a plain named tuple of one class) and no
-    value is a set (`_holds_sets`), else that chunk's `(state index, {key: value})`
-    pickled in its place (first byte 0x80, which no marshal starts with)."""
+def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
+    """The marshalled section, or None if some key or value is not a plain builtin (or
+    every value of its state a plain named tuple of one class) or a value is a set
+    (`_holds_sets`)."""
     parts = [bytes((MARSHAL_TAG,))]
     pack = _LENGTH.pack
-    for number, entries in enumerate(per_state):
-        if not entries:
-            continue
-        sets = _holds_sets(entries.values())
-        named = None if sets else _named_class(entries.values())
-        plain = entries
-        if named is not None:
-            plain = dict(zip(entries, map(tuple, entries.values()), strict=True))
-        for chunk in _chunks(plain):
-            data = None
-            if not sets:
-                try:
-                    data = marshal.dumps(
-                        (number, chunk) if named is None else (number, chunk, named), 4
-                    )
-                except (ValueError, TypeError):  # an object marshal does not write (exactly)
-                    data = None
-            if data is None:
-                original = chunk if named is None else {key: entries[key] for key in chunk}
-                data = _pickled(names, per_state, (number, original))
-            parts.append(pack(len(data)))
-            parts.append(data)
+    try:
+        for number, entries in enumerate(per_state):
+            if not entries:
+                continue
+            if _holds_sets(entries.values()):
+                return None
+            named = _named_class(entries.values())
+            if named is not None:
+                entries = dict(zip(entries, map(tuple, entries.values()), strict=True))
+            for chunk in _chunks(entries):
+                record = (number, chunk) if named is None else (number, chunk, named)
+                data = marshal.dumps(record, 4)
+                parts.append(pack(len(data)))
+                parts.append(data)
+    except (ValueError, TypeError):  # an object marshal does not write (exactly)
+        return None
     return b"".join(parts)
 
 
@@ -301,8 +288,7 @@ def decode_section(data: bytes | memoryview, states: int) -> Any:
         position += 4
         if position + length > end:
             raise ValueError(f"a marshalled chunk of {length} bytes runs past the section's end")
-        record = view[position : position + length]
-        number, chunk, *named = pickle.loads(record) if record[0] == 0x80 else marshal.loads(record)
+        number, chunk, *named = marshal.loads(view[position : position + length])
         position += length
         if not isinstance(chunk, dict) or not 0 <= number < states:
             raise ValueError(f"a marshalled chunk names state {number!r} of {states}")
