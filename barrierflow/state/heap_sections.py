@@ -22,15 +22,6 @@ to the pickle. marshal's format is CPython's own (version 4 since 3.4), so these
 sections are for checkpoints, which are read by the same installation, never for
 savepoints.
 
-Named tuples (`typing.NamedTuple`, `collections.namedtuple`) are what jobs most often
-keep as values, and marshal refuses them while pickle writes each through a Python-level
-`__getnewargs__` (q9's auctions and bids: a sixth of a task's time went to pickling its
-state with 1 s checkpoints). When every value of a state is of one such class whose
-pickle is exactly its items (`_plain_named_tuple`), a chunk is written as plain tuples
-with the class's name, `(state index, {key: tuple}, (module, qualname))`, and read back
-through `cls.__new__(cls, *items)`, as pickle rebuilds it. A changelog delta's key group
-does the same for the values of its changes, first byte 0x03 (`MARSHAL_NAMED_TAG`).
-
 >>> section = encode_section(["count"], [{"a": 1, ("b", 2): [3.5]}], fast=True)
 >>> section[0], decode_section(section, 1)
 (1, [{'a': 1, ('b', 2): [3.5]}])
@@ -40,13 +31,10 @@ does the same for the values of its changes, first byte 0x03 (`MARSHAL_NAMED_TAG
 
 from __future__ import annotations
 
-import collections
-import importlib
 import itertools
 import marshal
 import pickle
 import struct
-from collections.abc import Collection
 from typing import Any
 
 from barrierflow.errors import ConfigurationError
@@ -57,10 +45,6 @@ MARSHAL_TAG = 0x01
 
 MARSHAL_WHOLE_TAG = 0x02
 """First byte of a section marshalled in one piece (a changelog delta's key group)."""
-
-MARSHAL_NAMED_TAG = 0x03
-"""First byte of a section marshalled in one piece whose values include named tuples
-written as plain tuples: a marshal of (the changes, {state index: (module, qualname)})."""
 
 MARSHAL_CHUNK = 8192
 """Entries per marshal call: bounds how long the writing thread holds the GIL at once."""
@@ -102,9 +86,8 @@ def encode_section(names: list[str], per_state: list[dict[Any, Any]], fast: bool
 
 
 def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
-    """The marshalled section, or None if some key or value is not a plain builtin (or
-    every value of its state a plain named tuple of one class) or a value is a set
-    (`_holds_sets`)."""
+    """The marshalled section, or None if some key or value is not a plain builtin or a
+    value is a set (`_holds_sets`)."""
     parts = [bytes((MARSHAL_TAG,))]
     pack = _LENGTH.pack
     try:
@@ -113,12 +96,8 @@ def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
                 continue
             if _holds_sets(entries.values()):
                 return None
-            named = _named_class(entries.values())
-            if named is not None:
-                entries = dict(zip(entries, map(tuple, entries.values()), strict=True))
             for chunk in _chunks(entries):
-                record = (number, chunk) if named is None else (number, chunk, named)
-                data = marshal.dumps(record, 4)
+                data = marshal.dumps((number, chunk), 4)
                 parts.append(pack(len(data)))
                 parts.append(data)
     except (ValueError, TypeError):  # an object marshal does not write (exactly)
@@ -129,101 +108,16 @@ def _marshal_section(per_state: list[dict[Any, Any]]) -> bytes | None:
 def encode_whole(names: list[str], per_state: list[Any], fast: bool) -> bytes:
     """A small section (a changelog delta's key group: per state `[keys, values]`, a map
     state's patches after them) in one piece: one marshal call if `fast` and every object
-    allows it (a state's values that are all plain named tuples of one class, or None,
-    as plain tuples), else one pickle."""
+    allows it, else one pickle."""
     if fast and not any(_holds_sets(_change_values(change)) for change in per_state):
         try:
-            plain, classes = _plain_changes(per_state)
-            if not classes:
-                return bytes((MARSHAL_WHOLE_TAG,)) + marshal.dumps(per_state, 4)
-            return bytes((MARSHAL_NAMED_TAG,)) + marshal.dumps((plain, classes), 4)
+            return bytes((MARSHAL_WHOLE_TAG,)) + marshal.dumps(per_state, 4)
         except (ValueError, TypeError):
             pass
     try:
         return pickle.dumps(per_state, protocol=5)
     except Exception as error:
         raise pickle_error(names, [_as_dict(change) for change in per_state], error) from error
-
-
-def _plain_changes(per_state: list[Any]) -> tuple[list[Any], dict[int, tuple[str, str]]]:
-    """`per_state` with each change's values, where they are plain named tuples of one
-    class or None, as plain tuples, and those states' classes by state index."""
-    plain: list[Any] = []
-    classes: dict[int, tuple[str, str]] = {}
-    for number, change in enumerate(per_state):
-        named = _named_class([value for value in change[1] if value is not None])
-        if named is None:
-            plain.append(change)
-            continue
-        classes[number] = named
-        values = [value if value is None else tuple(value) for value in change[1]]
-        plain.append([change[0], values, *change[2:]])
-    return plain, classes
-
-
-_NAMED_TUPLE_GETNEWARGS = collections.namedtuple("_Probe", "field").__getnewargs__.__code__
-"""The code of every `collections.namedtuple` class's `__getnewargs__` (each class gets
-its own function made from it)."""
-
-_PLAIN_NAMED: dict[type, tuple[str, str] | None] = {}
-"""Per class: (module, qualname) if it is a plain named tuple (`_plain_named_tuple`)."""
-
-
-def _plain_named_tuple(kind: type) -> tuple[str, str] | None:
-    """(module, qualname) of `kind` if it is a named tuple whose pickle is exactly its
-    items (the generated `__getnewargs__`, no `__dict__`, no reduce or state methods of
-    its own) and its name finds it again, else None."""
-    if kind in _PLAIN_NAMED:
-        return _PLAIN_NAMED[kind]
-    found = None
-    newargs = getattr(getattr(kind, "__getnewargs__", None), "__code__", None)
-    if (
-        issubclass(kind, tuple)
-        and kind.__dictoffset__ == 0
-        and newargs is _NAMED_TUPLE_GETNEWARGS
-        and kind.__reduce_ex__ is tuple.__reduce_ex__
-        and kind.__reduce__ is tuple.__reduce__
-        and kind.__getstate__ is tuple.__getstate__
-        and not hasattr(kind, "__setstate__")
-        and "<locals>" not in kind.__qualname__
-    ):
-        name = (kind.__module__, kind.__qualname__)
-        try:
-            found = name if _named_tuple_class(name) is kind else None
-        except (ImportError, AttributeError, ValueError):
-            found = None
-    _PLAIN_NAMED[kind] = found
-    return found
-
-
-def _named_class(values: Collection[Any]) -> tuple[str, str] | None:
-    """(module, qualname) of the one class of all `values` if it is a plain named tuple
-    (`_plain_named_tuple`), else None (also when there are none). The first
-    `_SET_LOOK` values are looked at first: a pass over all of them visits every value."""
-    for look in (itertools.islice(values, _SET_LOOK), values):
-        kinds = set(map(type, look))
-        if len(kinds) != 1:
-            return None
-        named = _plain_named_tuple(kinds.pop())
-        if named is None or len(values) <= _SET_LOOK:
-            return named
-    return named
-
-
-def _named_tuple_class(name: Any) -> type:
-    """The class (module, qualname) names, checked to be a tuple subclass (ValueError)."""
-    module, qualname = name
-    found: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        found = getattr(found, part)
-    if not (isinstance(found, type) and issubclass(found, tuple)):
-        raise ValueError(f"{module}.{qualname} is not a tuple class")
-    return found
-
-
-def _rebuilt(kind: type, items: tuple[Any, ...] | None) -> Any:
-    """A named tuple from its items, as pickle rebuilds one (None stays None)."""
-    return None if items is None else kind.__new__(kind, *items)
 
 
 _SET_LOOK = 64
@@ -271,13 +165,6 @@ def decode_section(data: bytes | memoryview, states: int) -> Any:
     view = memoryview(data)
     if view and view[0] == MARSHAL_WHOLE_TAG:
         return marshal.loads(view[1:])
-    if view and view[0] == MARSHAL_NAMED_TAG:
-        plain, classes = marshal.loads(view[1:])
-        for number, name in classes.items():
-            kind = _named_tuple_class(name)
-            change = plain[number]
-            change[1] = [_rebuilt(kind, items) for items in change[1]]
-        return plain
     if not view or view[0] != MARSHAL_TAG:
         return pickle.loads(view)
     per_state: list[dict[Any, Any]] = [{} for _ in range(states)]
@@ -288,13 +175,10 @@ def decode_section(data: bytes | memoryview, states: int) -> Any:
         position += 4
         if position + length > end:
             raise ValueError(f"a marshalled chunk of {length} bytes runs past the section's end")
-        number, chunk, *named = marshal.loads(view[position : position + length])
+        number, chunk = marshal.loads(view[position : position + length])
         position += length
         if not isinstance(chunk, dict) or not 0 <= number < states:
             raise ValueError(f"a marshalled chunk names state {number!r} of {states}")
-        if named:
-            kind = _named_tuple_class(named[0])
-            chunk = {key: _rebuilt(kind, items) for key, items in chunk.items()}
         per_state[number].update(chunk)
     return per_state
 

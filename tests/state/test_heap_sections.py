@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pickle
 from collections import namedtuple
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -22,7 +22,6 @@ from barrierflow.state import (
 from barrierflow.state.backends import create_keyed_backend
 from barrierflow.state.heap_backend import KEYED_STATE, HeapKeyedStateBackend
 from barrierflow.state.heap_sections import (
-    MARSHAL_NAMED_TAG,
     MARSHAL_TAG,
     MARSHAL_WHOLE_TAG,
     decode_section,
@@ -97,8 +96,8 @@ def test_a_checkpoint_marshals_plain_builtins_and_a_savepoint_stays_pickled():
 
 @pytest.mark.parametrize(
     "odd",
-    [Plain(3), Word("sub"), (1, Pair(2, 3))],
-    ids=["class", "str subclass", "inside a tuple"],
+    [Pair(1, 2), Plain(3), Word("sub"), (1, Pair(2, 3))],
+    ids=["named tuple", "class", "str subclass", "inside a tuple"],
 )
 def test_a_key_group_with_any_other_object_falls_back_to_pickle_and_keeps_its_type(odd):
     values = {"plain": 1, "odd": odd}
@@ -109,77 +108,6 @@ def test_a_key_group_with_any_other_object_falls_back_to_pickle_and_keeps_its_ty
     }
     back = restored_values(data, ["plain", "odd"])
     assert back == values and type(back["odd"]) is type(odd)
-
-
-class Point(NamedTuple):
-    x: int
-    label: str
-
-
-class Tagged(Point):  # a subclass with a __dict__: its pickle holds more than the items
-    pass
-
-
-class Reduced(NamedTuple):
-    n: int
-
-    def __reduce__(self) -> Any:
-        return (Reduced, (self.n + 0,))
-
-
-def test_named_tuple_values_of_one_class_are_marshalled_and_come_back_as_that_class():
-    values = {f"k{i}": Point(i, f"p{i}") for i in range(200)}
-    section = encode_section(["v"], [values], fast=True)
-    assert section[0] == MARSHAL_TAG
-    back = decode_section(section, 1)[0]
-    assert back == values and {type(v) for v in back.values()} == {Point}
-    pickled = encode_section(["v"], [values], fast=False)
-    assert len(section) < len(pickled) and decode_section(pickled, 1)[0] == values
-
-
-@pytest.mark.parametrize(
-    "values",
-    [
-        {"a": Point(1, "x"), "b": 2},  # not one class
-        {"a": Point(1, "x"), "b": Pair(1, 2)},
-        {"a": Tagged(1, "x")},
-        {"a": Reduced(1)},
-        {"a": Point(1, Plain(2))},  # a field marshal does not write
-    ],
-    ids=["with an int", "two classes", "subclass with a dict", "own reduce", "odd field"],
-)
-def test_named_tuples_whose_pickle_is_more_than_their_items_are_pickled(values):
-    section = encode_section(["v"], [values], fast=True)
-    assert section[0] == 0x80
-    back = decode_section(section, 1)[0]
-    assert back == values and [type(v) for v in back.values()] == [type(v) for v in values.values()]
-
-
-def test_a_delta_of_named_tuples_and_tombstones_is_marshalled_with_their_class():
-    change = [["a", "b", "c"], [Point(1, "x"), None, Point(3, "z")]]
-    other = [[1, 2], [10, 20]]
-    section = encode_whole(["points", "counts"], [change, other], fast=True)
-    assert section[0] == MARSHAL_NAMED_TAG
-    back = decode_section(section, 2)
-    assert back == [change, other] and type(back[0][1][2]) is Point
-    assert encode_whole(["counts"], [other], fast=True)[0] == MARSHAL_WHOLE_TAG
-
-
-def test_a_checkpoint_of_named_tuple_values_restores_them_into_both_backends(tmp_path):
-    values = {f"k{i}": Point(i, f"p{i}") for i in range(300)}
-    data = backend_with(values).snapshot(1).write(SIDE_FILES)
-    assert {s[0] for s in sections(data)} == {MARSHAL_TAG}
-    assert restored_values(data, list(values)) == values
-    rocks = create_keyed_backend(
-        EmbeddedRocksDBStateBackend(), KeyGroupRange(0, MAX_P - 1), MAX_P, str(tmp_path / "db")
-    )
-    try:
-        rocks.restore([data])
-        state = rocks.get_value_state(ValueStateDescriptor("v"))
-        rocks.set_current_key("k7")
-        assert state.value() == Point(7, "p7") and type(state.value()) is Point
-    finally:
-        rocks.dispose()
 
 
 def test_a_key_group_or_delta_holding_set_values_is_pickled_not_marshalled():
