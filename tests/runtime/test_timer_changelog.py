@@ -176,7 +176,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(operations)
 def test_every_manifest_restores_its_barriers_timers(steps: list[tuple[Any, ...]]) -> None:
     """Random registrations, deletions, firings and checkpoints (completed or not) and
@@ -197,12 +197,16 @@ def test_every_manifest_restores_its_barriers_timers(steps: list[tuple[Any, ...]
             else:
                 checkpoint_id += 1
                 at_barrier = contents(timers)
-                if step[0] == "savepoint":
-                    section = timers.hold(checkpoint_id).encode(ordered=True)
+                held = timers.checkpoint(checkpoint_id)
+                if held is None:  # no timers: no section
+                    assert at_barrier == set()
                 else:
-                    section = write(timers, job, checkpoint_id)
-                back = restored(section, job.child(f"chk-{checkpoint_id}"))
-                assert contents(back) == at_barrier
+                    if step[0] == "savepoint":
+                        section = held.encode(ordered=True)
+                    else:
+                        section = held.write(job.child("shared"))
+                    back = restored(section, job.child(f"chk-{checkpoint_id}"))
+                    assert contents(back) == at_barrier
                 if step[0] == "savepoint" or step[1]:
                     timers.notify_checkpoint_complete(checkpoint_id)
 
@@ -259,3 +263,34 @@ def test_the_uploader_lists_the_chain_and_the_registry_keeps_what_is_retained(
     data = SubtaskStateReader().slice(chk.child(last.state_handle.file).uri, *section)
     assert contents(restored(data, chk)) == contents(timers)
     assert longest > 10, "the chain never grew"
+
+
+def test_a_checkpoint_without_timers_ends_the_chain_so_no_released_file_is_needed(
+    tmp_path: Path,
+) -> None:
+    """Retention 1: checkpoint 2 has no timers section, so completing it releases the
+    files of checkpoint 1's chain; the timers registered after it start a new base."""
+    job = _fs.location(str(tmp_path))
+    registry = SharedStateRegistry()
+    timers = service()
+    timers.register_event_time_timer("a", None, 10)
+    first = timers.checkpoint(1)
+    assert isinstance(first, TimerChangelogSnapshot)
+    first.write(job.child("shared"))
+    registry.register(1, [name for name, _, _ in first.shared_files()])
+    timers.notify_checkpoint_complete(1)
+
+    timers.advance_watermark(10)  # fires the only timer
+    assert timers.checkpoint(2) is None
+    registry.register(2, [])
+    timers.notify_checkpoint_complete(2)
+    for name in registry.release(1):
+        _fs.delete_file(job.child(*name.split("/")))
+    assert shared_names(tmp_path) == set()
+
+    timers.register_event_time_timer("b", None, 20)
+    third = timers.checkpoint(3)
+    assert isinstance(third, TimerChangelogSnapshot)
+    manifest = third.write(job.child("shared"))
+    assert [name.endswith(".timerbase") for name, _, _ in third.shared_files()] == [True]
+    assert contents(restored(manifest, job.child("chk-3"))) == {("event", 20, "b", None)}

@@ -117,12 +117,10 @@ class KeyedOperator(StreamOperator):
 
     def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
         assert self.backend is not None and self.timer_service is not None
-        service = self.timer_service
-        has_timers = service.num_event_time_timers() or service.num_processing_time_timers()
         return OperatorSnapshot(
             keyed=self.backend.snapshot(checkpoint_id),
             operator=self._function_state.snapshot(checkpoint_id),
-            timers=service.hold(checkpoint_id) if has_timers else None,
+            timers=self.timer_service.checkpoint(checkpoint_id),
         )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

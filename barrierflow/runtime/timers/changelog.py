@@ -101,9 +101,10 @@ class TimerChangelogSnapshot:
                 _fs.delete_file(target)
             raise
         entry = (f"{shared.name}/{target.name}", len(data))
-        if confirmed is None or suffix == "timerbase":
+        if suffix == "timerbase":
             chain = Chain(folder, entry, base_entries=live)
         else:
+            assert confirmed is not None
             deltas = (*confirmed.deltas, entry)
             chain = Chain(folder, confirmed.base, deltas, confirmed.base_entries)
         self.records[-1].chain = chain

@@ -204,6 +204,17 @@ class InternalTimerService:
         confirmed, records = self._log.snapshot(checkpoint_id, dirty, live)
         return TimerChangelogSnapshot(held, confirmed, records)
 
+    def checkpoint(self, checkpoint_id: int) -> TimerSnapshot | TimerChangelogSnapshot | None:
+        """What checkpoint (or savepoint) `checkpoint_id` holds of the timers (`hold`), or
+        None when there are none. With changelog checkpoints the chain then ends: once that
+        checkpoint completes, no retained one may need the chain's files, so the next
+        checkpoint with timers writes a new base."""
+        if self.num_event_time_timers() or self.num_processing_time_timers():
+            return self.hold(checkpoint_id)
+        if self._log is not None:
+            self._forget_chain()
+        return None
+
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Changelog: later deltas build on this checkpoint's chain."""
         if self._log is not None:
@@ -243,12 +254,17 @@ class InternalTimerService:
                         self._processing_time.add(timer, key_group)
             except (KeyError, TypeError, ValueError, pickle.UnpicklingError) as error:
                 raise StateRestoreError(f"timer snapshot cannot be read: {error!r}") from error
-        if self._log is not None:  # the next checkpoint writes a new base
-            self._event_time.take_changes()
-            self._processing_time.take_changes()
-            self._log.restored(None)
+        if self._log is not None:
+            self._forget_chain()
 
     # -- Internals ------------------------------------------------------------
+
+    def _forget_chain(self) -> None:
+        """Changelog: the next checkpoint writes a new base (the changes so far are in it)."""
+        assert self._log is not None
+        self._event_time.take_changes()
+        self._processing_time.take_changes()
+        self._log.restored(None)
 
     def _key_group_of(self, key: Hashable) -> int:
         key_group = assign_to_key_group(key, self.max_parallelism)
