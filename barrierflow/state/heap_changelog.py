@@ -370,19 +370,43 @@ def read_manifest(section: bytes | memoryview) -> dict[str, Any]:
     header, _ = _envelope.decode(section, CHANGELOG_KIND)
     check_header_version(header, "heap-changelog keyed state", CHANGELOG_VERSION)
     try:
-        files = [header["base"], *header["deltas"]]
-        for name, size in files:
-            if (
-                not isinstance(name, str)
-                or name.startswith("/")
-                or any(part in ("", ".", "..") for part in name.split("/"))
-                or int(size) < 0
-            ):
-                raise StateRestoreError(f"a heap-changelog manifest names the file {name!r}")
+        chain_files(header, "heap-changelog")
         KeyGroupRange(*header["key_group_range"])
     except (KeyError, TypeError, ValueError) as error:
         raise StateRestoreError(f"malformed heap-changelog header: {error!r}") from error
     return header
+
+
+def chain_files(header: dict[str, Any], what: str) -> list[tuple[str, int]]:
+    """A manifest's base and deltas as (name, size), oldest first, each name a path inside
+    the job folder (StateRestoreError naming the `what` manifest otherwise; KeyError,
+    TypeError or ValueError for a malformed header)."""
+    files = []
+    for name, size in [header["base"], *header["deltas"]]:
+        if (
+            not isinstance(name, str)
+            or name.startswith("/")
+            or any(part in ("", ".", "..") for part in name.split("/"))
+            or int(size) < 0
+        ):
+            raise StateRestoreError(f"a {what} manifest names the file {name!r}")
+        files.append((name, int(size)))
+    return files
+
+
+def read_chain_file(base: _fs.Location, name: str, size: int, what: str) -> bytes:
+    """Chain file `name` (relative to the job folder of the checkpoint folder `base`), as
+    long as its manifest says (StateRestoreError naming it otherwise)."""
+    location = base.parent.child(*name.split("/"))
+    try:
+        data = _fs.read_bytes(location)
+    except OSError as error:
+        raise StateRestoreError(f"{what} file {location} cannot be read: {error}") from error
+    if len(data) != size:
+        raise StateRestoreError(
+            f"{what} file {location} has {len(data)} bytes, the manifest says {size}"
+        )
+    return data
 
 
 def manifest_chain(header: dict[str, Any], base: _fs.Location) -> Chain:
@@ -426,16 +450,7 @@ def changelog_to_canonical(
 
     def load(name: str, size: int) -> tuple[Any, memoryview, list[str]]:
         location = base.parent.child(*name.split("/"))
-        try:
-            data = _fs.read_bytes(location)
-        except OSError as error:
-            raise StateRestoreError(
-                f"heap-changelog file {location} cannot be read: {error}"
-            ) from error
-        if len(data) != size:
-            raise StateRestoreError(
-                f"heap-changelog file {location} has {len(data)} bytes, the manifest says {size}"
-            )
+        data = read_chain_file(base, name, size, "heap-changelog")
         kind = KEYED_STATE if name == chain.base[0] else DELTA_KIND
         file_header, body = _envelope.decode(data, kind)
         if kind == KEYED_STATE:

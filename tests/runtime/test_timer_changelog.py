@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from barrierflow.checkpoint.subtask_state_file import (
     PendingStateFile,
     SubtaskStateReader,
 )
+from barrierflow.errors import StateRestoreError
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint
 from barrierflow.runtime.timers import InternalTimerService
@@ -294,3 +296,22 @@ def test_a_checkpoint_without_timers_ends_the_chain_so_no_released_file_is_neede
     manifest = third.write(job.child("shared"))
     assert [name.endswith(".timerbase") for name, _, _ in third.shared_files()] == [True]
     assert contents(restored(manifest, job.child("chk-3"))) == {("event", 20, "b", None)}
+
+
+def test_a_missing_or_short_chain_file_is_named_in_a_restore_error(tmp_path: Path) -> None:
+    job = _fs.location(str(tmp_path))
+    timers = service()
+    timers.register_event_time_timer("a", None, 10)
+    write(timers, job, 1)
+    timers.notify_checkpoint_complete(1)
+    timers.register_event_time_timer("b", None, 20)
+    manifest = write(timers, job, 2)
+    (delta,) = [name for name in shared_names(tmp_path) if name.endswith(".timerdelta")]
+    (tmp_path / "shared" / delta).write_bytes(b"short")
+    with pytest.raises(StateRestoreError, match=f"{delta} has 5 bytes, the manifest says"):
+        restored(manifest, job.child("chk-2"))
+    (tmp_path / "shared" / delta).unlink()
+    with pytest.raises(StateRestoreError, match=f"timers-delta file .*{delta} cannot be read"):
+        restored(manifest, job.child("chk-2"))
+    with pytest.raises(StateRestoreError, match="checkpoint folder, which was not given"):
+        restored(manifest, None)  # type: ignore[arg-type]

@@ -46,7 +46,13 @@ from barrierflow.runtime.timers.snapshot import (
     encode_sections,
 )
 from barrierflow.runtime.timers.timer import Timer
-from barrierflow.state.heap_changelog import Chain, Pending, union_dirty
+from barrierflow.state.heap_changelog import (
+    Chain,
+    Pending,
+    chain_files,
+    read_chain_file,
+    union_dirty,
+)
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import check_header_version
 
@@ -166,25 +172,28 @@ def changelog_to_canonical(
             "which was not given"
         )
     try:
-        files = [header["base"], *header["deltas"]]
+        files = chain_files(header, "timers-changelog")
         max_parallelism = header["max_parallelism"]
         key_group_range = key_group_range or KeyGroupRange(*header["key_group_range"])
     except (KeyError, TypeError, ValueError) as error:
         raise StateRestoreError(f"malformed timers-changelog header: {error!r}") from error
     timers: dict[int, tuple[set[Timer], set[Timer]]] = {}
-    for number, entry in enumerate(files):
+    for number, (name, size) in enumerate(files):
         kind = SNAPSHOT_KIND if number == 0 else DELTA_KIND
-        file_header, body, location = _load(entry, kind, base, max_parallelism)
+        location = base.parent.child(*name.split("/"))
+        data = read_chain_file(base, name, size, kind)
+        file_header, body = _checked(data, kind, location, max_parallelism)
         fields = DOMAINS if number == 0 else DELTA_FIELDS
         try:
             for key_group, per_field in decode_sections(
                 file_header["key_groups"], body, fields, key_group_range
             ):
                 domains = timers.setdefault(key_group, (set(), set()))
-                for domain, added in zip(domains, per_field, strict=False):
-                    domain.update(added)
-                for domain, removed in zip(domains, per_field[2:], strict=False):
-                    domain.difference_update(removed)
+                added, removed = per_field[:2], per_field[2:]  # a base removes none
+                for domain, timers_added in zip(domains, added, strict=True):
+                    domain.update(timers_added)
+                for domain, timers_removed in zip(domains, removed, strict=False):
+                    domain.difference_update(timers_removed)
         except StateRestoreError:
             raise
         except Exception as error:
@@ -196,25 +205,10 @@ def changelog_to_canonical(
     ).encode()
 
 
-def _load(
-    entry: Any, kind: str, base: _fs.Location, max_parallelism: Any
-) -> tuple[dict[str, Any], memoryview, _fs.Location]:
-    """A chain file's checked header and body, and where it lies."""
-    try:
-        name, size = str(entry[0]), int(entry[1])
-    except (IndexError, TypeError, ValueError) as error:
-        raise StateRestoreError(f"a timers-changelog manifest names {entry!r}") from error
-    if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
-        raise StateRestoreError(f"a timers-changelog manifest names the file {name!r}")
-    location = base.parent.child(*name.split("/"))
-    try:
-        data = _fs.read_bytes(location)
-    except OSError as error:
-        raise StateRestoreError(f"{kind} file {location} cannot be read: {error}") from error
-    if len(data) != size:
-        raise StateRestoreError(
-            f"{kind} file {location} has {len(data)} bytes, the manifest says {size}"
-        )
+def _checked(
+    data: bytes, kind: str, location: _fs.Location, max_parallelism: Any
+) -> tuple[dict[str, Any], memoryview]:
+    """A chain file's header, checked, and its body."""
     header, body = _envelope.decode(data, kind)
     check_header_version(
         header, f"{kind} file {location}", HEADER_VERSION if kind == SNAPSHOT_KIND else VERSION
@@ -224,4 +218,4 @@ def _load(
             f"{kind} file {location} has max parallelism {header.get('max_parallelism')}, "
             f"its manifest {max_parallelism}"
         )
-    return header, body, location
+    return header, body
