@@ -33,7 +33,8 @@ Peers live in `$PEERS_ROOT` (default `~/peers`): `flink/venv` with apache-flink 
 (`--install-peers` creates it). Spark SS runs with this Python's pyspark. A peer that
 cannot run is reported in one line, and the others and barrierflow still run. The table is
 printed (Markdown), the figures written as JSON (`--json-out`) and drawn as a bar chart
-(`--plot`, matplotlib). `--check-peers` only reports which peers can run.
+(`--plot`, matplotlib), into the work folder unless named (a run of a few queries must not
+replace the figures the docs show). `--check-peers` only reports which peers can run.
 
 Latency (`--latency-rate R`, off by default), for q0 and q5 (`--latency-queries`): barrierflow
 paced at R events/s (`barrierflow nexmark run --events R*S --rate R`: from an event's
@@ -603,9 +604,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-rate", type=int, default=0, help="events/s (0: no latency)")
     parser.add_argument("--latency-seconds", type=int, default=60)
     parser.add_argument("--latency-queries", default="q0,q5")
-    parser.add_argument("--json-out", default=str(REPO / "docs" / "images" / "nexmark.json"))
-    parser.add_argument("--plot", default=str(REPO / "docs" / "images" / "nexmark.png"))
+    parser.add_argument(
+        "--json-out",
+        help="figures as JSON (default: <workdir>/nexmark.json; the docs' own are "
+        "docs/images/nexmark.json, written only when named)",
+    )
+    parser.add_argument("--plot", help="bar chart (default: <workdir>/nexmark.png)")
     args = parser.parse_args(argv)
+    args.json_out = args.json_out or os.path.join(args.workdir, "nexmark.json")
+    args.plot = args.plot or os.path.join(args.workdir, "nexmark.png")
 
     queries = [q.strip() for q in args.queries.split(",") if q.strip()]
     unknown = [q for q in queries if q not in ALL_QUERIES]

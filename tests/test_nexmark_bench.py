@@ -175,3 +175,18 @@ def test_a_run_without_its_peers_still_reports_and_records_why(empty_peers, tmp_
     assert report["events"] == 3 and report["runs"] == []
     assert set(report["peers_not_run"]) == {"flink-ds"}
     assert not (tmp_path / "chart.png").exists()
+
+
+def test_without_json_out_the_figures_go_to_the_work_folder_not_the_docs(empty_peers, tmp_path):
+    events = tmp_path / "events.json"
+    events.write_text('{"event_type": 0}\n' * 3)
+    docs_figures = bench.REPO / "docs" / "images" / "nexmark.json"
+    before = docs_figures.stat().st_mtime_ns
+    work = tmp_path / "work"
+    code = bench.main(
+        ["--input", str(events), "--queries", "count", "--peers", "flink-ds", "--peers-only",
+         "--workdir", str(work)]
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads((work / "nexmark.json").read_text())["events"] == 3
+    assert docs_figures.stat().st_mtime_ns == before
