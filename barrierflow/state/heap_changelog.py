@@ -35,8 +35,11 @@ version, on the uploader thread) when there is no completed chain yet, the chain
 restored from another job folder (or from other sections than exactly one manifest of this
 backend's key-group range), its deltas add up to more than `DELTA_RATIO` times the state's
 estimated full size (the base's bytes scaled by how many entries the state holds now
-against the base's), or it has `MAX_DELTAS` deltas. So a restore reads at most a base,
-deltas about twice the state, and one more delta. Savepoints (`write(None)`) stay canonical.
+against the base's), or it has `MAX_DELTAS` deltas; but not while an earlier checkpoint
+that wrote a base is still pending (`base_due`): the checkpoints meanwhile add deltas to
+the confirmed chain. So a restore reads at most a base, deltas about twice the state, one
+more delta, and the deltas written while the next base was pending. Savepoints
+(`write(None)`) stay canonical.
 """
 
 from __future__ import annotations
@@ -164,10 +167,16 @@ class DirtyLog:
     def complete(self, checkpoint_id: int) -> None:
         """Checkpoint `checkpoint_id` completed: its chain is what later deltas follow, and
         the changes of its snapshot and earlier ones are in it. Nothing for a checkpoint
-        whose write made no chain (a savepoint, a failed write) or that is unknown."""
+        whose write made no chain (a savepoint, a failed write) or that is unknown, nor for
+        one that added a delta to a base older than the confirmed chain's (written while
+        that newer base was pending, `base_due`): its changes stay pending, for the next
+        delta after the newer base."""
         for record in self.pending:
             if record.checkpoint_id == checkpoint_id and record.chain is not None:
-                self.confirmed = record.chain
+                chain, confirmed = record.chain, self.confirmed
+                if confirmed is not None and chain.base != confirmed.base and chain.deltas:
+                    return
+                self.confirmed = chain
                 self.pending = [r for r in self.pending if r.checkpoint_id > checkpoint_id]
                 return
 
@@ -176,6 +185,22 @@ class DirtyLog:
         base)."""
         self.confirmed = chain
         self.pending = []
+
+
+def base_due(confirmed: Chain | None, records: list[Pending], folder: str) -> bool:
+    """Whether the checkpoint of the last of `records` writes a new base into `folder`: no
+    confirmed chain, or it needs one (`Chain.needs_base`) and no earlier checkpoint still
+    pending already wrote one there. Until that one completes the deltas follow the
+    confirmed chain: a base of a large state takes longer to write than the checkpoint
+    interval, and the next checkpoint must not write a second one meanwhile."""
+    if confirmed is None:
+        return True
+    if not confirmed.needs_base(folder, records[-1].live_entries):
+        return False
+    return confirmed.folder != folder or not any(
+        record.chain is not None and not record.chain.deltas and record.chain.folder == folder
+        for record in records[:-1]
+    )
 
 
 def union_dirty(records: Iterable[Pending]) -> DirtyKeys:
@@ -314,7 +339,7 @@ def write_changelog(
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
     live_entries = records[-1].live_entries
-    if confirmed is None or confirmed.needs_base(folder, live_entries):
+    if base_due(confirmed, records, folder):
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
         suffix = "heapbase"
     else:

@@ -22,8 +22,10 @@ from barrierflow.state.heap_changelog import (
     MAX_DELTAS,
     Chain,
     DirtyLog,
+    base_due,
     changelog_to_canonical,
     read_manifest,
+    union_dirty,
 )
 from barrierflow.state.heap_sections import decode_section
 from barrierflow.state.key_groups import KeyGroupRange
@@ -876,3 +878,61 @@ def test_a_growing_state_keeps_its_base(tmp_path: Path) -> None:
         _, files = job.checkpoint(b, checkpoint_id)
         assert files[-1][0].endswith(".heapdelta"), checkpoint_id
     assert len(files) == 5, "the first base and four deltas"
+
+
+def test_a_pending_base_is_not_written_twice_and_an_older_chain_is_not_adopted() -> None:
+    log = DirtyLog()
+    old = Chain("f", ("shared/b1", 100), (("shared/d1", 150), ("shared/d2", 60)))
+    assert old.needs_base("f")
+    log.restored(old)
+    _, records = log.snapshot(5, {"v": {0: {"a"}}})
+    assert base_due(old, records, "f")
+    base5 = Chain("f", ("shared/b5", 300))
+    records[-1].chain = base5
+    confirmed, records = log.snapshot(6, {"v": {0: {"b"}}})
+    assert confirmed == old and not base_due(confirmed, records, "f"), "5's base is pending"
+    assert base_due(confirmed, records, "g"), "into another job folder: always a base"
+    records[-1].chain = Chain("f", old.base, (*old.deltas, ("shared/d6", 10)))
+    log.complete(5)
+    assert log.confirmed == base5 and [r.checkpoint_id for r in log.pending] == [6]
+    log.complete(6)  # a delta on the older base: not adopted, its change stays pending
+    assert log.confirmed == base5 and [r.checkpoint_id for r in log.pending] == [6]
+    confirmed, records = log.snapshot(7, {"v": {1: {"c"}}})
+    assert confirmed == base5 and not base_due(confirmed, records, "f")
+    assert union_dirty(records) == {"v": {0: {"b"}, 1: {"c"}}}
+
+
+def test_while_a_new_base_is_pending_checkpoints_add_deltas_and_every_one_restores(
+    tmp_path: Path,
+) -> None:
+    job, b = Job(tmp_path), backend()
+    for i in range(1000):
+        put(b, i, i)
+    first_base = job.checkpoint(b, 1)[1][0][0]
+    checkpoint_id = 1
+    while True:  # deltas until one checkpoint writes a new base; it does not complete yet
+        checkpoint_id += 1
+        for i in range(0, 1000, 3):
+            put(b, i, i + checkpoint_id)
+        _, files = job.checkpoint(b, checkpoint_id, complete=False)
+        if files[-1][0].endswith(".heapbase"):
+            break
+        b.notify_checkpoint_complete(checkpoint_id)
+    pending_base, new_base = checkpoint_id, files[0][0]
+    states = {pending_base: state_of(b)}
+    for later in (pending_base + 1, pending_base + 2):
+        put(b, later, -later)
+        _, files = job.checkpoint(b, later, complete=False)
+        assert files[0][0] == first_base and files[-1][0].endswith(".heapdelta"), later
+        states[later] = state_of(b)
+    b.notify_checkpoint_complete(pending_base)
+    b.notify_checkpoint_complete(pending_base + 1)  # on the older base: not followed
+    put(b, "after", 1)
+    _, files = job.checkpoint(b, pending_base + 3)
+    assert files[0][0] == new_base and len(files) == 2, "a delta on the new base"
+    states[pending_base + 3] = state_of(b)
+    for checkpoint_id, expected in states.items():
+        restored = backend()
+        keyed = _fs.read_bytes(job.chk(checkpoint_id).child("keyed"))
+        restored.restore([keyed], job.chk(checkpoint_id))
+        assert state_of(restored) == expected, checkpoint_id

@@ -49,6 +49,7 @@ from barrierflow.runtime.timers.timer import Timer
 from barrierflow.state.heap_changelog import (
     Chain,
     Pending,
+    base_due,
     chain_files,
     read_chain_file,
     union_dirty,
@@ -94,7 +95,7 @@ class TimerChangelogSnapshot:
         folder = shared.without_trailing_slash().uri
         live = self.records[-1].live_entries
         confirmed = self.confirmed
-        if confirmed is None or confirmed.needs_base(folder, live):
+        if base_due(confirmed, self.records, folder):
             data, suffix = self.held.encode(), "timerbase"
         else:
             data, suffix = self._delta(), "timerdelta"
