@@ -353,15 +353,7 @@ def write_changelog(
             entries=union_entries(records),
         )
         suffix = "heapdelta"
-    target = shared.child(f"{uuid.uuid4().hex}.{suffix}")
-    _fs.make_dirs(shared)
-    try:
-        _fs.write_parts(target, parts)
-    except OSError:
-        with contextlib.suppress(OSError):
-            _fs.delete_file(target)
-        raise
-    entry = (f"{shared.name}/{target.name}", sum(len(part) for part in parts))
+    entry = upload_shared(shared, suffix, parts)
     if suffix == "heapbase":
         chain = Chain(folder, entry, base_entries=live_entries)
     else:
@@ -379,6 +371,21 @@ def write_changelog(
     }
     listed = [(name, size, name == entry[0]) for name, size in chain.files()]
     return _envelope.encode(CHANGELOG_KIND, header), listed
+
+
+def upload_shared(shared: _fs.Location, suffix: str, parts: list[bytes]) -> tuple[str, int]:
+    """Write `parts` as a new file `<uuid>.<suffix>` in the job's `shared` folder: its name
+    relative to the job folder and its size. OSError: the file is deleted (best effort)
+    and the error propagates."""
+    target = shared.child(f"{uuid.uuid4().hex}.{suffix}")
+    _fs.make_dirs(shared)
+    try:
+        _fs.write_parts(target, parts)
+    except OSError:
+        with contextlib.suppress(OSError):
+            _fs.delete_file(target)
+        raise
+    return f"{shared.name}/{target.name}", sum(len(part) for part in parts)
 
 
 def _canonical_header_and_sections(snapshot: HeapKeyedStateSnapshot) -> tuple[Any, list[bytes]]:

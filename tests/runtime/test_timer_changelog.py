@@ -73,6 +73,17 @@ def write(timers: InternalTimerService, job: _fs.Location, checkpoint_id: int) -
     return held.write(job.child("shared"))
 
 
+def a_base_then_a_delta(job: _fs.Location) -> tuple[InternalTimerService, bytes]:
+    """Checkpoint 1 (timer "a", completed: a base) and 2 (timer "b" added: a delta, not yet
+    completed): the service and checkpoint 2's manifest."""
+    timers = service()
+    timers.register_event_time_timer("a", None, 10)
+    write(timers, job, 1)
+    timers.notify_checkpoint_complete(1)
+    timers.register_event_time_timer("b", None, 20)
+    return timers, write(timers, job, 2)
+
+
 def shared_names(folder: Path) -> set[str]:
     return set(os.listdir(folder / "shared"))
 
@@ -150,12 +161,7 @@ def test_changes_of_a_checkpoint_not_completed_go_into_the_next_delta(tmp_path: 
 
 def test_after_a_restore_the_next_checkpoint_writes_a_new_base(tmp_path: Path) -> None:
     job = _fs.location(str(tmp_path))
-    timers = service()
-    timers.register_event_time_timer("a", None, 10)
-    write(timers, job, 1)
-    timers.notify_checkpoint_complete(1)
-    timers.register_event_time_timer("b", None, 20)
-    manifest = write(timers, job, 2)
+    timers, manifest = a_base_then_a_delta(job)
     timers.notify_checkpoint_complete(2)
     again = service()
     again.restore([manifest], job.child("chk-2"))
@@ -300,12 +306,7 @@ def test_a_checkpoint_without_timers_ends_the_chain_so_no_released_file_is_neede
 
 def test_a_missing_or_short_chain_file_is_named_in_a_restore_error(tmp_path: Path) -> None:
     job = _fs.location(str(tmp_path))
-    timers = service()
-    timers.register_event_time_timer("a", None, 10)
-    write(timers, job, 1)
-    timers.notify_checkpoint_complete(1)
-    timers.register_event_time_timer("b", None, 20)
-    manifest = write(timers, job, 2)
+    _, manifest = a_base_then_a_delta(job)
     (delta,) = [name for name in shared_names(tmp_path) if name.endswith(".timerdelta")]
     (tmp_path / "shared" / delta).write_bytes(b"short")
     with pytest.raises(StateRestoreError, match=f"{delta} has 5 bytes, the manifest says"):

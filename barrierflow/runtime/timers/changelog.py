@@ -29,8 +29,6 @@ rescaling and the state processor read a manifest as the "timers" envelope it st
 
 from __future__ import annotations
 
-import contextlib
-import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +51,7 @@ from barrierflow.state.heap_changelog import (
     chain_files,
     read_chain_file,
     union_dirty,
+    upload_shared,
 )
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import check_header_version
@@ -99,15 +98,7 @@ class TimerChangelogSnapshot:
             data, suffix = self.held.encode(), "timerbase"
         else:
             data, suffix = self._delta(), "timerdelta"
-        target = shared.child(f"{uuid.uuid4().hex}.{suffix}")
-        _fs.make_dirs(shared)
-        try:
-            _fs.write_bytes(target, data)
-        except OSError:
-            with contextlib.suppress(OSError):
-                _fs.delete_file(target)
-            raise
-        entry = (f"{shared.name}/{target.name}", len(data))
+        entry = upload_shared(shared, suffix, [data])
         if suffix == "timerbase":
             chain = Chain(folder, entry, base_entries=live)
         else:
