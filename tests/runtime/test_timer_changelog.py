@@ -13,17 +13,16 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_checkpoints import RetainOne, upload
 
 from barrierflow import _fs
 from barrierflow._clock import ManualClock
 from barrierflow.checkpoint.shared_state_registry import SharedStateRegistry
 from barrierflow.checkpoint.subtask_state_file import (
     HeldSections,
-    PendingStateFile,
-    SubtaskStateReader,
 )
 from barrierflow.errors import StateRestoreError
-from barrierflow.runtime.snapshot_uploader import SnapshotUploader, Upload
+from barrierflow.runtime.snapshot_uploader import SnapshotUploader
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint
 from barrierflow.runtime.timers import InternalTimerService
 from barrierflow.runtime.timers.changelog import TimerChangelogSnapshot
@@ -219,18 +218,17 @@ def test_every_manifest_restores_its_barriers_timers(steps: list[tuple[Any, ...]
                     timers.notify_checkpoint_complete(checkpoint_id)
 
 
-def test_the_uploader_lists_the_chain_and_the_registry_keeps_what_is_retained(
+def test_the_uploader_lists_the_chain_and_the_driver_keeps_what_is_retained(
     tmp_path: Path,
 ) -> None:
-    """Retention 1, as the driver does it: after each completed checkpoint the files the
-    acknowledgement lists are exactly the files in shared/, and the last state file's
-    timers section restores the timers."""
-    job = _fs.location(str(tmp_path))
+    """Retention 1, through the driver's checkpoint storage: after each completed checkpoint
+    the files the acknowledgement lists are exactly the files in shared/, and the last
+    state file's timers section restores the timers."""
+    driver = RetainOne(str(tmp_path))
+    job = driver.job
     sent: queue.SimpleQueue = queue.SimpleQueue()
     uploader = SnapshotUploader(sent.put, ManualClock())
-    registry = SharedStateRegistry()
     timers = service()
-    retained: int | None = None
     last: AcknowledgeCheckpoint | None = None
     longest = 0
     for i in range(5_000):  # long-lived timers: a delta is a small part of the state
@@ -240,35 +238,22 @@ def test_the_uploader_lists_the_chain_and_the_registry_keeps_what_is_retained(
             for i in range(n * 20, n * 20 + 200):
                 timers.register_event_time_timer(f"k{i}", None, i)
             timers.advance_watermark(n * 20 + 100)
-            location = job.child(f"chk-{n}", "2-0-d.state")
             held = {"q9-winning-bid": HeldSections(timers=timers.hold(n))}
-            pending = PendingStateFile(location, 2, 0, (0, 127), held, None, False)
-            uploader.submit(Upload(n, pending, AcknowledgeCheckpoint(0, 1, n, None)))
-            ack = sent.get(timeout=30)
-            assert isinstance(ack, AcknowledgeCheckpoint) and ack.checkpoint_id == n
+            ack = upload(uploader, sent, job, n, held)
             names = [name for name, _, _ in ack.shared_files]
             assert names[0].endswith(".timerbase")
             assert all(name.endswith(".timerdelta") for name in names[1:])
             if n == 3:  # declined by the driver
-                for name in registry.unreferenced(
-                    [name for name, _, new in ack.shared_files if new]
-                ):
-                    _fs.delete_file(job.child(*name.split("/")))
+                driver.declined(ack)
                 continue
-            registry.register(n, names)
+            driver.completed(ack)
             timers.notify_checkpoint_complete(n)
-            if retained is not None:
-                for name in registry.release(retained):
-                    _fs.delete_file(job.child(*name.split("/")))
-            retained, last, longest = n, ack, max(longest, len(names))
-            assert {f"shared/{name}" for name in shared_names(tmp_path)} == set(names)
+            last, longest = ack, max(longest, len(names))
+            assert driver.shared_on_disk() == set(names)
     finally:
         uploader.close()
-    assert last is not None and last.state_handle is not None and retained is not None
-    section = last.state_handle.operators["q9-winning-bid"].timers
-    assert section is not None
-    chk = job.child(f"chk-{retained}")
-    data = SubtaskStateReader().slice(chk.child(last.state_handle.file).uri, *section)
+    assert last is not None and last.state_handle is not None
+    data, chk = driver.read_section(last, last.state_handle.operators["q9-winning-bid"].timers)
     assert contents(restored(data, chk)) == contents(timers)
     assert longest > 10, "the chain never grew"
 
