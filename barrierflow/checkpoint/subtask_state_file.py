@@ -93,9 +93,10 @@ class HeldTimers(Protocol):
         """Its "timers" envelope; `ordered`: a savepoint's canonical form."""
         ...
 
-    def write(self, shared: _fs.Location) -> bytes:
+    def write(self, shared: _fs.Location, final: bool = False) -> bytes:
         """A checkpoint's timers section (a changelog snapshot uploads files into the
-        job's `shared` folder and lists them in `shared_files`)."""
+        job's `shared` folder and lists them in `shared_files`; `final`: the job's final
+        checkpoint)."""
         ...
 
 
@@ -126,6 +127,9 @@ class PendingStateFile:
     channel_state: bytes | None
     savepoint: bool
     """Canonical keyed sections (`write(None)`), no side files."""
+    final: bool = False
+    """The job's final checkpoint (the end of bounded input): changelog chains get a delta,
+    never a new base (`KeyedStateSnapshot.write`)."""
 
     def build(self) -> tuple[list[bytes], SubtaskStateHandle]:
         """Write each keyed snapshot, then encode the file: its parts, to write in order
@@ -139,13 +143,14 @@ class PendingStateFile:
                     keyed = keyed.write(None)
                 else:
                     side_files = side_files_folder(self.location, number)
-                    keyed = keyed.write(side_files, shared=shared_folder(self.location))
+                    shared = shared_folder(self.location)
+                    keyed = keyed.write(side_files, shared=shared, final=self.final)
             timers = held.timers
             if timers is not None and not isinstance(timers, bytes):
                 if self.savepoint:
                     timers = timers.encode(ordered=True)
                 else:
-                    timers = timers.write(shared_folder(self.location))
+                    timers = timers.write(shared_folder(self.location), final=self.final)
             sections[uid] = OperatorSections(keyed, held.operator, timers)
         encoded = encode_parts(
             self.location.name,

@@ -313,6 +313,7 @@ class SubtaskCheckpointCoordinator:
                 operators,
                 channel_bytes,
                 savepoint=barrier.target is not None,
+                final=barrier.is_final,
             )
         ack = AcknowledgeCheckpoint(
             settings.attempt,

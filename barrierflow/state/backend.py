@@ -41,7 +41,12 @@ if TYPE_CHECKING:
 class KeyedStateSnapshot(Protocol):
     """The synchronous part of one keyed snapshot, held until the uploader writes it."""
 
-    def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
+    def write(
+        self,
+        side_files: _fs.Location | None,
+        shared: _fs.Location | None = None,
+        final: bool = False,
+    ) -> bytes:
         """Serialize (and upload what does not go inline) on the uploader thread.
 
         Returns the keyed section of the subtask state file. `side_files` None (a
@@ -49,7 +54,9 @@ class KeyedStateSnapshot(Protocol):
         its own envelope naming files it wrote below `side_files` (a folder of this
         checkpoint, discarded with it), by names relative to the checkpoint's folder.
         `shared` (checkpoints only: the job folder's `shared/`) is where an incremental
-        backend puts files later checkpoints may reference too (`shared_files`).
+        backend puts files later checkpoints may reference too (`shared_files`). `final`:
+        the job's final checkpoint, which only a failure before the job ends restores (a
+        changelog backend writes a delta, never a new base).
         Raises OSError when storage fails (the checkpoint is declined) and
         ConfigurationError for a value that cannot be serialized.
         """

@@ -406,7 +406,10 @@ class HeapKeyedStateSnapshot:
         """Ends this snapshot's hold on the gc threshold (`_GcWhileHeld`); once."""
 
     def write(
-        self, side_files: _fs.Location | None = None, shared: _fs.Location | None = None
+        self,
+        side_files: _fs.Location | None = None,
+        shared: _fs.Location | None = None,
+        final: bool = False,
     ) -> bytes:
         """The canonical "keyed-state" envelope (the heap backend has no side files); with
         changelog checkpoints and `shared` given, a delta or base uploaded there and the
@@ -420,7 +423,9 @@ class HeapKeyedStateSnapshot:
         if self._changelog is not None and side_files is not None and shared is not None:
             from barrierflow.state.heap_changelog import write_changelog
 
-            section, self._shared = write_changelog(self, held, shared, *self._changelog)
+            section, self._shared = write_changelog(
+                self, held, shared, *self._changelog, final=final
+            )
             return section
         header, sections = self._canonical_header_and_sections(fast=side_files is not None)
         return state_format.encode_parts(KEYED_STATE, header, sections)

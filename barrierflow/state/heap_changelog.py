@@ -37,8 +37,10 @@ backend's key-group range), its deltas add up to more than `DELTA_RATIO` times t
 estimated full size (the base's bytes scaled by how many entries the state holds now
 against the base's), or it has `MAX_DELTAS` deltas; but not while an earlier checkpoint
 that wrote a base is still pending (`base_due`): the checkpoints meanwhile add deltas to
-the confirmed chain. So a restore reads at most a base, deltas about twice the state, one
-more delta, and the deltas written while the next base was pending. Savepoints
+the confirmed chain; nor at the final checkpoint of a bounded job, which only a failure
+before the job ends restores (a state that grew since its base would otherwise be written
+whole once more as the job ends). So a restore reads at most a base, deltas about twice the
+state, one more delta, and the deltas written while the next base was pending. Savepoints
 (`write(None)`) stay canonical.
 """
 
@@ -187,14 +189,20 @@ class DirtyLog:
         self.pending = []
 
 
-def base_due(confirmed: Chain | None, records: list[Pending], folder: str) -> bool:
+def base_due(
+    confirmed: Chain | None, records: list[Pending], folder: str, final: bool = False
+) -> bool:
     """Whether the checkpoint of the last of `records` writes a new base into `folder`: no
     confirmed chain, or it needs one (`Chain.needs_base`) and no earlier checkpoint still
     pending already wrote one there. Until that one completes the deltas follow the
     confirmed chain: a base of a large state takes longer to write than the checkpoint
-    interval, and the next checkpoint must not write a second one meanwhile."""
+    interval, and the next checkpoint must not write a second one meanwhile. `final` (the
+    job's final checkpoint): a chain in `folder` always gets a delta, as nothing reads it
+    after the job ends."""
     if confirmed is None:
         return True
+    if final and confirmed.folder == folder:
+        return False
     if not confirmed.needs_base(folder, records[-1].live_entries):
         return False
     return confirmed.folder != folder or not any(
@@ -330,16 +338,18 @@ def write_changelog(
     shared: _fs.Location,
     confirmed: Chain | None,
     records: list[Pending],
+    final: bool = False,
 ) -> tuple[bytes, list[tuple[str, int, bool]]]:
     """A checkpoint's changelog write (uploader thread): a delta (or a new base, see the
-    module docstring) uploaded into `shared`, and the manifest naming the chain. Returns
+    module docstring; `final`: the job's final checkpoint) uploaded into `shared`, and the
+    manifest naming the chain. Returns
     the manifest and the `shared_files()` listing; the chain is recorded in the last of
     `records` (this checkpoint's). OSError: the file this call wrote is deleted (best
     effort) and the error propagates."""
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
     live_entries = records[-1].live_entries
-    if base_due(confirmed, records, folder):
+    if base_due(confirmed, records, folder, final):
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
         suffix = "heapbase"
     else:

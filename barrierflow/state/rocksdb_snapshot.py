@@ -89,9 +89,15 @@ class RocksDBSnapshot:
         self._shared: list[tuple[str, int, bool]] = []
         self._side_file_bytes = 0
 
-    def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
+    def write(
+        self,
+        side_files: _fs.Location | None,
+        shared: _fs.Location | None = None,
+        final: bool = False,
+    ) -> bytes:
         """Upload the checkpoint's files into `side_files` and return the native envelope
-        naming them; `side_files` None: the canonical "keyed-state" envelope."""
+        naming them; `side_files` None: the canonical "keyed-state" envelope. (`final`
+        changes nothing: the files are the store's.)"""
         if side_files is None:
             db = open_read_only(self._path, self._settings)
             try:

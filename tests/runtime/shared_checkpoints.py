@@ -25,11 +25,13 @@ def upload(
     job: _fs.Location,
     checkpoint_id: int,
     held: dict[str, HeldSections],
+    final: bool = False,
 ) -> AcknowledgeCheckpoint:
     """Checkpoint `checkpoint_id` of subtask 0 of vertex 2 (key groups 0-127), holding
-    `held` per operator, written by `uploader` into `job`: its acknowledgement."""
+    `held` per operator, written by `uploader` into `job` (`final`: the job's final
+    checkpoint): its acknowledgement."""
     location = job.child(f"chk-{checkpoint_id}", "2-0-d.state")
-    pending = PendingStateFile(location, 2, 0, (0, 127), held, None, False)
+    pending = PendingStateFile(location, 2, 0, (0, 127), held, None, False, final)
     uploader.submit(
         Upload(checkpoint_id, pending, AcknowledgeCheckpoint(0, 1, checkpoint_id, None))
     )

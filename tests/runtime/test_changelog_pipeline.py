@@ -3,7 +3,7 @@ JobMaster): each checkpoint's state file is written by the uploader into a real 
 its acknowledgement lists the chain's files in `shared/`, the driver's checkpoint storage
 (`shared_checkpoints.RetainOne`, retention 1) deletes what no retained checkpoint needs, and
 what is listed is exactly what is on disk; the last checkpoint's state file restores the
-state."""
+state. The job's final checkpoint extends the chains instead of starting new ones."""
 
 from __future__ import annotations
 
@@ -20,9 +20,11 @@ from barrierflow.checkpoint.subtask_state_file import (
 )
 from barrierflow.runtime.snapshot_uploader import SnapshotUploader
 from barrierflow.runtime.task_messages import AcknowledgeCheckpoint
+from barrierflow.runtime.timers import InternalTimerService
 from barrierflow.state import ValueStateDescriptor
 from barrierflow.state.backend import canonical_bytes
 from barrierflow.state.heap_backend import HeapKeyedStateBackend
+from barrierflow.state.heap_changelog import MAX_DELTAS
 from barrierflow.state.key_groups import KeyGroupRange
 
 RANGE = KeyGroupRange(0, 127)
@@ -78,3 +80,64 @@ def contents(b: HeapKeyedStateBackend) -> dict[str, dict[Any, Any]]:
         name: {key: value for group in table.live for key, value in group.items()}
         for name, table in copy._tables.items()
     }
+
+
+def test_the_final_checkpoint_adds_deltas_where_a_checkpoint_writes_new_bases(
+    tmp_path: Path,
+) -> None:
+    """Keyed state and timers whose chains reached `MAX_DELTAS`: the job's final checkpoint
+    adds a delta to each (a bounded job ends after it; writing the whole state again would
+    only delay the end) and restores exactly, where a checkpoint writes new bases."""
+    driver = RetainOne(str(tmp_path))
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    b = HeapKeyedStateBackend(RANGE, 128, changelog=True)
+    count = b.get_value_state(ValueStateDescriptor("count"))
+    timers = InternalTimerService(RANGE, 128, Fired())
+    timers.enable_changelog()
+
+    def checkpoint(n: int, final: bool = False) -> AcknowledgeCheckpoint:
+        for i in range(n, n + (3_000 if n == 1 else 20)):  # deltas stay under DELTA_RATIO
+            b.set_current_key(f"k{i}")
+            count.update((count.value() or 0) + 1)
+            timers.register_event_time_timer(f"k{i}", None, i)
+        held = HeldSections(keyed=b.snapshot(n), timers=timers.hold(n))
+        ack = upload(uploader, sent, driver.job, n, {"count": held}, final)
+        driver.completed(ack)
+        b.notify_checkpoint_complete(n)
+        timers.notify_checkpoint_complete(n)
+        return ack
+
+    def new_files(ack: AcknowledgeCheckpoint) -> list[str]:
+        return sorted(name.rsplit(".", 1)[1] for name, _, new in ack.shared_files if new)
+
+    try:
+        for n in range(1, MAX_DELTAS + 2):
+            checkpoint(n)
+        final = checkpoint(MAX_DELTAS + 2, final=True)
+        assert new_files(final) == ["heapdelta", "timerdelta"]
+        assert len(final.shared_files) == 2 * (MAX_DELTAS + 2), "two chains one delta longer"
+        handle = final.state_handle
+        assert handle is not None
+        section, chk = driver.read_section(final, handle.operators["count"].keyed)
+        restored = HeapKeyedStateBackend(RANGE, 128)
+        restored.restore([section], chk)
+        assert contents(restored) == contents(b)
+        data, chk = driver.read_section(final, handle.operators["count"].timers)
+        restored_timers = InternalTimerService(RANGE, 128, Fired())
+        restored_timers.restore([data], chk)
+        assert timer_contents(restored_timers) == timer_contents(timers)
+        assert new_files(checkpoint(MAX_DELTAS + 3)) == ["heapbase", "timerbase"]
+    finally:
+        uploader.close()
+
+
+class Fired:
+    def on_event_time(self, timer: Any) -> None:
+        raise AssertionError(f"no timer fires here: {timer}")
+
+    on_processing_time = on_event_time
+
+
+def timer_contents(timers: InternalTimerService) -> set[Any]:
+    return {timer for group in timers._event_time._by_key_group.values() for timer in group}

@@ -44,7 +44,12 @@ class Recorded:
         self.go = threading.Event()
         self.go.set()
 
-    def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
+    def write(
+        self,
+        side_files: _fs.Location | None,
+        shared: _fs.Location | None = None,
+        final: bool = False,
+    ) -> bytes:
         self.side_files.append(side_files)
         self.writing.set()
         assert self.go.wait(10)

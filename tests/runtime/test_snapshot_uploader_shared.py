@@ -22,7 +22,12 @@ class Incremental:
     def __init__(self) -> None:
         self.shared: list[_fs.Location | None] = []
 
-    def write(self, side_files: _fs.Location | None, shared: _fs.Location | None = None) -> bytes:
+    def write(
+        self,
+        side_files: _fs.Location | None,
+        shared: _fs.Location | None = None,
+        final: bool = False,
+    ) -> bytes:
         self.shared.append(shared)
         if shared is not None:
             _fs.make_dirs(shared)

@@ -84,9 +84,10 @@ def windowed_job():
 
 
 def task_of(
-    tmp_path, monkeypatch, vertex: str, graph=None
+    tmp_path, monkeypatch, vertex: str, graph=None, changelog: bool = False
 ) -> tuple[StreamTask, _Wire, queue.SimpleQueue]:
-    """The deployed task of the first subtask of `vertex`, its one output on a wire."""
+    """The deployed task of the first subtask of `vertex`, its one output on a wire
+    (`changelog`: changelog checkpoints of its heap state)."""
     graph = graph or windowed_job()
     partitions = tuple(graph.all_subtasks())
     descriptors = build_task_descriptors(graph)
@@ -105,6 +106,7 @@ def task_of(
         checkpoint_dir=str(tmp_path / "checkpoints"),
         partitions=partitions,
         buffer_size=10,
+        changelog_state_backend=changelog,
     )
     sent: queue.SimpleQueue = queue.SimpleQueue()
     task = StreamTask(
@@ -212,6 +214,46 @@ def test_a_task_goes_on_once_its_final_checkpoint_was_aborted(tmp_path, monkeypa
     task.handle(RpcReceived(NotifyCheckpointAborted(0, 7)))  # retried later
     assert not task.checkpoints.holds_final_snapshot
     assert task._can_work()
+
+
+def growing_window_job():
+    """words -> key_by -> event-time window concatenating strings (its one value grows with
+    every record) -> print."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    (
+        env.from_source(CollectionSource(WORDS), WatermarkStrategy.no_watermarks(), "src")
+        .key_by(lambda pair: pair[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .uid("window")
+        .sink_to(PrintSink())
+    )
+    return env.get_job_graph("final-test")
+
+
+@pytest.mark.parametrize("final", [True, False], ids=["final", "not-final"])
+def test_the_final_checkpoint_extends_the_changelog_chain_where_a_base_was_due(
+    tmp_path, monkeypatch, final
+):
+    """Checkpoint 1 holds a short value (the base), checkpoint 2 a delta larger than twice
+    it, so checkpoint 3 is due a new base: a final one adds a delta instead."""
+    task, _, sent = task_of(tmp_path, monkeypatch, "Window", growing_window_job(), changelog=True)
+
+    def checkpoint(checkpoint_id: int, is_final: bool = False) -> list[str]:
+        """The kinds of keyed-state files the checkpoint uploaded."""
+        arrive(task, 0, CheckpointBarrier(checkpoint_id, 10_000, is_final=is_final))
+        run_until_idle(task)
+        (ack,) = sent_of(sent, AcknowledgeCheckpoint)
+        task.handle(RpcReceived(NotifyCheckpointComplete(0, checkpoint_id, is_final)))
+        kinds = [name.rsplit(".", 1)[1] for name, _, new in ack.shared_files if new]
+        return [kind for kind in kinds if kind.startswith("heap")]
+
+    arrive(task, 0, RecordBatch([("a", "x")], [100]))
+    assert checkpoint(1) == ["heapbase"]
+    arrive(task, 0, RecordBatch([("a", "y" * 1000)] * 5, [200] * 5))
+    assert checkpoint(2) == ["heapdelta"]
+    assert checkpoint(3, is_final=final) == (["heapdelta"] if final else ["heapbase"])
 
 
 class HeldCalls(AsyncFunction):

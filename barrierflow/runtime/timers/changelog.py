@@ -86,15 +86,16 @@ class TimerChangelogSnapshot:
         """Every timer as a "timers" envelope (a savepoint's section)."""
         return self.held.encode(ordered)
 
-    def write(self, shared: _fs.Location) -> bytes:
-        """Upload a delta (or a new base) into `shared` and return the manifest naming the
-        chain (uploader thread); the chain is recorded in this checkpoint's `Pending`, for
+    def write(self, shared: _fs.Location, final: bool = False) -> bytes:
+        """Upload a delta (or a new base; `final`: the job's final checkpoint, see
+        `base_due`) into `shared` and return the manifest naming the chain (uploader
+        thread); the chain is recorded in this checkpoint's `Pending`, for
         later checkpoints once it completes. OSError: the file is deleted (best effort) and
         the error propagates."""
         folder = shared.without_trailing_slash().uri
         live = self.records[-1].live_entries
         confirmed = self.confirmed
-        if base_due(confirmed, self.records, folder):
+        if base_due(confirmed, self.records, folder, final):
             data, suffix = self.held.encode(), "timerbase"
         else:
             data, suffix = self._delta(), "timerdelta"

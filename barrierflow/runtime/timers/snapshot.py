@@ -82,9 +82,9 @@ class TimerSnapshot:
         }
         return _envelope.encode(SNAPSHOT_KIND, header, b"".join(chunks))
 
-    def write(self, shared: _fs.Location) -> bytes:
-        """A checkpoint's section: the whole "timers" envelope (`shared` is for changelog
-        snapshots, `runtime/timers/changelog.py`)."""
+    def write(self, shared: _fs.Location, final: bool = False) -> bytes:
+        """A checkpoint's section: the whole "timers" envelope (`shared` and `final` are
+        for changelog snapshots, `runtime/timers/changelog.py`)."""
         return self.encode()
 
 
