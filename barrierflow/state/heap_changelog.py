@@ -34,8 +34,9 @@ Materialization: a checkpoint writes a new base instead of a delta (from its cop
 version, on the uploader thread) when there is no completed chain yet, the chain was
 restored from another job folder (or from other sections than exactly one manifest of this
 backend's key-group range), its deltas add up to more than `DELTA_RATIO` times the state's
-estimated full size (the base's bytes scaled by how many entries the state holds now
-against the base's), or it has `MAX_DELTAS` deltas; but not while an earlier checkpoint
+estimated full size (the state's entries now times the larger of the base's bytes per entry
+and the newest delta's, so values that grew since the base count), or it has `MAX_DELTAS`
+deltas; but not while an earlier checkpoint
 that wrote a base is still pending (`base_due`): the checkpoints meanwhile add deltas to
 the confirmed chain; nor at the final checkpoint of a bounded job, which only a failure
 before the job ends restores (a state that grew since its base would otherwise be written
@@ -105,6 +106,9 @@ class Chain:
     deltas: tuple[tuple[str, int], ...] = ()
     base_entries: int = 0
     """Entries (keys over all states) the base holds; 0: unknown."""
+    entry_bytes: float = 0.0
+    """Bytes per entry of the values the newest delta wrote (its key groups' fixed cost
+    left out); 0: unknown (a base, or a chain read from a manifest)."""
 
     @property
     def delta_bytes(self) -> int:
@@ -116,10 +120,12 @@ class Chain:
     def needs_base(self, folder: str, live_entries: int = 0) -> bool:
         """Whether the next checkpoint into `folder` must write a new base instead of a
         delta. `live_entries`: the state's entries now, which scale the base's size to
-        the state's (a state that grew since its base allows larger deltas)."""
+        the state's (a state that grew since its base allows larger deltas), as do values
+        that grew since (`entry_bytes`)."""
         full = self.base[1]
         if self.base_entries and live_entries > self.base_entries:
             full = full * live_entries // self.base_entries
+        full = max(full, int(self.entry_bytes * live_entries))
         return (
             folder != self.folder
             or len(self.deltas) >= MAX_DELTAS
@@ -286,8 +292,9 @@ def encode_delta(
     dirty: DirtyKeys,
     fast: bool = True,
     entries: DirtyEntries | None = None,
-) -> list[bytes]:
-    """A delta file's envelope parts: per key group with a change, per state, the dirty
+) -> tuple[list[bytes], float]:
+    """A delta file's envelope parts and the bytes per key it wrote (`Chain.entry_bytes`):
+    per key group with a change, per state, the dirty
     keys and their values in the snapshot's version `held` (filtered as
     `set_snapshot_filter` says), None where it holds none (a tombstone: state never stores
     None), and for a map state the patches of the maps changed entry by entry (`entries`;
@@ -300,7 +307,7 @@ def encode_delta(
     )
     sections: list[bytes] = []
     key_groups: dict[int, list[int]] = {}
-    offset = 0
+    offset = written = 0
     for index in indices:
         per_state: list[list[Any]] = []
         for name, groups, transform in zip(names, held, filters, strict=True):
@@ -317,6 +324,7 @@ def encode_delta(
             if transform is not None:
                 values = [None if value is None else transform(value) for value in values]
             per_state.append([keys, values, patched, patches] if patched else [keys, values])
+            written += len(keys) + len(patched)
         section = encode_whole(names, per_state, fast)
         fast = fast and section[0] == MARSHAL_WHOLE_TAG
         key_groups[key_group_range.start + index] = [offset, len(section)]
@@ -329,7 +337,9 @@ def encode_delta(
         "states": [[name, kind.value] for name, kind in states],
         "key_groups": key_groups,
     }
-    return _envelope.envelope_parts(DELTA_KIND, header, sections)
+    empty = len(encode_whole(names, [[[], []] for _ in names], True))
+    entry_bytes = (offset - empty * len(sections)) / written if written else 0.0
+    return _envelope.envelope_parts(DELTA_KIND, header, sections), entry_bytes
 
 
 def write_changelog(
@@ -349,11 +359,12 @@ def write_changelog(
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
     live_entries = records[-1].live_entries
+    entry_bytes = 0.0
     if base_due(confirmed, records, folder, final):
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
         suffix = "heapbase"
     else:
-        parts = encode_delta(
+        parts, entry_bytes = encode_delta(
             rng,
             max_parallelism,
             snapshot._states,
@@ -368,7 +379,8 @@ def write_changelog(
         chain = Chain(folder, entry, base_entries=live_entries)
     else:
         assert confirmed is not None
-        chain = Chain(folder, confirmed.base, (*confirmed.deltas, entry), confirmed.base_entries)
+        deltas = (*confirmed.deltas, entry)
+        chain = Chain(folder, confirmed.base, deltas, confirmed.base_entries, entry_bytes)
     records[-1].chain = chain
     header = {
         "version": CHANGELOG_VERSION,

@@ -169,6 +169,10 @@ def test_chain_needs_base() -> None:
     assert not grown.needs_base("f", 15), "15 entries: estimated 150 bytes, deltas 2x that"
     assert grown.needs_base("f", 5), "a shrunk state keeps the base's size as its estimate"
     assert Chain("f", ("shared/b", 100), (("d1", 201),)).needs_base("f", 10**6), "unknown"
+    # values that grew since the base: the newest delta's bytes per entry count
+    longer = Chain("f", ("shared/b", 100), (("d1", 300),), base_entries=10, entry_bytes=20.0)
+    assert not longer.needs_base("f", 10), "10 entries of 20 bytes: deltas up to 400"
+    assert longer.needs_base("f", 7), "7 entries of 20 bytes: 280"
 
 
 # ---- the backend, with real files -----------------------------------------------------------
@@ -878,6 +882,34 @@ def test_a_growing_state_keeps_its_base(tmp_path: Path) -> None:
         _, files = job.checkpoint(b, checkpoint_id)
         assert files[-1][0].endswith(".heapdelta"), checkpoint_id
     assert len(files) == 5, "the first base and four deltas"
+
+
+def test_values_that_grew_since_the_base_keep_the_chain_going(tmp_path: Path) -> None:
+    """q19's shape: a base of short values, then a quarter of the keys per checkpoint
+    rewritten with values fifty times longer. The deltas are measured against what the
+    state has grown to, not the base (the rule before wrote a base after the first delta,
+    scaling the base by its entries alone)."""
+    job, b = Job(tmp_path), backend()
+    for i in range(1000):
+        put(b, i, [i])
+    _, files = job.checkpoint(b, 1)
+    written = 0
+    for checkpoint_id in range(2, 40):
+        for i in range(250 * (checkpoint_id % 4), 250 * (checkpoint_id % 4 + 1)):
+            put(b, i, [i + checkpoint_id] * 50)
+        _, files = job.checkpoint(b, checkpoint_id)
+        if files[-1][0].endswith(".heapbase"):
+            break
+        written += files[-1][1]
+    assert len(files) == 1, "a new base came"
+    full = files[0][1]
+    assert written > full, f"only once the deltas ({written} bytes) outgrew the state ({full})"
+    assert written < 2 * DELTA_RATIO * full, "and not much later"
+    restored = backend()
+    restored.restore(
+        [_fs.read_bytes(job.chk(checkpoint_id).child("keyed"))], job.chk(checkpoint_id)
+    )
+    assert state_of(restored) == state_of(b)
 
 
 def test_a_pending_base_is_not_written_twice_and_an_older_chain_is_not_adopted() -> None:
