@@ -397,6 +397,8 @@ class NexmarkFileReader(SourceReader):
     reported), so its snapshot restores exactly, whatever was parsed ahead.
     """
 
+    reads_splits_in_turn = True
+
     def __init__(
         self,
         splits: Sequence[SourceSplit],

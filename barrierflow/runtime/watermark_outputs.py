@@ -21,13 +21,17 @@ __all__ = ["SplitWatermarkMultiplexer"]
 class _Split(WatermarkOutput):
     """One live split: its generator, and the `WatermarkOutput` that generator writes to."""
 
-    __slots__ = ("_multiplexer", "generator", "idle", "watermark")
+    __slots__ = ("_multiplexer", "generator", "idle", "waiting", "watermark")
 
-    def __init__(self, multiplexer: SplitWatermarkMultiplexer, generator: WatermarkGenerator):
+    def __init__(
+        self, multiplexer: SplitWatermarkMultiplexer, generator: WatermarkGenerator, waiting: bool
+    ):
         self._multiplexer = multiplexer
         self.generator = generator
         self.watermark = MIN_WATERMARK
         self.idle = False
+        self.waiting = waiting
+        """Not read yet by a reader that reads its splits in turn: holds nothing back."""
 
     # A finished split is no longer among the multiplexer's splits: whatever its
     # generator still emits changes nothing.
@@ -59,6 +63,11 @@ class SplitWatermarkMultiplexer:
     that the IDLE and ACTIVE it emits alternate, starting with IDLE (the source starts
     ACTIVE), each only when it changes. The source's watermark is the minimum over its
     live splits that are not idle; the source is idle only when every live split is. A
+    split registered `waiting` (a reader reading its splits in turn has not begun it: its
+    records all come after those of the splits before it) holds nothing back and is not
+    idle until its first record; while only such splits are live the source is at the
+    greatest watermark a finished split reached (its generator's last periodic emit comes
+    as it finishes). A
     finished split no longer holds the watermark back, and once every registered split
     has finished the watermark becomes `MAX_WATERMARK`: so assumes no split is registered
     after that (a source that is assigned splits one at a time should finish the last
@@ -106,6 +115,9 @@ class SplitWatermarkMultiplexer:
         self._bounded = bounded
         self._splits: dict[Hashable, _Split] = {}
         self._finished: set[Hashable] = set()
+        self._finished_watermark = MIN_WATERMARK
+        """The greatest final watermark of a finished split: what the source may emit while
+        only waiting splits are live (a split read in one batch never had a periodic emit)."""
         self._last_output_watermark = MIN_WATERMARK
         self._idle = False
         self._deferring = False
@@ -125,8 +137,9 @@ class SplitWatermarkMultiplexer:
         """The registered splits that have not finished, in registration order."""
         return list(self._splits)
 
-    def register_split(self, split_id: Hashable) -> None:
-        """Start tracking a split; it holds the watermark back until it emits one or idles."""
+    def register_split(self, split_id: Hashable, waiting: bool = False) -> None:
+        """Start tracking a split; it holds the watermark back until it emits one or idles
+        (`waiting`: only from its first record on)."""
         if split_id in self._splits or split_id in self._finished:
             raise ValueError(f"split {split_id!r} is already registered")
         if self._last_output_watermark == MAX_WATERMARK:
@@ -134,13 +147,21 @@ class SplitWatermarkMultiplexer:
                 f"cannot register split {split_id!r}: every split had finished and the "
                 "source already emitted MAX_WATERMARK"
             )
-        self._splits[split_id] = _Split(self, self._create_generator())
+        self._splits[split_id] = _Split(self, self._create_generator(), waiting)
         if self._idle:
             self._combine_and_emit()  # a new split is active: the source is no longer idle
 
     def finish_split(self, split_id: Hashable) -> None:
-        """The split's input ended: it no longer holds the watermark back."""
-        self._live_split(split_id, "finish")
+        """The split's input ended: it no longer holds the watermark back. Its generator
+        emits once more first, which counts while only waiting splits are left."""
+        split = self._live_split(split_id, "finish")
+        if not split.waiting:
+            self._deferring = True
+            try:
+                split.generator.on_periodic_emit(split)
+            finally:
+                self._deferring = False
+            self._finished_watermark = max(self._finished_watermark, split.watermark)
         del self._splits[split_id]
         self._finished.add(split_id)
         self._combine_and_emit()
@@ -150,14 +171,18 @@ class SplitWatermarkMultiplexer:
         split = self._splits.get(split_id)
         if split is None:
             split = self._live_split(split_id, "read")
+        if split.waiting:  # begun: from now on it holds the watermark back
+            split.waiting = False
         split.generator.on_event(record, timestamp, split)
 
     def on_periodic_emit(self) -> None:
-        """Let every live split's generator emit, then emit the combined result once."""
+        """Let every live split's generator emit (a waiting split's has seen nothing), then
+        emit the combined result once."""
         self._deferring = True
         try:
             for split in self._splits.values():
-                split.generator.on_periodic_emit(split)
+                if not split.waiting:
+                    split.generator.on_periodic_emit(split)
         finally:
             self._deferring = False
         self._combine_and_emit()
@@ -175,7 +200,11 @@ class SplitWatermarkMultiplexer:
 
     def _combine_and_emit(self) -> None:
         if self._splits:
-            active = [split.watermark for split in self._splits.values() if not split.idle]
+            splits = self._splits.values()
+            active = [split.watermark for split in splits if not split.idle and not split.waiting]
+            if not active and any(split.waiting for split in splits):
+                # between splits read in turn: not idle; what the finished ones reached
+                active = [self._finished_watermark]
             if not active:
                 if not self._idle:
                     self._idle = True

@@ -397,6 +397,71 @@ def test_a_quiet_split_goes_idle_after_the_timeout_and_comes_back_with_its_next_
 # --- Misuse --------------------------------------------------------------------------
 
 
+# --- Splits read in turn ---------------------------------------------------------------
+
+
+def waiting(split: str) -> Callable[[SplitWatermarkMultiplexer], None]:
+    return lambda m: m.register_split(split, waiting=True)
+
+
+def test_splits_read_in_turn_hold_the_watermark_back_only_once_begun():
+    """A reader of files in turn: the next file does not hold the watermark back before
+    its first record, the gap between two files neither idles nor ends the source, and a
+    file never begun still keeps MAX_WATERMARK for the end. A finishing file's generator
+    emits once more, which counts (a file read in one batch had no periodic emit)."""
+    m, out, generators = scripted()
+    play(
+        m,
+        out,
+        [
+            (waiting("a"), []),
+            (waiting("b"), []),
+            (waiting("c"), []),
+            (event("a", 10), [W(10)]),  # b and c not begun: a alone decides
+            (event("a", 20), [W(20)]),
+            (periodic(), []),
+            (finish("a"), []),  # between files: hold, neither IDLE nor MAX
+            (periodic(), []),
+            (event("b", 35), [W(35)]),
+        ],
+    )
+    generators[1].periodic = [W(40)]
+    play(m, out, [(finish("b"), [W(40)]), (finish("c"), [W(MAX_WATERMARK)])])  # c had nothing
+
+
+def test_a_split_begun_behind_holds_the_watermark_back_from_then_on():
+    m, out, _ = scripted()
+    play(
+        m,
+        out,
+        [
+            (register("a"), []),
+            (waiting("b"), []),
+            (event("a", 10), [W(10)]),
+            (event("b", 5), []),  # begun behind: never back, but it holds from now on
+            (event("a", 20), []),
+            (event("b", 15), [W(15)]),
+            (event("b", 30), [W(20)]),
+        ],
+    )
+
+
+def test_a_waiting_split_keeps_the_source_active_when_the_others_idle():
+    m, out, _ = scripted()
+    play(
+        m,
+        out,
+        [
+            (register("a"), []),
+            (waiting("b"), []),
+            (event("a", 10), [W(10)]),
+            (idle("a"), []),  # b will be read next: the source is not idle
+            (event("b", 20), [W(20)]),
+            (idle("b"), [IDLE]),
+        ],
+    )
+
+
 def test_a_split_cannot_be_registered_twice():
     m, _, _ = scripted()
     m.register_split("a")

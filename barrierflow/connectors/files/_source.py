@@ -212,6 +212,8 @@ class FileSourceReader(SourceReader):
     skips a line.
     """
 
+    reads_splits_in_turn = True
+
     def __init__(
         self,
         splits: Sequence[SourceSplit],

@@ -230,7 +230,7 @@ class SourceOperator(StreamOperator):
         split_ids = reader.split_ids()
         if self._watermarks is not None:
             for split_id in split_ids:
-                self._watermarks.register_split(split_id)
+                self._watermarks.register_split(split_id, reader.reads_splits_in_turn)
             assert self.context is not None
             if self._interval() > 0:
                 self._next_periodic = self.context.processing_time() + self._interval()
