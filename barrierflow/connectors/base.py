@@ -200,10 +200,12 @@ class SourceReader(ABC):
         """The position of every split (msgpack-able), taken at a checkpoint barrier."""
 
     reads_splits_in_turn: bool = False
-    """True for a reader that reads its splits one after another (files, row groups): a
-    split it has not begun holds the watermark back only from its first record on, as
-    Flink's FileSource, which hands a reader one split at a time. Otherwise every split
-    holds it from the start (partitions read side by side)."""
+    """True for a reader that reads its splits one after another, in event-time order (the
+    byte ranges of one events file written in order): a split it has not begun holds the
+    watermark back only from its first record on, as with Flink's FileSource, which hands
+    a reader one split at a time. False (the default; partitions read side by side, and
+    files whose time ranges may overlap): every split holds it from the start, so no
+    record of a split begun later is ever late."""
 
     def split_ids(self) -> list[str]:
         """The ids `poll_split_batch` reports records under (event time tracks each one).

@@ -391,8 +391,10 @@ def _line_start_at(stream: Any, offset: int) -> int:
 
 
 class NexmarkFileReader(SourceReader):
-    """Reads its splits one after another. Mailbox thread only.
+    """Reads its splits one after another, in file order. Mailbox thread only.
 
+    The events file is written in event-time order, so each split's events come after the
+    previous one's (`reads_splits_in_turn`: the watermark follows the reading).
     Exactly-once: the position of a split moves only past events handed out (and bad lines
     reported), so its snapshot restores exactly, whatever was parsed ahead.
     """
@@ -407,7 +409,7 @@ class NexmarkFileReader(SourceReader):
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         pace: Pace | None = None,
     ) -> None:
-        self._splits = list(splits)
+        self._splits = sorted(splits, key=lambda split: split.payload[1])  # offset, group
         self._pace = pace
         self._parquet = parquet
         self._chunk_bytes = chunk_bytes

@@ -90,8 +90,6 @@ class ParquetSource(Source):
 class ParquetReader(SourceReader):
     """Reads its splits (row groups) one after another. Mailbox thread only."""
 
-    reads_splits_in_turn = True
-
     def __init__(
         self,
         splits: list[SourceSplit],

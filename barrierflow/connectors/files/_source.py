@@ -212,8 +212,6 @@ class FileSourceReader(SourceReader):
     skips a line.
     """
 
-    reads_splits_in_turn = True
-
     def __init__(
         self,
         splits: Sequence[SourceSplit],
