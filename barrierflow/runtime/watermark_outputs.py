@@ -59,22 +59,21 @@ class _Split(WatermarkOutput):
 class SplitWatermarkMultiplexer:
     """Combines one watermark generator per source split into the source's watermark.
 
-    Mailbox thread only. Guarantees that the watermarks it emits strictly increase and
-    that the IDLE and ACTIVE it emits alternate, starting with IDLE (the source starts
-    ACTIVE), each only when it changes. The source's watermark is the minimum over its
-    live splits that are not idle; the source is idle only when every live split is. A
-    split registered `waiting` (a reader reading its splits in turn has not begun it: its
-    records all come after those of the splits before it) holds nothing back and is not
-    idle until its first record; while only such splits are live the source is at the
-    greatest watermark a finished split reached (its generator's last periodic emit comes
-    as it finishes). A
-    finished split no longer holds the watermark back, and once every registered split
-    has finished the watermark becomes `MAX_WATERMARK`: so assumes no split is registered
-    after that (a source that is assigned splits one at a time should finish the last
-    one only at the end of its input). With no split registered, nothing is emitted.
-    Built with `bounded=False` (a source that keeps discovering splits, such as a monitored
-    folder), it never reaches `MAX_WATERMARK` on its own: once every registered split has
-    finished it is idle, and a split registered later makes it active again.
+    Mailbox thread only. Guarantees that the watermarks it emits strictly increase and that
+    the IDLE and ACTIVE it emits alternate, starting with IDLE (the source starts ACTIVE),
+    each only when it changes. The source's watermark is the minimum over its live splits
+    that are not idle; the source is idle only when every live split is. A split registered
+    `waiting` (a reader reading its splits in turn has not begun it: its records all come
+    after those of the splits before it) holds nothing back and is not idle until its first
+    record; while only such splits are live the source is at the greatest watermark a
+    finished split reached (its generator's last periodic emit comes as it finishes). A
+    finished split no longer holds the watermark back, and once every registered split has
+    finished the watermark becomes `MAX_WATERMARK`: so assumes no split is registered after
+    that (a source that is assigned splits one at a time should finish the last one only at
+    the end of its input). With no split registered, nothing is emitted. Built with
+    `bounded=False` (a source that keeps discovering splits, such as a monitored folder), it
+    never reaches `MAX_WATERMARK` on its own: once every registered split has finished it is
+    idle, and a split registered later makes it active again.
 
     A watermark emitted from `on_event` counts at once; those emitted from
     `on_periodic_emit` are combined after every split has had its turn, so one tick

@@ -36,13 +36,12 @@ restored from another job folder (or from other sections than exactly one manife
 backend's key-group range), its deltas add up to more than `DELTA_RATIO` times the state's
 estimated full size (the state's entries now times the larger of the base's bytes per entry
 and the newest delta's, so values that grew since the base count), or it has `MAX_DELTAS`
-deltas; but not while an earlier checkpoint
-that wrote a base is still pending (`base_due`): the checkpoints meanwhile add deltas to
-the confirmed chain; nor at the final checkpoint of a bounded job, which only a failure
-before the job ends restores (a state that grew since its base would otherwise be written
-whole once more as the job ends). So a restore reads at most a base, deltas about twice the
-state, one more delta, and the deltas written while the next base was pending. Savepoints
-(`write(None)`) stay canonical.
+deltas; but not while an earlier checkpoint that wrote a base is still pending (`base_due`):
+the checkpoints meanwhile add deltas to the confirmed chain; nor at the final checkpoint of
+a bounded job, which only a failure before the job ends restores (a state that grew since
+its base would otherwise be written whole once more as the job ends). So a restore reads at
+most a base, deltas about twice the state, one more delta, and the deltas written while the
+next base was pending. Savepoints (`write(None)`) stay canonical.
 """
 
 from __future__ import annotations
@@ -294,12 +293,12 @@ def encode_delta(
     entries: DirtyEntries | None = None,
 ) -> tuple[list[bytes], float]:
     """A delta file's envelope parts and the bytes per key it wrote (`Chain.entry_bytes`):
-    per key group with a change, per state, the dirty
-    keys and their values in the snapshot's version `held` (filtered as
-    `set_snapshot_filter` says), None where it holds none (a tombstone: state never stores
-    None), and for a map state the patches of the maps changed entry by entry (`entries`;
-    a filtered state's are written whole). Marshalled where every object allows it
-    (`heap_sections.encode_whole`), else pickled; `fast` False: always pickled."""
+    per key group with a change, per state, the dirty keys and their values in the
+    snapshot's version `held` (filtered as `set_snapshot_filter` says), None where it holds
+    none (a tombstone: state never stores None), and for a map state the patches of the maps
+    changed entry by entry (`entries`; a filtered state's are written whole). Marshalled
+    where every object allows it (`heap_sections.encode_whole`), else pickled; `fast` False:
+    always pickled."""
     entries = entries or {}
     names = [name for name, _ in states]
     indices = sorted(
@@ -352,10 +351,9 @@ def write_changelog(
 ) -> tuple[bytes, list[tuple[str, int, bool]]]:
     """A checkpoint's changelog write (uploader thread): a delta (or a new base, see the
     module docstring; `final`: the job's final checkpoint) uploaded into `shared`, and the
-    manifest naming the chain. Returns
-    the manifest and the `shared_files()` listing; the chain is recorded in the last of
-    `records` (this checkpoint's). OSError: the file this call wrote is deleted (best
-    effort) and the error propagates."""
+    manifest naming the chain. Returns the manifest and the `shared_files()` listing; the
+    chain is recorded in the last of `records` (this checkpoint's). OSError: the file this
+    call wrote is deleted (best effort) and the error propagates."""
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
     live_entries = records[-1].live_entries
