@@ -391,13 +391,9 @@ def _line_start_at(stream: Any, offset: int) -> int:
 
 
 class NexmarkFileReader(SourceReader):
-    """Reads its splits one after another, in file order. Mailbox thread only.
-
-    The events file is written in event-time order, so each split's events come after the
-    previous one's (`reads_splits_in_turn`: the watermark follows the reading).
-    Exactly-once: the position of a split moves only past events handed out (and bad lines
-    reported), so its snapshot restores exactly, whatever was parsed ahead.
-    """
+    """Reads its splits one after another in file order, which is event-time order (so
+    `reads_splits_in_turn`). Exactly-once: a split's position moves only past events handed
+    out (and bad lines reported), so its snapshot restores exactly. Mailbox thread only."""
 
     reads_splits_in_turn = True
 

@@ -37,11 +37,10 @@ backend's key-group range), its deltas add up to more than `DELTA_RATIO` times t
 estimated full size (the state's entries now times the larger of the base's bytes per entry
 and the newest delta's, so values that grew since the base count), or it has `MAX_DELTAS`
 deltas; but not while an earlier checkpoint that wrote a base is still pending (`base_due`):
-the checkpoints meanwhile add deltas to the confirmed chain; nor at the final checkpoint of
-a bounded job, which only a failure before the job ends restores (a state that grew since
-its base would otherwise be written whole once more as the job ends). So a restore reads at
-most a base, deltas about twice the state, one more delta, and the deltas written while the
-next base was pending. Savepoints (`write(None)`) stay canonical.
+the checkpoints meanwhile add deltas to the confirmed chain; nor at a bounded job's final
+checkpoint, read only if the job fails before its end. So a restore reads at most a base,
+deltas about twice the state, one more delta, and the deltas written while the next base
+was pending. Savepoints (`write(None)`) stay canonical.
 """
 
 from __future__ import annotations
@@ -106,8 +105,7 @@ class Chain:
     base_entries: int = 0
     """Entries (keys over all states) the base holds; 0: unknown."""
     entry_bytes: float = 0.0
-    """Bytes per entry of the values the newest delta wrote (its key groups' fixed cost
-    left out); 0: unknown (a base, or a chain read from a manifest)."""
+    """Bytes per entry the newest delta wrote, key groups' fixed cost left out; 0: unknown."""
 
     @property
     def delta_bytes(self) -> int:
@@ -118,9 +116,8 @@ class Chain:
 
     def needs_base(self, folder: str, live_entries: int = 0) -> bool:
         """Whether the next checkpoint into `folder` must write a new base instead of a
-        delta. `live_entries`: the state's entries now, which scale the base's size to
-        the state's (a state that grew since its base allows larger deltas), as do values
-        that grew since (`entry_bytes`)."""
+        delta. `live_entries`: the state's entries now, which scale the base's (or the
+        newest delta's, `entry_bytes`) bytes per entry to the state's full size."""
         full = self.base[1]
         if self.base_entries and live_entries > self.base_entries:
             full = full * live_entries // self.base_entries
@@ -202,8 +199,7 @@ def base_due(
     pending already wrote one there. Until that one completes the deltas follow the
     confirmed chain: a base of a large state takes longer to write than the checkpoint
     interval, and the next checkpoint must not write a second one meanwhile. `final` (the
-    job's final checkpoint): a chain in `folder` always gets a delta, as nothing reads it
-    after the job ends."""
+    job's final checkpoint): a chain in `folder` always gets a delta."""
     if confirmed is None:
         return True
     if final and confirmed.folder == folder:
@@ -362,14 +358,9 @@ def write_changelog(
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
         suffix = "heapbase"
     else:
+        dirty, changed = union_dirty(records), union_entries(records)
         parts, entry_bytes = encode_delta(
-            rng,
-            max_parallelism,
-            snapshot._states,
-            held,
-            snapshot._filters,
-            union_dirty(records),
-            entries=union_entries(records),
+            rng, max_parallelism, snapshot._states, held, snapshot._filters, dirty, entries=changed
         )
         suffix = "heapdelta"
     entry = upload_shared(shared, suffix, parts)

@@ -232,28 +232,36 @@ def growing_window_job():
     return env.get_job_graph("final-test")
 
 
-@pytest.mark.parametrize("final", [True, False], ids=["final", "not-final"])
-def test_the_final_checkpoint_extends_the_changelog_chain_where_a_base_was_due(
-    tmp_path, monkeypatch, final
-):
-    """Checkpoint 1 holds a short value (the base), checkpoint 2 a delta larger than twice
-    it, so checkpoint 3 is due a new base: a final one adds a delta instead."""
+def heap_files_of_checkpoints(tmp_path, monkeypatch, final_at: int | None) -> list[str]:
+    """The kind of keyed-state file each checkpoint of a window task uploads (changelog
+    checkpoints) while its one value grows by a record per checkpoint, up to checkpoint
+    `final_at`, which is the job's final one (None: ten plain checkpoints)."""
     task, _, sent = task_of(tmp_path, monkeypatch, "Window", growing_window_job(), changelog=True)
-
-    def checkpoint(checkpoint_id: int, is_final: bool = False) -> list[str]:
-        """The kinds of keyed-state files the checkpoint uploaded."""
+    kinds: list[str] = []
+    for checkpoint_id in range(1, 11):
+        is_final = checkpoint_id == final_at
+        arrive(task, 0, RecordBatch([("a", "y" * 200)], [100]))
         arrive(task, 0, CheckpointBarrier(checkpoint_id, 10_000, is_final=is_final))
         run_until_idle(task)
         (ack,) = sent_of(sent, AcknowledgeCheckpoint)
         task.handle(RpcReceived(NotifyCheckpointComplete(0, checkpoint_id, is_final)))
-        kinds = [name.rsplit(".", 1)[1] for name, _, new in ack.shared_files if new]
-        return [kind for kind in kinds if kind.startswith("heap")]
+        (new,) = [name for name, _, new in ack.shared_files if new and ".heap" in name]
+        kinds.append(new.rsplit(".", 1)[1])
+        if is_final:
+            break
+    return kinds
 
-    arrive(task, 0, RecordBatch([("a", "x")], [100]))
-    assert checkpoint(1) == ["heapbase"]
-    arrive(task, 0, RecordBatch([("a", "y" * 1000)] * 5, [200] * 5))
-    assert checkpoint(2) == ["heapdelta"]
-    assert checkpoint(3, is_final=final) == (["heapdelta"] if final else ["heapbase"])
+
+def test_the_final_checkpoint_extends_the_changelog_chain_where_a_base_was_due(
+    tmp_path, monkeypatch
+):
+    """The same records and barriers twice: where plain checkpoints write a new base (the
+    deltas, each the whole growing value, outgrew the state), a final one adds a delta."""
+    plain = heap_files_of_checkpoints(tmp_path / "plain", monkeypatch, None)
+    assert plain[0] == "heapbase"
+    rebased = plain.index("heapbase", 1) + 1  # a checkpoint id
+    final = heap_files_of_checkpoints(tmp_path / "final", monkeypatch, rebased)
+    assert final == [*plain[: rebased - 1], "heapdelta"]
 
 
 class HeldCalls(AsyncFunction):
