@@ -216,32 +216,17 @@ def test_a_task_goes_on_once_its_final_checkpoint_was_aborted(tmp_path, monkeypa
     assert task._can_work()
 
 
-def growing_window_job():
-    """words -> key_by -> event-time window concatenating strings (its one value grows with
-    every record) -> print."""
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(1)
-    (
-        env.from_source(CollectionSource(WORDS), WatermarkStrategy.no_watermarks(), "src")
-        .key_by(lambda pair: pair[0])
-        .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
-        .reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .uid("window")
-        .sink_to(PrintSink())
-    )
-    return env.get_job_graph("final-test")
-
-
 def heap_files_of_checkpoints(tmp_path, monkeypatch, final_at: int | None) -> list[str]:
     """The kind of keyed-state file each checkpoint of a window task uploads (changelog
     checkpoints) while its one value grows by a record per checkpoint, up to checkpoint
     `final_at`, which is the job's final one (None: ten plain checkpoints)."""
-    task, _, sent = task_of(tmp_path, monkeypatch, "Window", growing_window_job(), changelog=True)
+    task, _, sent = task_of(tmp_path, monkeypatch, "Window", changelog=True)
     kinds: list[str] = []
     for checkpoint_id in range(1, 11):
         is_final = checkpoint_id == final_at
-        arrive(task, 0, RecordBatch([("a", "y" * 200)], [100]))
-        arrive(task, 0, CheckpointBarrier(checkpoint_id, 10_000, is_final=is_final))
+        arrive(task, 0, RecordBatch([("a", "y" * 200)], [100]))  # the reduce concatenates
+        for channel in (0, 1):
+            arrive(task, channel, CheckpointBarrier(checkpoint_id, 10_000, is_final=is_final))
         run_until_idle(task)
         (ack,) = sent_of(sent, AcknowledgeCheckpoint)
         task.handle(RpcReceived(NotifyCheckpointComplete(0, checkpoint_id, is_final)))
