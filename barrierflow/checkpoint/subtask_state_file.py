@@ -136,6 +136,7 @@ class PendingStateFile:
         (`_fs.write_parts`), and its handle. What `write` raises propagates (OSError:
         storage failed; ConfigurationError: a value cannot be serialized)."""
         sections: dict[str, OperatorSections] = {}
+        shared = shared_folder(self.location)
         for number, (uid, held) in enumerate(self.operators.items()):
             keyed = held.keyed
             if keyed is not None and not isinstance(keyed, bytes):
@@ -143,14 +144,13 @@ class PendingStateFile:
                     keyed = keyed.write(None)
                 else:
                     side_files = side_files_folder(self.location, number)
-                    shared = shared_folder(self.location)
                     keyed = keyed.write(side_files, shared=shared, final=self.final)
             timers = held.timers
             if timers is not None and not isinstance(timers, bytes):
                 if self.savepoint:
                     timers = timers.encode(ordered=True)
                 else:
-                    timers = timers.write(shared_folder(self.location), final=self.final)
+                    timers = timers.write(shared, final=self.final)
             sections[uid] = OperatorSections(keyed, held.operator, timers)
         encoded = encode_parts(
             self.location.name,
