@@ -155,11 +155,7 @@ class SplitWatermarkMultiplexer:
         emits once more first, which counts while only waiting splits are left."""
         split = self._live_split(split_id, "finish")
         if not split.waiting:
-            self._deferring = True
-            try:
-                split.generator.on_periodic_emit(split)
-            finally:
-                self._deferring = False
+            self._let_generators_emit([split])
             self._finished_watermark = max(self._finished_watermark, split.watermark)
         del self._splits[split_id]
         self._finished.add(split_id)
@@ -177,14 +173,17 @@ class SplitWatermarkMultiplexer:
     def on_periodic_emit(self) -> None:
         """Let every live split's generator emit (a waiting split's has seen nothing), then
         emit the combined result once."""
+        self._let_generators_emit([s for s in self._splits.values() if not s.waiting])
+        self._combine_and_emit()
+
+    def _let_generators_emit(self, splits: list[_Split]) -> None:
+        """The periodic emit of each of `splits`' generators, not yet combined."""
         self._deferring = True
         try:
-            for split in self._splits.values():
-                if not split.waiting:
-                    split.generator.on_periodic_emit(split)
+            for split in splits:
+                split.generator.on_periodic_emit(split)
         finally:
             self._deferring = False
-        self._combine_and_emit()
 
     def _live_split(self, split_id: Hashable, verb: str) -> _Split:
         split = self._splits.get(split_id)

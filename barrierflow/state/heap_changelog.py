@@ -45,9 +45,7 @@ was pending. Savepoints (`write(None)`) stay canonical.
 
 from __future__ import annotations
 
-import contextlib
 import pickle
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from barrierflow import _envelope, _fs
 from barrierflow.core.state_descriptors import StateKind
 from barrierflow.errors import StateRestoreError
+from barrierflow.state.changelog_files import chain_files, read_chain_file, upload_shared
 from barrierflow.state.heap_backend import KEYED_STATE, decode_key_group
 from barrierflow.state.heap_sections import MARSHAL_WHOLE_TAG, encode_whole
 from barrierflow.state.key_groups import KeyGroupRange
@@ -352,51 +351,51 @@ def write_changelog(
     call wrote is deleted (best effort) and the error propagates."""
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
-    live_entries = records[-1].live_entries
     entry_bytes = 0.0
-    if base_due(confirmed, records, folder, final):
+    new_base = base_due(confirmed, records, folder, final)
+    if new_base:
         parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
-        suffix = "heapbase"
     else:
         dirty, changed = union_dirty(records), union_entries(records)
         parts, entry_bytes = encode_delta(
             rng, max_parallelism, snapshot._states, held, snapshot._filters, dirty, entries=changed
         )
-        suffix = "heapdelta"
-    entry = upload_shared(shared, suffix, parts)
-    if suffix == "heapbase":
-        chain = Chain(folder, entry, base_entries=live_entries)
-    else:
-        assert confirmed is not None
-        deltas = (*confirmed.deltas, entry)
-        chain = Chain(folder, confirmed.base, deltas, confirmed.base_entries, entry_bytes)
-    records[-1].chain = chain
+    entry = upload_shared(shared, "heapbase" if new_base else "heapdelta", parts)
+    fields, listed = chain_written(confirmed, records, folder, entry, new_base, entry_bytes)
     header = {
         "version": CHANGELOG_VERSION,
         "max_parallelism": max_parallelism,
         "key_group_range": [rng.start, rng.end],
         "states": [[name, kind.value] for name, kind in snapshot._states],
+        **fields,
+    }
+    return _envelope.encode(CHANGELOG_KIND, header), listed
+
+
+def chain_written(
+    confirmed: Chain | None,
+    records: list[Pending],
+    folder: str,
+    entry: tuple[str, int],
+    new_base: bool,
+    entry_bytes: float = 0.0,
+) -> tuple[dict[str, Any], list[tuple[str, int, bool]]]:
+    """A checkpoint uploaded `entry` into `folder`, a new base or a delta after `confirmed`:
+    its chain, recorded in the last of `records`, as a manifest's chain fields, and as the
+    `shared_files()` listing (name, size, uploaded by this write)."""
+    if new_base:
+        chain = Chain(folder, entry, base_entries=records[-1].live_entries)
+    else:
+        assert confirmed is not None
+        deltas = (*confirmed.deltas, entry)
+        chain = Chain(folder, confirmed.base, deltas, confirmed.base_entries, entry_bytes)
+    records[-1].chain = chain
+    fields = {
         "base": list(chain.base),
         "deltas": [list(delta) for delta in chain.deltas],
         "base_entries": chain.base_entries,
     }
-    listed = [(name, size, name == entry[0]) for name, size in chain.files()]
-    return _envelope.encode(CHANGELOG_KIND, header), listed
-
-
-def upload_shared(shared: _fs.Location, suffix: str, parts: list[bytes]) -> tuple[str, int]:
-    """Write `parts` as a new file `<uuid>.<suffix>` in the job's `shared` folder: its name
-    relative to the job folder and its size. OSError: the file is deleted (best effort)
-    and the error propagates."""
-    target = shared.child(f"{uuid.uuid4().hex}.{suffix}")
-    _fs.make_dirs(shared)
-    try:
-        _fs.write_parts(target, parts)
-    except OSError:
-        with contextlib.suppress(OSError):
-            _fs.delete_file(target)
-        raise
-    return f"{shared.name}/{target.name}", sum(len(part) for part in parts)
+    return fields, [(name, size, name == entry[0]) for name, size in chain.files()]
 
 
 def _canonical_header_and_sections(snapshot: HeapKeyedStateSnapshot) -> tuple[Any, list[bytes]]:
@@ -418,38 +417,6 @@ def read_manifest(section: bytes | memoryview) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError) as error:
         raise StateRestoreError(f"malformed heap-changelog header: {error!r}") from error
     return header
-
-
-def chain_files(header: dict[str, Any], what: str) -> list[tuple[str, int]]:
-    """A manifest's base and deltas as (name, size), oldest first, each name a path inside
-    the job folder (StateRestoreError naming the `what` manifest otherwise; KeyError,
-    TypeError or ValueError for a malformed header)."""
-    files = []
-    for name, size in [header["base"], *header["deltas"]]:
-        if (
-            not isinstance(name, str)
-            or name.startswith("/")
-            or any(part in ("", ".", "..") for part in name.split("/"))
-            or int(size) < 0
-        ):
-            raise StateRestoreError(f"a {what} manifest names the file {name!r}")
-        files.append((name, int(size)))
-    return files
-
-
-def read_chain_file(base: _fs.Location, name: str, size: int, what: str) -> bytes:
-    """Chain file `name` (relative to the job folder of the checkpoint folder `base`), as
-    long as its manifest says (StateRestoreError naming it otherwise)."""
-    location = base.parent.child(*name.split("/"))
-    try:
-        data = _fs.read_bytes(location)
-    except OSError as error:
-        raise StateRestoreError(f"{what} file {location} cannot be read: {error}") from error
-    if len(data) != size:
-        raise StateRestoreError(
-            f"{what} file {location} has {len(data)} bytes, the manifest says {size}"
-        )
-    return data
 
 
 def manifest_chain(header: dict[str, Any], base: _fs.Location) -> Chain:
@@ -492,8 +459,7 @@ def changelog_to_canonical(
     groups: dict[int, dict[str, dict[Any, Any]]] = {}
 
     def load(name: str, size: int) -> tuple[Any, memoryview, list[str]]:
-        location = base.parent.child(*name.split("/"))
-        data = read_chain_file(base, name, size, "heap-changelog")
+        data, location = read_chain_file(base, name, size, "heap-changelog")
         kind = KEYED_STATE if name == chain.base[0] else DELTA_KIND
         file_header, body = _envelope.decode(data, kind)
         if kind == KEYED_STATE:

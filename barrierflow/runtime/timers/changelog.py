@@ -44,14 +44,13 @@ from barrierflow.runtime.timers.snapshot import (
     encode_sections,
 )
 from barrierflow.runtime.timers.timer import Timer
+from barrierflow.state.changelog_files import chain_files, read_chain_file, upload_shared
 from barrierflow.state.heap_changelog import (
     Chain,
     Pending,
     base_due,
-    chain_files,
-    read_chain_file,
+    chain_written,
     union_dirty,
-    upload_shared,
 )
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import check_header_version
@@ -93,28 +92,15 @@ class TimerChangelogSnapshot:
         later checkpoints once it completes. OSError: the file is deleted (best effort) and
         the error propagates."""
         folder = shared.without_trailing_slash().uri
-        live = self.records[-1].live_entries
-        confirmed = self.confirmed
-        if base_due(confirmed, self.records, folder, final):
-            data, suffix = self.held.encode(), "timerbase"
-        else:
-            data, suffix = self._delta(), "timerdelta"
-        entry = upload_shared(shared, suffix, [data])
-        if suffix == "timerbase":
-            chain = Chain(folder, entry, base_entries=live)
-        else:
-            assert confirmed is not None
-            deltas = (*confirmed.deltas, entry)
-            chain = Chain(folder, confirmed.base, deltas, confirmed.base_entries)
-        self.records[-1].chain = chain
-        self._listed = [(name, size, name == entry[0]) for name, size in chain.files()]
+        new_base = base_due(self.confirmed, self.records, folder, final)
+        data = self.held.encode() if new_base else self._delta()
+        entry = upload_shared(shared, "timerbase" if new_base else "timerdelta", [data])
+        fields, self._listed = chain_written(self.confirmed, self.records, folder, entry, new_base)
         header = {
             "version": VERSION,
             "max_parallelism": self.held.max_parallelism,
             "key_group_range": list(self.held.key_group_range),
-            "base": list(chain.base),
-            "deltas": [list(delta) for delta in chain.deltas],
-            "base_entries": chain.base_entries,
+            **fields,
         }
         return _envelope.encode(MANIFEST_KIND, header)
 
@@ -173,8 +159,7 @@ def changelog_to_canonical(
     timers: dict[int, tuple[set[Timer], set[Timer]]] = {}
     for number, (name, size) in enumerate(files):
         kind = SNAPSHOT_KIND if number == 0 else DELTA_KIND
-        location = base.parent.child(*name.split("/"))
-        data = read_chain_file(base, name, size, kind)
+        data, location = read_chain_file(base, name, size, kind)
         file_header, body = _checked(data, kind, location, max_parallelism)
         fields = DOMAINS if number == 0 else DELTA_FIELDS
         try:
