@@ -155,11 +155,14 @@ class OperatorChain:
                 nearest = due
         return nearest
 
-    def snapshot_state(self, checkpoint_id: int) -> dict[str, OperatorSnapshot]:
-        """Every stateful operator's snapshot at the barrier, by uid."""
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> dict[str, OperatorSnapshot]:
+        """Every stateful operator's snapshot at the barrier, by uid (`savepoint`: of a
+        savepoint, which is written whole)."""
         snapshots = {}
         for operator in self.operators:
-            snapshot = operator.snapshot_state(checkpoint_id)
+            snapshot = operator.snapshot_state(checkpoint_id, savepoint)
             if snapshot is not None:
                 snapshots[operator.uid] = snapshot
         return snapshots

@@ -265,7 +265,9 @@ class SubtaskCheckpointCoordinator:
             alignment_ms, reached_ms = 0.0, clock.epoch_millis()
         else:
             alignment_ms, reached_ms = (started - first[0]) * 1000, first[1]
-        snapshots = self._chain.snapshot_state(barrier.checkpoint_id)
+        snapshots = self._chain.snapshot_state(
+            barrier.checkpoint_id, savepoint=barrier.target is not None
+        )
         return _HeldSnapshot(
             barrier,
             snapshots,

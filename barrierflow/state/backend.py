@@ -136,10 +136,13 @@ class KeyedStateBackend(Protocol):
         checkpoints) applies it to savepoints (`write(None)`) only."""
         ...
 
-    def snapshot(self, checkpoint_id: int | None = None) -> KeyedStateSnapshot:
+    def snapshot(
+        self, checkpoint_id: int | None = None, savepoint: bool = False
+    ) -> KeyedStateSnapshot:
         """The synchronous part of a snapshot of every state (see the module docstring);
         `checkpoint_id` (None outside checkpoints) is the one `notify_checkpoint_complete`
-        later names (an incremental backend reuses a completed checkpoint's files)."""
+        later names (an incremental backend reuses a completed checkpoint's files);
+        `savepoint`: the snapshot is written whole (`write(None)`)."""
         ...
 
     def restore(self, snapshots: Iterable[bytes], base: _fs.Location | None = None) -> None:

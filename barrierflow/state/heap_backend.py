@@ -58,7 +58,7 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from barrierflow import _envelope as state_format
@@ -80,6 +80,7 @@ from barrierflow.state.heap_tables import (
     SharedGroup,
     StateTable,
     changed_entries,
+    note_map_values,
 )
 from barrierflow.state.key_groups import KeyGroupRange
 from barrierflow.state.key_scope import (
@@ -232,7 +233,9 @@ class HeapKeyedStateBackend(KeyScope):
             return state
         table = self._tables.get(name)
         if table is None:
-            table = self._tables[name] = StateTable(self._count, self._changelog is not None)
+            table = self._tables[name] = StateTable(
+                self._count, self._changelog is not None, maps=implementation is HeapMapState
+            )
         if table.dirty is not None:
             implementation = TRACKED[implementation]
         state = self._states[name] = implementation(self, table)
@@ -261,10 +264,14 @@ class HeapKeyedStateBackend(KeyScope):
         else:
             self._filters[state_name] = transform
 
-    def snapshot(self, checkpoint_id: int | None = None) -> HeapKeyedStateSnapshot:
+    def snapshot(
+        self, checkpoint_id: int | None = None, savepoint: bool = False
+    ) -> HeapKeyedStateSnapshot:
         """The synchronous part of a snapshot of every state: a reference to each non-empty
         key group's dict, which stays as it is now (copy-on-write, see the module
-        docstring). O(key groups x states); serialized by its `write`."""
+        docstring). O(key groups x states); serialized by its `write`. With changelog
+        checkpoints, a checkpoint certain to be written as a delta (`DirtyLog.writes_delta`)
+        holds only the key groups and values its delta reads; a savepoint holds all."""
         GC_WHILE_HELD.hold()  # first: the snapshot's own allocations must not start a collection
         names = list(self._tables)
         snapshot = HeapKeyedStateSnapshot(
@@ -274,27 +281,33 @@ class HeapKeyedStateBackend(KeyScope):
             [self._filters.get(name) for name in names],
         )
         snapshot._gc_hold = weakref.finalize(snapshot, GC_WHILE_HELD.release)
+        wanted: Callable[[str, int], list[Container[Any]] | None] = _every_key
+        if self._changelog is not None and checkpoint_id is not None:
+            live = sum(len(entries) for table in self._tables.values() for entries in table.live)
+            dirty, entries = self._swap_dirty()
+            snapshot._changelog = self._changelog.snapshot(checkpoint_id, dirty, live, entries)
+            delta_reads = None if savepoint else self._changelog.delta_reads(live)
+            if delta_reads is not None:
+                snapshot.delta_only = True
+                wanted = delta_reads
         held: list[list[dict[Any, Any]]] = []
         for name in names:
             table = self._tables[name]
             groups: list[dict[Any, Any]] = []
             reads = table.reads
             for index, entries in enumerate(table.live):
-                if not entries:
+                keys = wanted(name, index) if entries else []
+                if keys is not None and not keys:  # nothing of it written
                     groups.append(_EMPTY)
                     continue
                 groups.append(entries)
                 shared = reads[index]
                 if type(shared) is dict:
-                    SharedGroup(table, index, snapshot)
+                    SharedGroup(table, index, snapshot, keys)
                 else:
-                    shared.share(snapshot)
+                    shared.share(snapshot, keys)
             held.append(groups)
         snapshot._held = held
-        if self._changelog is not None and checkpoint_id is not None:
-            live = sum(len(entries) for table in self._tables.values() for entries in table.live)
-            dirty, entries = self._swap_dirty()
-            snapshot._changelog = self._changelog.snapshot(checkpoint_id, dirty, live, entries)
         return snapshot
 
     def _swap_dirty(self) -> tuple[DirtyKeys, DirtyEntries]:
@@ -346,8 +359,11 @@ class HeapKeyedStateBackend(KeyScope):
                 restored.add(key_group)
                 names = [name for name, _ in states]
                 per_state = decode_key_group(body, key_group, offset, length, names)
-                for (name, _), entries in zip(states, per_state, strict=True):
-                    self._tables[name].writable(index).update(entries)
+                for (name, kind), entries in zip(states, per_state, strict=True):
+                    table = self._tables[name]
+                    table.writable(index).update(entries)
+                    if kind is StateKind.MAP:
+                        note_map_values(table, entries.values())
         if self._changelog is not None:  # a chain is continued only if it is all the state
             self._changelog.restored(chains[0] if len(chains) == 1 else None)
 
@@ -358,9 +374,11 @@ class HeapKeyedStateBackend(KeyScope):
             key_groups = {int(g): (int(o), int(n)) for g, (o, n) in header["key_groups"].items()}
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise StateRestoreError(f"malformed keyed-state header: {error!r}") from error
-        for name, _ in states:
+        for name, kind in states:
             if name not in self._tables:
-                self._tables[name] = StateTable(self._count, self._changelog is not None)
+                self._tables[name] = StateTable(
+                    self._count, self._changelog is not None, maps=kind is StateKind.MAP
+                )
         return states, key_groups
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
@@ -399,6 +417,8 @@ class HeapKeyedStateSnapshot:
         """Set once by `release` (any thread); the backend then stops protecting its dicts."""
         self._changelog: tuple[Chain | None, list[Pending]] | None = None
         """Changelog checkpoints: the chain to build on and the pending dirty keys."""
+        self.delta_only = False
+        """Holds only what its changelog delta reads: it cannot be written whole."""
         self._shared: list[tuple[str, int, bool]] = []
         self._garbage: list[Any] = []
         """What the barrier set aside instead of freeing (large sets): freed by `release`."""
@@ -427,6 +447,7 @@ class HeapKeyedStateSnapshot:
                 self, held, shared, *self._changelog, final=final
             )
             return section
+        self._check_whole()
         header, sections = self._canonical_header_and_sections(fast=side_files is not None)
         return state_format.encode_parts(KEYED_STATE, header, sections)
 
@@ -440,6 +461,7 @@ class HeapKeyedStateSnapshot:
         held = self._held
         if held is None or self.released:
             raise RuntimeError("a released keyed-state snapshot cannot be written")
+        self._check_whole()
         names = [name for name, _ in self._states]
         sections: list[bytes] = []
         index: dict[int, list[int]] = {}
@@ -466,6 +488,14 @@ class HeapKeyedStateSnapshot:
         }
         return header, sections
 
+    def _check_whole(self) -> None:
+        """RuntimeError if this snapshot holds only a delta's keys (`DirtyLog.delta_reads`
+        decides at the barrier what its write decides again: they must agree)."""
+        if self.delta_only:
+            raise RuntimeError(
+                "a heap snapshot taken for a changelog delta cannot be written whole"
+            )
+
     def shared_files(self) -> list[tuple[str, int, bool]]:
         """After a changelog `write`: the chain's base and deltas (new: written by it);
         otherwise none (the section is whole in the state file)."""
@@ -487,6 +517,11 @@ def _swap_nonempty(per_group: list[Any], fresh: Callable[[], Any]) -> dict[int, 
             swapped[index] = items
             per_group[index] = fresh()
     return swapped
+
+
+def _every_key(name: str, index: int) -> None:
+    """What a whole snapshot reads of any key group: every key (None)."""
+    return None
 
 
 def _nothing() -> None:

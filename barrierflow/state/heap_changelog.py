@@ -46,7 +46,7 @@ was pending. Savepoints (`write(None)`) stay canonical.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +85,7 @@ size is materialized at the next checkpoint: a restore reads at most about
 checkpoint writes a base about every eighth."""
 
 _NONE: frozenset[Any] = frozenset()
+_NO_GROUPS: dict[int, Any] = {}
 
 DirtyKeys = dict[str, dict[int, set[Any]]]
 """Per state name, per key-group index (key group minus the range's start), keys changed."""
@@ -152,6 +153,9 @@ class DirtyLog:
     """The chain of the last completed checkpoint (or restored one); None: write a base."""
     pending: list[Pending] = field(default_factory=list)
     """Snapshots since `confirmed`'s, oldest first: their dirty keys are not yet in it."""
+    written_folder: str | None = None
+    """The shared folder of the last completed checkpoint this backend wrote (not of a
+    restored chain): where its next writes go."""
 
     def snapshot(
         self,
@@ -180,6 +184,7 @@ class DirtyLog:
                 if confirmed is not None and chain.base != confirmed.base and chain.deltas:
                     return
                 self.confirmed = chain
+                self.written_folder = chain.folder
                 self.pending = [r for r in self.pending if r.checkpoint_id > checkpoint_id]
                 return
 
@@ -187,7 +192,37 @@ class DirtyLog:
         """The state now equals `chain` (None: something else; the next checkpoint writes a
         base)."""
         self.confirmed = chain
+        self.written_folder = None
         self.pending = []
+
+    def delta_reads(self, live_entries: int) -> Callable[[str, int], list[Container[Any]]] | None:
+        """For the snapshot just taken (the last pending one, the state holding
+        `live_entries` entries), when its write is certain to be a delta (`base_due` says
+        so for a confirmed chain in the folder this backend writes into, whatever
+        completes before the write): what that delta reads of state `name`'s key group
+        `index`, the containers holding its keys (every pending snapshot's dirty keys and
+        keys with changed map entries). None: the write may be a base."""
+        confirmed = self.confirmed
+        if (
+            confirmed is None
+            or confirmed.folder != self.written_folder
+            or confirmed.needs_base(confirmed.folder, live_entries)
+        ):
+            return None
+        records = list(self.pending)
+
+        def reads(name: str, index: int) -> list[Container[Any]]:
+            found: list[Container[Any]] = []
+            for record in records:
+                keys = record.dirty.get(name, _NO_GROUPS).get(index)
+                if keys:
+                    found.append(keys)
+                changed = record.entries.get(name, _NO_GROUPS).get(index)
+                if changed:
+                    found.append(changed)
+            return found
+
+        return reads
 
 
 def base_due(

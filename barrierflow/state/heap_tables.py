@@ -8,13 +8,14 @@ mutable to the key group's dirty set (`StateTable.dirty`), one C-level `set.add`
 handle's own frame; a map state's handle records the user keys it changes within a map
 (`StateTable.entries`), so a delta holds those entries instead of the whole map. Values
 of immutable types are handed out as they are; anything else is copied on the way out
-of a shared group, so a snapshot in flight never sees a later write. Mailbox thread only.
+of a shared group, so a snapshot in flight never sees a later write — unless every
+snapshot holding the group is a delta that does not write that key. Mailbox thread only.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from barrierflow.errors import ConfigurationError
@@ -36,9 +37,13 @@ class StateTable:
     """One state's key groups: the live dicts, and per key group what reads and writes go
     through: the live dict itself, or its `SharedGroup` while a snapshot holds it."""
 
-    __slots__ = ("dirty", "entries", "live", "reads", "writes")
+    __slots__ = ("dirty", "entries", "flat_maps", "live", "reads", "writes")
 
-    def __init__(self, count: int, tracked: bool = False) -> None:
+    def __init__(self, count: int, tracked: bool = False, maps: bool = False) -> None:
+        self.flat_maps = maps
+        """A map state whose every map value so far is of an `IMMUTABLE_TYPES` type: a copy
+        of one of its maps is `dict.copy()` (its keys are hashable, never changed in
+        place), not the slower `copy_value`. Cleared by the first other value put."""
         self.live: list[dict[Any, Any]] = [{} for _ in range(count)]
         self.reads: list[Any] = list(self.live)
         self.writes: list[Any] = list(self.live)
@@ -65,29 +70,54 @@ class SharedGroup:
     Stands in the table's `reads` and `writes` in place of the live dict, so the hot
     path (a list index and a dict operation) is unchanged and only the first accesses
     after a snapshot pay: the first write copies the dict (then `writes` holds the copy),
-    the first read of a mutable value copies the value. Mailbox thread only; the
-    holders' `released` flags are set by the uploader thread, and a flag read as not
-    yet set only costs a copy that was not needed.
+    the first read of a mutable value copies the value. A changelog delta's snapshot holds
+    only the keys its delta writes (`wanted`): the values of the others are handed out as
+    they are. Mailbox thread only; the holders' `released` flags are set by the uploader
+    thread, and a flag read as not yet set only costs a copy that was not needed.
     """
 
-    __slots__ = ("_dict_shared", "_holders", "_index", "_live", "_owned", "_table")
+    __slots__ = (
+        "_dict_shared",
+        "_holders",
+        "_index",
+        "_live",
+        "_owned",
+        "_table",
+        "_wanted",
+        "_wanted_by",
+    )
 
-    def __init__(self, table: StateTable, index: int, holder: HeapKeyedStateSnapshot) -> None:
+    def __init__(
+        self,
+        table: StateTable,
+        index: int,
+        holder: HeapKeyedStateSnapshot,
+        wanted: list[Container[Any]] | None = None,
+    ) -> None:
         self._table = table
         self._index = index
         self._live = table.live[index]
         """`table.live[index]` (kept equal by `writable`): one lookup less per access."""
         self._holders = [holder]
+        self._wanted_by: list[list[Container[Any]] | None] = [wanted]
+        """Per holder, the keys whose values it reads (None: every key)."""
+        self._wanted = wanted
+        """Keys some holder reads: in one of these containers (None: every key)."""
         self._dict_shared = True
         """The live dict is one a snapshot holds: copy it before a write."""
         self._owned: set[Any] = set()
         """Keys whose value no snapshot holds (copied or written since the snapshot)."""
         table.reads[index] = table.writes[index] = self
 
-    def share(self, holder: HeapKeyedStateSnapshot) -> None:
-        """Another snapshot holds the live dict (and every value in it) too."""
-        self._holders = [h for h in self._holders if not h.released]
-        self._holders.append(holder)
+    def share(
+        self, holder: HeapKeyedStateSnapshot, wanted: list[Container[Any]] | None = None
+    ) -> None:
+        """Another snapshot holds the live dict (and the values of the keys `wanted`, None:
+        every key) too."""
+        kept = [i for i, h in enumerate(self._holders) if not h.released]
+        self._holders = [self._holders[i] for i in kept] + [holder]
+        self._wanted_by = [self._wanted_by[i] for i in kept] + [wanted]
+        self._wanted = _union_wanted(self._wanted_by)
         self._dict_shared = True
         if self._owned:  # freed with the snapshot (uploader thread), not in the barrier's pause
             holder._garbage.append(self._owned)
@@ -121,13 +151,21 @@ class SharedGroup:
 
     def _held(self, key: Any, value: Any) -> Any:
         """`value` of `key`, which a snapshot may hold: as it is if it cannot change in
-        place (a tuple of such values) or no snapshot holds it any more, else a copy of
+        place (a tuple of such values) or no snapshot holds it (any more), else a copy of
         its own that replaces it in the live dict."""
         if self._unshare_if_released():  # first: reads go back to the plain dict at once
             return value
+        wanted = self._wanted
+        if wanted is not None:
+            for keys in wanted:  # a loop: no generator per read
+                if key in keys:
+                    break
+            else:
+                self._owned.add(key)  # no holder reads it
+                return value
         if is_immutable(value):  # not remembered: `share` would clear that set at the barrier
             return value
-        copied = copy_value(value)
+        copied = value.copy() if self._table.flat_maps else copy_value(value)
         if copied is not value:
             self.writable()[key] = copied
             self._owned.add(key)
@@ -142,6 +180,16 @@ class SharedGroup:
         return self.writable().pop(key, default)
 
 
+def _union_wanted(wanted_by: list[list[Container[Any]] | None]) -> list[Container[Any]] | None:
+    """The keys some holder reads, given each holder's (None: every key)."""
+    union: list[Container[Any]] = []
+    for keys in wanted_by:
+        if keys is None:
+            return None
+        union.extend(keys)
+    return union
+
+
 # ---- the state handles ----------------------------------------------------------------------
 
 
@@ -152,10 +200,11 @@ class HeapState:
     (`TRACKED`) fill in the same frame as the dict operation (no further Python call on
     the record path); the plain handles never look at them."""
 
-    __slots__ = ("_backend", "_dirty", "_reads", "_writes")
+    __slots__ = ("_backend", "_dirty", "_reads", "_table", "_writes")
 
     def __init__(self, backend: HeapKeyedStateBackend, table: StateTable) -> None:
         self._backend = backend
+        self._table = table
         self._reads = table.reads
         self._writes = table.writes
         self._dirty = table.dirty
@@ -258,6 +307,18 @@ def _mark(dirty: list[set[Any]] | None, indices: Any, keys: Any) -> None:
             dirty[index].add(key)
 
 
+def note_map_values(table: StateTable, maps: Iterable[dict[Any, Any]]) -> None:
+    """`maps` are stored in `table`: it keeps `flat_maps` only if their values allow it."""
+    if table.flat_maps:
+        for mapping in maps:
+            _note_values(table, mapping)
+
+
+def _note_values(table: StateTable, mapping: dict[Any, Any]) -> None:
+    if table.flat_maps and not set(map(type, mapping.values())) <= IMMUTABLE_TYPES:
+        table.flat_maps = False
+
+
 def _unhashable(keys: Any, error: TypeError) -> ConfigurationError:
     """A batched access failed on an unhashable key: name it (as `_explain_key_error`)."""
     for key in keys:
@@ -318,10 +379,13 @@ class HeapMapState(HeapState, MapState):
         return None if current is None else current.get(key)
 
     def put(self, key: Any, value: Any) -> None:
+        if type(value) not in IMMUTABLE_TYPES:
+            self._table.flat_maps = False
         self._for_writing()[key] = value
 
     def put_all(self, mapping: dict[Any, Any]) -> None:
         if mapping:
+            _note_values(self._table, mapping)
             self._for_writing().update(mapping)
 
     def remove(self, key: Any) -> None:
@@ -447,6 +511,8 @@ class TrackedMapState(HeapMapState):
         return value
 
     def put(self, key: Any, value: Any) -> None:
+        if type(value) not in IMMUTABLE_TYPES:
+            self._table.flat_maps = False
         current = self._peek()
         if current is None:
             self._put({key: value})
@@ -458,6 +524,7 @@ class TrackedMapState(HeapMapState):
     def put_all(self, mapping: dict[Any, Any]) -> None:
         if not mapping:
             return
+        _note_values(self._table, mapping)
         current = self._peek()
         if current is None:
             self._put(dict(mapping))

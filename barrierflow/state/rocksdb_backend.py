@@ -350,10 +350,13 @@ class RocksDBKeyedStateBackend(KeyScope):
         else:
             self._filters[state_name] = transform
 
-    def snapshot(self, checkpoint_id: int | None = None) -> RocksDBSnapshot:
+    def snapshot(
+        self, checkpoint_id: int | None = None, savepoint: bool = False
+    ) -> RocksDBSnapshot:
         """Flush the memtable and take RocksDB's native checkpoint (hard links): the
-        synchronous part. `checkpoint_id` lets an incremental checkpoint's files be reused
-        once it completes. Raises OSError if the local disk fails."""
+        synchronous part (the same for a savepoint, whose write reads it whole).
+        `checkpoint_id` lets an incremental checkpoint's files be reused once it
+        completes. Raises OSError if the local disk fails."""
         path = os.path.join(self._dir, f"chk-{next(self._checkpoints)}")
         try:
             self.flush_writes()

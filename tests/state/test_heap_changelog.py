@@ -660,6 +660,61 @@ def test_a_delta_holds_the_barriers_values_while_records_keep_changing_them(
     assert changed_keys(job.delta(files)) == ({"y": 9}, {"x"})
 
 
+def test_a_delta_holds_only_the_values_it_writes_and_a_savepoint_all(tmp_path: Path) -> None:
+    """A checkpoint certain to be a delta copies on access only the values its delta writes
+    and holds no key group it writes nothing of; a savepoint taken meanwhile holds every
+    value; a snapshot after a restore (its write may be a base) holds every value too."""
+    from barrierflow.state.key_groups import stable_hash
+
+    job, b = Job(tmp_path), backend()
+    values = b.get_value_state(VALUE)
+    for i in range(200):
+        put(b, i, [i])
+    job.checkpoint(b, 1)
+    b.set_current_key(5)
+    values.value().append(50)  # dirty: in the next delta
+    by_group: dict[int, list[int]] = {}
+    for i in range(200):
+        by_group.setdefault(stable_hash(i) % MAX_P, []).append(i)
+    untouched = next(keys[0] for group, keys in by_group.items() if group != stable_hash(5) % MAX_P)
+    live_untouched = b._tables["v"].live[stable_hash(untouched) % MAX_P][untouched]
+    delta = b.snapshot(2)
+    assert delta.delta_only
+    table, quiet, busy = b._tables["v"], stable_hash(untouched) % MAX_P, stable_hash(5) % MAX_P
+    dicts = table.live[quiet], table.live[busy]
+    b.set_current_key(untouched)
+    assert values.value() is live_untouched, "not copied: the delta does not write it"
+    values.update(live_untouched)
+    assert table.live[quiet] is dicts[0], "a key group it writes nothing of is not held"
+    b.set_current_key(5)
+    values.value().append(51)  # a copy: the delta writes the barrier's [5, 50]
+    assert table.live[busy] is not dicts[1]
+    savepoint = b.snapshot(3, savepoint=True)
+    assert not savepoint.delta_only
+    expected = state_of(b)
+    for i in range(200):
+        b.set_current_key(i)
+        values.value().append(-1)  # every value held by the savepoint: copied
+    assert section_kind(savepoint.write(None)) == "keyed-state"
+    restored = backend(changelog=False)
+    restored.restore([savepoint.write(None)])
+    assert state_of(restored) == expected
+    savepoint.release()
+    chk = job.chk(2)
+    _fs.make_dirs(chk)
+    delta.write(chk.child("side"), job.shared)
+    with pytest.raises(RuntimeError, match="cannot be written whole"):
+        delta.write(None)
+    files = delta.shared_files()
+    delta.release()
+    assert changed_keys(job.delta(files)) == ({5: [5, 50]}, set())
+    b.notify_checkpoint_complete(2)
+    moved = backend()
+    section, _ = job.checkpoint(b, 4)
+    moved.restore([section], job.chk(4))
+    assert not moved.snapshot(5).delta_only, "after a restore the next write may be a base"
+
+
 def test_every_write_after_a_copy_on_write_copy_is_recorded(tmp_path: Path) -> None:
     job, b = Job(tmp_path), backend()
     for i in range(3000):
@@ -731,12 +786,15 @@ def test_random_operations_with_snapshots_in_flight_restore_every_completed_chec
                 values.update([current] if not isinstance(current, list) else current)
                 got = values.value()
                 got.append(rng.randrange(9))  # in place, without update()
-        in_flight.append((checkpoint_id, b.snapshot(checkpoint_id), state_of(b)))
+        savepoint = rng.random() < 0.15  # written whole while deltas are in flight
+        snapshot = b.snapshot(checkpoint_id, savepoint=savepoint)
+        in_flight.append((checkpoint_id, snapshot, state_of(b)))
         while in_flight and (len(in_flight) > 2 or rng.random() < 0.5):
             done_id, snapshot, expected = in_flight.pop(0)
             chk = job.chk(done_id)
             _fs.make_dirs(chk)
-            section = snapshot.write(chk.child("side"), job.shared)
+            whole = not snapshot.delta_only and rng.random() < 0.5
+            section = snapshot.write(None if whole else chk.child("side"), job.shared)
             snapshot.release()
             if rng.random() < 0.2:
                 continue  # aborted: never completed

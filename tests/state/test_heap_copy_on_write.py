@@ -219,6 +219,34 @@ def test_a_dict_value_is_copied_by_marshal_and_an_object_by_pickle_both_equal():
     snapshot.release()
 
 
+def test_maps_of_numbers_are_copied_shallow_and_a_restored_map_of_lists_deep():
+    """A map state's maps are copied with `dict.copy()` while every value put was a number;
+    restored values count as put (a list among them makes the copies deep again)."""
+    backend = new_backend()
+    items = backend.get_map_state(ITEMS)
+    backend.set_current_key("a")
+    items.put("x", 1)
+    table = backend._tables["items"]
+    numbers = backend.snapshot()
+    items.put("y", 2)  # the map copied first, shallow
+    assert table.flat_maps
+    assert contents(numbers.write(SIDE_FILES))["items"] == {"a": {"x": 1}}
+    only_numbers = numbers.write(None)
+    numbers.release()
+    items.put("z", [3])
+    assert not table.flat_maps, "a list among the values"
+    restored = new_backend()
+    restored.restore([only_numbers])
+    assert restored._tables["items"].flat_maps
+    restored = new_backend()
+    restored.restore([backend.snapshot().write(None)])
+    assert not restored._tables["items"].flat_maps, "restored values count as put"
+    held = restored.snapshot()
+    restored.set_current_key("a")
+    restored.get_map_state(ITEMS).get("z").append(4)  # a copy of its own, not the held list
+    assert contents(held.write(SIDE_FILES))["items"] == {"a": {"x": 1, "y": 2, "z": [3]}}
+
+
 def test_two_overlapping_snapshots_each_keep_their_own_version_in_any_write_order():
     backend, count, seen, _ = filled()
     first = backend.snapshot()
@@ -335,6 +363,7 @@ OPS = st.one_of(
     st.tuples(st.just("mutate_value"), KEYS, st.integers(0, 5)),
     st.tuples(st.just("add"), KEYS, st.integers(0, 5)),
     st.tuples(st.just("put"), KEYS, st.integers(0, 2), st.integers(0, 5)),
+    st.tuples(st.just("put_number"), KEYS, st.integers(0, 2), st.integers(0, 5)),
     st.tuples(st.just("mutate_map_value"), KEYS, st.integers(0, 2), st.integers(0, 5)),
     st.tuples(st.just("remove"), KEYS, st.integers(0, 2)),
     st.tuples(st.just("clear"), KEYS, st.sampled_from(["count", "seen", "items"])),
@@ -388,9 +417,12 @@ def test_every_written_snapshot_equals_a_deep_copy_of_the_state_at_its_barrier(o
         elif kind == "put":
             items.put(op[2], [op[3]])
             model["items"].setdefault(key, {})[op[2]] = [op[3]]
+        elif kind == "put_number":  # while only numbers were put, a map's copy is shallow
+            items.put(op[2], op[3])
+            model["items"].setdefault(key, {})[op[2]] = op[3]
         elif kind == "mutate_map_value":
             value = items.get(op[2])
-            if value is not None:
+            if isinstance(value, list):
                 value.append(op[3])
                 model["items"][key][op[2]].append(op[3])
         elif kind == "remove":

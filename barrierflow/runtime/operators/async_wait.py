@@ -133,7 +133,9 @@ class AsyncWaitOperator(StreamOperator):
 
     # ---- checkpoints ---------------------------------------------------------------------
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
         assert self.logic is not None
         self._flush()  # what left the queue goes out before the barrier
         elements = encode_elements(self.logic.snapshot_state())

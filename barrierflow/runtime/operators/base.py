@@ -199,8 +199,11 @@ class StreamOperator:
     def on_processing_time(self, now_ms: int) -> None:
         """Processing time reached `now_ms` (at or after `next_wakeup()`)."""
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
-        """Copy this operator's state at the barrier of `checkpoint_id` (None: stateless)."""
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
+        """Copy this operator's state at the barrier of `checkpoint_id` (None: stateless);
+        `savepoint`: a savepoint's barrier (its state is written whole, never as a delta)."""
         return None
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

@@ -192,7 +192,9 @@ class CoBroadcastProcessOperator(_BroadcastSide, FunctionOperator, TwoInputStrea
         self._function_state = FunctionOperatorState(self.function)
         self._function_state.initialize(self.context, rest)
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
         function_state = self._function_state.snapshot(checkpoint_id)
         return OperatorSnapshot(operator=_combined(self.broadcast_states, function_state))
 
@@ -297,7 +299,9 @@ class KeyedBroadcastProcessOperator(_BroadcastSide, KeyedFunctionOperator, TwoIn
         )
         super().initialize_state(rest)
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
         snapshot = super().snapshot_state(checkpoint_id)
         assert snapshot is not None
         return replace(snapshot, operator=_combined(self.broadcast_states, snapshot.operator))

@@ -120,7 +120,9 @@ class IntervalJoinOperator(TwoInputStreamOperator):
         self.logic.on_watermark(watermark.timestamp)
         self.output.emit_watermark(watermark)
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
         assert self.logic is not None
         backend = self._new_backend()
         state = backend.get_value_state(ValueStateDescriptor(BUFFERS_STATE))

@@ -115,10 +115,12 @@ class KeyedOperator(StreamOperator):
     def flush_timer_outputs(self) -> None:
         """Emit what the timers fired since the last call produced."""
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
         assert self.backend is not None and self.timer_service is not None
         return OperatorSnapshot(
-            keyed=self.backend.snapshot(checkpoint_id),
+            keyed=self.backend.snapshot(checkpoint_id, savepoint),
             operator=self._function_state.snapshot(checkpoint_id),
             timers=self.timer_service.checkpoint(checkpoint_id),
         )

@@ -71,7 +71,9 @@ class FunctionOperator(StreamOperator):
         self._function_state = FunctionOperatorState(self.function)
         self._function_state.initialize(self.context, restored)
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
         state = self._function_state.snapshot(checkpoint_id)
         return None if state is None else OperatorSnapshot(operator=state)
 

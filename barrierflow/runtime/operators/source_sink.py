@@ -193,7 +193,7 @@ class SourceOperator(StreamOperator):
             self._watermarks.on_periodic_emit()
             self._next_periodic = now_ms + self._interval()
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot:
+    def snapshot_state(self, checkpoint_id: int, savepoint: bool = False) -> OperatorSnapshot:
         assert self.reader is not None
         positions = self.reader.snapshot()
         if (
@@ -396,7 +396,7 @@ class SinkOperator(StreamOperator):
     def process_stream_status(self, status: StreamStatus) -> None:
         pass
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot:
+    def snapshot_state(self, checkpoint_id: int, savepoint: bool = False) -> OperatorSnapshot:
         assert self.writer is not None
         self.writer.pre_commit(checkpoint_id)
         return OperatorSnapshot(operator=self.writer.snapshot_state())

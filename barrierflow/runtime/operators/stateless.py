@@ -34,7 +34,9 @@ class _UserFunctionOperator(StreamOperator):
     def initialize_state(self, restored: RestoredState | None) -> None:
         self._function_state.initialize(self.context, restored)
 
-    def snapshot_state(self, checkpoint_id: int) -> OperatorSnapshot | None:
+    def snapshot_state(
+        self, checkpoint_id: int, savepoint: bool = False
+    ) -> OperatorSnapshot | None:
         state = self._function_state.snapshot(checkpoint_id)
         return None if state is None else OperatorSnapshot(operator=state)
 
