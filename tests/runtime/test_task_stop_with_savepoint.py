@@ -249,6 +249,33 @@ def test_the_final_checkpoint_extends_the_changelog_chain_where_a_base_was_due(
     assert final == [*plain[: rebased - 1], "heapdelta"]
 
 
+def test_a_savepoint_between_changelog_deltas_is_written_whole(tmp_path, monkeypatch):
+    """After a base and a delta, a savepoint's barrier (snapshot held whole, not as the
+    delta its checkpoint would have been) writes a canonical state file with no shared
+    file; the next checkpoint adds a delta to the chain again."""
+    task, _, sent = task_of(tmp_path, monkeypatch, "Window", changelog=True)
+    target = _fs.location(tmp_path / "sp" / "savepoint-abcdef-0123456789ab").uri
+    barriers = [CheckpointBarrier(1, 10_000), CheckpointBarrier(2, 10_000)]
+    barriers += [CheckpointBarrier(3, 10_000, is_savepoint=True, target=target)]
+    barriers += [CheckpointBarrier(4, 10_000)]
+    acks = []
+    for barrier in barriers:
+        arrive(task, 0, RecordBatch([("a", "y" * 20)], [100]))
+        for channel in (0, 1):
+            arrive(task, channel, barrier)
+        run_until_idle(task)
+        (ack,) = sent_of(sent, AcknowledgeCheckpoint)
+        acks.append(ack)
+        task.handle(RpcReceived(NotifyCheckpointComplete(0, barrier.checkpoint_id, False)))
+    kinds = [
+        [name.rsplit(".", 1)[1] for name, _, new in ack.shared_files if new and ".heap" in name]
+        for ack in acks
+    ]
+    assert kinds == [["heapbase"], ["heapdelta"], [], ["heapdelta"]]
+    assert not acks[2].shared_files, "canonical: its keyed section names no chain"
+    assert len(list((tmp_path / "sp").glob("savepoint-*/*"))) == 1
+
+
 class HeldCalls(AsyncFunction):
     """Every call completes only once the test releases them all: ["<word>!"]."""
 
