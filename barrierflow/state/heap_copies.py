@@ -38,6 +38,8 @@ import marshal
 import pickle
 from typing import Any
 
+from barrierflow.core.windows.window import CountWindow, GlobalWindow, TimeWindow
+
 __all__ = ["IMMUTABLE_TYPES", "SET_TYPES", "copy_value", "is_immutable"]
 
 IMMUTABLE_TYPES = frozenset(
@@ -54,6 +56,9 @@ IMMUTABLE_TYPES = frozenset(
         datetime.date,
         datetime.time,
         datetime.timedelta,
+        TimeWindow,  # windows: frozen, keys and values of window operators' state
+        CountWindow,
+        GlobalWindow,
     }
 )
 """Types of values that cannot change in place: handed out as they are, never copied."""

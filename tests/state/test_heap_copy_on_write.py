@@ -124,10 +124,13 @@ def test_a_value_read_after_the_barrier_is_a_copy_of_its_own_that_stays_in_the_s
     snapshot.release()
 
 
-def test_numbers_strings_and_tuples_of_them_are_handed_out_uncopied():
+def test_numbers_strings_windows_and_tuples_of_them_are_handed_out_uncopied():
+    from barrierflow.window import GlobalWindow, TimeWindow
+
     backend = new_backend()
     count = backend.get_value_state(COUNT)
-    values = [7, "word", (1, "a", 2.5), b"raw"]
+    window = TimeWindow(0, 10)
+    values = [7, "word", (1, "a", 2.5), b"raw", window, (window, GlobalWindow.get())]
     for key, value in enumerate(values):
         backend.set_current_key(key)
         count.update(value)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from barrierflow import Duration
 from barrierflow.errors import ConfigurationError
 from barrierflow.window import (
+    CountWindow,
     DynamicEventTimeSessionWindows,
     EventTimeSessionWindows,
     EventTimeTrigger,
@@ -313,6 +314,28 @@ def test_windows_pickle_under_their_public_path_as_savepoints_name_them():
     assert b"barrierflow.window" in pickle.dumps(TimeWindow(0, 10))
     assert b"barrierflow.window" in pickle.dumps(GlobalWindow.get())
     assert pickle.loads(pickle.dumps(GlobalWindow.get())) is GlobalWindow.get()
+
+
+PICKLED_BEFORE = {
+    TimeWindow(5, 10): b"\x80\x05\x951\x00\x00\x00\x00\x00\x00\x00\x8c\x12barrierflow.window"
+    b"\x94\x8c\nTimeWindow\x94\x93\x94)\x81\x94]\x94(K\x05K\neb.",
+    CountWindow(3): b"\x80\x05\x95/\x00\x00\x00\x00\x00\x00\x00\x8c\x12barrierflow.window"
+    b"\x94\x8c\x0bCountWindow\x94\x93\x94)\x81\x94]\x94K\x03ab.",
+}
+"""Windows as savepoints before this release pickled them (the dataclass's own state)."""
+
+
+@pytest.mark.parametrize("window", list(PICKLED_BEFORE), ids=repr)
+def test_windows_pickle_as_a_call_and_read_their_earlier_pickles(window):
+    """A window pickles as a call of its class (cheaper to write and read than a slotted
+    dataclass's state, which takes a Python-level `fields()` per window) and savepoints
+    written before still read."""
+    import pickle
+
+    assert pickle.loads(PICKLED_BEFORE[window]) == window
+    assert pickle.loads(pickle.dumps(window, 5)) == window
+    assert len(pickle.dumps(window, 5)) < len(PICKLED_BEFORE[window])
+    assert b"barrierflow.window" in pickle.dumps(window, 5)
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,11 @@ class TimeWindow(Window):
         """The smallest window containing both."""
         return TimeWindow(min(self.start, other.start), max(self.end, other.end))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled as a call (as GlobalWindow): a slotted dataclass's default state goes
+        # through a Python-level `fields()` per window, a checkpoint's cost with many
+        return (TimeWindow, (self.start, self.end))
+
     @staticmethod
     def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
         """The start of the window of `window_size` that holds `timestamp`, windows being
@@ -156,6 +161,9 @@ class CountWindow(Window):
 
     def max_timestamp(self) -> int:
         return MAX_TIMESTAMP
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CountWindow, (self.id,))
 
 
 # Set after the classes are built: a dataclass reads its module's namespace while it builds.
