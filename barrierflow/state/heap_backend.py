@@ -270,7 +270,7 @@ class HeapKeyedStateBackend(KeyScope):
         """The synchronous part of a snapshot of every state: a reference to each non-empty
         key group's dict, which stays as it is now (copy-on-write, see the module
         docstring). O(key groups x states); serialized by its `write`. With changelog
-        checkpoints, a checkpoint certain to be written as a delta (`DirtyLog.writes_delta`)
+        checkpoints, a checkpoint certain to be written as a delta (`DirtyLog.delta_reads`)
         holds only the key groups and values its delta reads; a savepoint holds all."""
         GC_WHILE_HELD.hold()  # first: the snapshot's own allocations must not start a collection
         names = list(self._tables)
