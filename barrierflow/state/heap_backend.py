@@ -286,7 +286,7 @@ class HeapKeyedStateBackend(KeyScope):
             live = sum(len(entries) for table in self._tables.values() for entries in table.live)
             dirty, entries = self._swap_dirty()
             snapshot._changelog = self._changelog.snapshot(checkpoint_id, dirty, live, entries)
-            delta_reads = None if savepoint else self._changelog.delta_reads(live)
+            delta_reads = None if savepoint else self._changelog.delta_reads()
             if delta_reads is not None:
                 snapshot.delta_only = True
                 wanted = delta_reads
@@ -447,7 +447,6 @@ class HeapKeyedStateSnapshot:
                 self, held, shared, *self._changelog, final=final
             )
             return section
-        self._check_whole()
         header, sections = self._canonical_header_and_sections(fast=side_files is not None)
         return state_format.encode_parts(KEYED_STATE, header, sections)
 

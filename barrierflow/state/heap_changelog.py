@@ -195,19 +195,15 @@ class DirtyLog:
         self.written_folder = None
         self.pending = []
 
-    def delta_reads(self, live_entries: int) -> Callable[[str, int], list[Container[Any]]] | None:
-        """For the snapshot just taken (the last pending one, the state holding
-        `live_entries` entries), when its write is certain to be a delta (`base_due` says
-        so for a confirmed chain in the folder this backend writes into, whatever
-        completes before the write): what that delta reads of state `name`'s key group
-        `index`, the containers holding its keys (every pending snapshot's dirty keys and
-        keys with changed map entries). None: the write may be a base."""
-        confirmed = self.confirmed
-        if (
-            confirmed is None
-            or confirmed.folder != self.written_folder
-            or confirmed.needs_base(confirmed.folder, live_entries)
-        ):
+    def delta_reads(self) -> Callable[[str, int], list[Container[Any]]] | None:
+        """For the snapshot just taken (the last pending one), when its write is certain to
+        be a delta: `base_due` says so for the folder this backend's completed checkpoints
+        went to, leaving out the earlier pending ones (a base one of them wrote is not known
+        before its write). Then what that delta reads of state `name`'s key group `index`:
+        the containers holding its keys (every pending snapshot's dirty keys and keys with
+        changed map entries). None: the write may be a base."""
+        folder = self.written_folder
+        if folder is None or base_due(self.confirmed, self.pending[-1:], folder):
             return None
         records = list(self.pending)
 

@@ -76,16 +76,7 @@ class SharedGroup:
     thread, and a flag read as not yet set only costs a copy that was not needed.
     """
 
-    __slots__ = (
-        "_dict_shared",
-        "_holders",
-        "_index",
-        "_live",
-        "_owned",
-        "_table",
-        "_wanted",
-        "_wanted_by",
-    )
+    __slots__ = ("_dict_shared", "_holders", "_index", "_live", "_owned", "_table", "_wanted")
 
     def __init__(
         self,
@@ -98,9 +89,10 @@ class SharedGroup:
         self._index = index
         self._live = table.live[index]
         """`table.live[index]` (kept equal by `writable`): one lookup less per access."""
-        self._holders = [holder]
-        self._wanted_by: list[list[Container[Any]] | None] = [wanted]
-        """Per holder, the keys whose values it reads (None: every key)."""
+        self._holders: list[tuple[HeapKeyedStateSnapshot, list[Container[Any]] | None]] = [
+            (holder, wanted)
+        ]
+        """Each snapshot holding the group, with the keys whose values it reads (None: all)."""
         self._wanted = wanted
         """Keys some holder reads: in one of these containers (None: every key)."""
         self._dict_shared = True
@@ -114,10 +106,9 @@ class SharedGroup:
     ) -> None:
         """Another snapshot holds the live dict (and the values of the keys `wanted`, None:
         every key) too."""
-        kept = [i for i, h in enumerate(self._holders) if not h.released]
-        self._holders = [self._holders[i] for i in kept] + [holder]
-        self._wanted_by = [self._wanted_by[i] for i in kept] + [wanted]
-        self._wanted = _union_wanted(self._wanted_by)
+        self._holders = [held for held in self._holders if not held[0].released]
+        self._holders.append((holder, wanted))
+        self._wanted = _union_wanted([keys for _, keys in self._holders])
         self._dict_shared = True
         if self._owned:  # freed with the snapshot (uploader thread), not in the barrier's pause
             holder._garbage.append(self._owned)
@@ -127,7 +118,7 @@ class SharedGroup:
 
     def _unshare_if_released(self) -> bool:
         """Every holder is released: put the live dict back in place of this (no copy)."""
-        for holder in self._holders:
+        for holder, _ in self._holders:
             if not holder.released:
                 return False
         table, index = self._table, self._index
