@@ -11,8 +11,10 @@ its cause and later uploads go on, except a value that cannot be serialized
 (ConfigurationError), which fails the task through `Upload.fail` as it did when state
 was serialized at the barrier. A file is fsynced (with its folder, `_fs.sync_file`)
 before the checkpoint is acknowledged. Every upload's `release` runs once, written or
-not: also for an upload of an aborted checkpoint or of a torn-down attempt, which is
-dropped unwritten when its turn comes.
+not: as soon as its file is built, before the writes (so the task's heap state stops
+paying copy-on-write for it while the file goes to storage), and also for an upload of an
+aborted checkpoint or of a torn-down attempt, which is dropped unwritten when its turn
+comes.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ class SnapshotUploader:
         decline with the cause, or None (dropped, or the task was failed)."""
         started = self._clock.monotonic()
         state_file = upload.state_file
+        unreleased = state_file
         try:
             if self._dropped(upload):
                 log.info("dropped the upload of checkpoint %d (aborted)", upload.checkpoint_id)
@@ -124,6 +127,9 @@ class SnapshotUploader:
             ack = upload.ack
             if state_file is not None:
                 parts, handle = state_file.build()
+                # encoded: the task stops protecting the snapshot now, not after the writes
+                unreleased = None
+                self._release(upload, state_file)
                 target = state_file.location
                 _fs.make_dirs(target.parent)
                 _fs.write_parts(target, parts)  # never joined: a copy would hold the GIL
@@ -145,8 +151,8 @@ class SnapshotUploader:
         except Exception as error:
             return self._decline(upload, error)
         finally:
-            if state_file is not None:
-                self._release(upload, state_file)
+            if unreleased is not None:  # dropped, or the build failed
+                self._release(upload, unreleased)
         return replace(ack, async_ms=(self._clock.monotonic() - started) * 1000)
 
     def _decline(self, upload: Upload, error: Exception) -> DeclineCheckpoint:

@@ -300,11 +300,15 @@ def _patches(
             whole.append(key)  # a map gone was cleared, so marked whole: not expected
             written.add(key)
             continue
-        present = list(current.keys() & user_keys)
+        present = list(user_keys)
+        try:  # entries are put far more often than removed: first assume none was
+            patches.append([present, list(map(current.__getitem__, present)), []])
+        except KeyError:
+            present = list(current.keys() & user_keys)
+            patches.append(
+                [present, list(map(current.__getitem__, present)), list(user_keys - current.keys())]
+            )
         keys.append(key)
-        patches.append(
-            [present, list(map(current.__getitem__, present)), list(user_keys.difference(present))]
-        )
     return keys, patches
 
 
@@ -378,8 +382,9 @@ def write_changelog(
     """A checkpoint's changelog write (uploader thread): a delta (or a new base, see the
     module docstring; `final`: the job's final checkpoint) uploaded into `shared`, and the
     manifest naming the chain. Returns the manifest and the `shared_files()` listing; the
-    chain is recorded in the last of `records` (this checkpoint's). OSError: the file this
-    call wrote is deleted (best effort) and the error propagates."""
+    chain is recorded in the last of `records` (this checkpoint's). The snapshot is
+    released once encoded, before the upload: a changelog write happens once. OSError:
+    the file this call wrote is deleted (best effort) and the error propagates."""
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
     entry_bytes = 0.0
@@ -391,6 +396,7 @@ def write_changelog(
         parts, entry_bytes = encode_delta(
             rng, max_parallelism, snapshot._states, held, snapshot._filters, dirty, entries=changed
         )
+    snapshot.release()  # encoded: the task stops copying for it while the file is uploaded
     entry = upload_shared(shared, "heapbase" if new_base else "heapdelta", parts)
     fields, listed = chain_written(confirmed, records, folder, entry, new_base, entry_bytes)
     header = {

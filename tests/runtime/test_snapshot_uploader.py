@@ -40,6 +40,9 @@ class Recorded:
         self.error = error
         self.side_files: list[_fs.Location | None] = []
         self.releases = 0
+        self.files_at_release: list[Any] = []
+        """Paths whose existence `release` records in `released_before`."""
+        self.released_before: list[bool] = []
         self.writing = threading.Event()
         self.go = threading.Event()
         self.go.set()
@@ -59,6 +62,7 @@ class Recorded:
 
     def release(self) -> None:
         self.releases += 1
+        self.released_before.extend(path.exists() for path in self.files_at_release)
         if self.inner is not None:
             self.inner.release()
 
@@ -153,6 +157,21 @@ def test_the_keyed_snapshot_is_written_on_the_uploader_thread_as_it_was_at_the_b
     assert (restored_count.value(), restored_seen.get()) == (1, ["a"])
     assert keyed.side_files == [side_files_folder(location, 0)]  # a checkpoint: its own folder
     assert keyed.releases == 1
+    uploader.close()
+
+
+def test_the_keyed_snapshot_is_released_once_built_before_the_file_is_written(tmp_path):
+    # a held heap snapshot costs the task a copy per first write; storage can be slow
+    keyed = Recorded()
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    uploader = SnapshotUploader(sent.put, ManualClock())
+    location = _fs.location(str(tmp_path)).child("chk-1", "2-0-d.state")
+    keyed.files_at_release.append(tmp_path / "chk-1" / "2-0-d.state")
+    uploader.submit(upload(location, 1, keyed))
+    ack = next_message(sent)
+    assert isinstance(ack, AcknowledgeCheckpoint)
+    assert keyed_section(location, ack) == b"keyed"
+    assert (keyed.releases, keyed.released_before) == (1, [False])
     uploader.close()
 
 
