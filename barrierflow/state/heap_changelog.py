@@ -303,11 +303,10 @@ def _patches(
         present = list(user_keys)
         try:  # entries are put far more often than removed: first assume none was
             patches.append([present, list(map(current.__getitem__, present)), []])
-        except KeyError:
+        except KeyError:  # some were removed
             present = list(current.keys() & user_keys)
-            patches.append(
-                [present, list(map(current.__getitem__, present)), list(user_keys - current.keys())]
-            )
+            removed = list(user_keys - current.keys())
+            patches.append([present, list(map(current.__getitem__, present)), removed])
         keys.append(key)
     return keys, patches
 
@@ -390,7 +389,9 @@ def write_changelog(
     entry_bytes = 0.0
     new_base = base_due(confirmed, records, folder, final)
     if new_base:
-        parts = _envelope.envelope_parts(KEYED_STATE, *_canonical_header_and_sections(snapshot))
+        # a base: the canonical envelope, marshalled where every object allows it
+        base = snapshot._canonical_header_and_sections(fast=True)
+        parts = _envelope.envelope_parts(KEYED_STATE, *base)
     else:
         dirty, changed = union_dirty(records), union_entries(records)
         parts, entry_bytes = encode_delta(
@@ -433,12 +434,6 @@ def chain_written(
         "base_entries": chain.base_entries,
     }
     return fields, [(name, size, name == entry[0]) for name, size in chain.files()]
-
-
-def _canonical_header_and_sections(snapshot: HeapKeyedStateSnapshot) -> tuple[Any, list[bytes]]:
-    """The "keyed-state" envelope's header and sections of `snapshot` (a base file; a
-    checkpoint's, so marshalled where every object allows it)."""
-    return snapshot._canonical_header_and_sections(fast=True)
 
 
 # ---- reading -------------------------------------------------------------------------------
