@@ -381,9 +381,8 @@ def write_changelog(
     """A checkpoint's changelog write (uploader thread): a delta (or a new base, see the
     module docstring; `final`: the job's final checkpoint) uploaded into `shared`, and the
     manifest naming the chain. Returns the manifest and the `shared_files()` listing; the
-    chain is recorded in the last of `records` (this checkpoint's). The snapshot is
-    released once encoded, before the upload: a changelog write happens once. OSError:
-    the file this call wrote is deleted (best effort) and the error propagates."""
+    chain is recorded in the last of `records` (this checkpoint's). OSError: the file this
+    call wrote is deleted (best effort) and the error propagates."""
     folder = shared.without_trailing_slash().uri
     rng, max_parallelism = snapshot._range, snapshot._max_parallelism
     entry_bytes = 0.0
@@ -397,7 +396,6 @@ def write_changelog(
         parts, entry_bytes = encode_delta(
             rng, max_parallelism, snapshot._states, held, snapshot._filters, dirty, entries=changed
         )
-    snapshot.release()  # encoded: the task stops copying for it while the file is uploaded
     entry = upload_shared(shared, "heapbase" if new_base else "heapdelta", parts)
     fields, listed = chain_written(confirmed, records, folder, entry, new_base, entry_bytes)
     header = {
