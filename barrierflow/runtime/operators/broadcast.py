@@ -302,7 +302,7 @@ class KeyedBroadcastProcessOperator(_BroadcastSide, KeyedFunctionOperator, TwoIn
     def snapshot_state(
         self, checkpoint_id: int, savepoint: bool = False
     ) -> OperatorSnapshot | None:
-        snapshot = super().snapshot_state(checkpoint_id)
+        snapshot = super().snapshot_state(checkpoint_id, savepoint)
         assert snapshot is not None
         return replace(snapshot, operator=_combined(self.broadcast_states, snapshot.operator))
 

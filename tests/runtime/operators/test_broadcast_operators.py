@@ -384,3 +384,36 @@ def test_on_rocksdb_apply_to_keyed_state_and_a_checkpoint_restore_work_alike(tmp
     second.process_batch1(RecordBatch([("a", 3), ("b", 1), ("c", 5)], [2, 2, 2]))
     assert records(second.output) == [("a", 11), ("b", 10), ("c", 1)]
     second.close()
+
+
+def test_with_changelog_checkpoints_a_savepoint_between_deltas_holds_all_its_keyed_state(
+    tmp_path,
+):
+    # the savepoint flag reaches the keyed backend: without it a savepoint taken where a
+    # delta is due would hold only the delta's keys and could not be written whole
+    operator = keyed_operator()
+    operator.setup(
+        replace(context(ManualClock()), changelog_state_backend=True), CollectingOutput()
+    )
+    operator.initialize_state(None)
+    operator.open()
+    shared = _fs.location(tmp_path / "shared")
+    for checkpoint_id in (1, 2):  # a base, then a completed chain a delta would follow
+        operator.process_batch1(RecordBatch([("a", checkpoint_id)], [1]))
+        keyed = operator.snapshot_state(checkpoint_id).keyed
+        checkpoint = _fs.location(tmp_path / f"chk-{checkpoint_id}")
+        _fs.make_dirs(checkpoint)
+        try:
+            keyed.write(checkpoint.child("side"), shared)
+        finally:
+            keyed.release()
+        operator.notify_checkpoint_complete(checkpoint_id)
+    operator.process_batch1(RecordBatch([("b", 1)], [1]))
+    delta = operator.snapshot_state(3).keyed
+    assert delta.delta_only, "a checkpoint here is a delta"
+    delta.release()
+    restored = handed_to([operator.snapshot_state(4, savepoint=True)], 0, 1)
+    again = keyed_operator()
+    start(again, restored=restored)
+    again.process_batch1(RecordBatch([("a", 1), ("b", 1)], [2, 2]))
+    assert records(again.output) == [("a", 3), ("b", 2)]
